@@ -1,0 +1,35 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Everything else is optional.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install demo test test-slow test-postgres bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev,postgres]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+## Starts a curator on embedded SQLite (loopback), runs the modeler on each release, prints a table, writes a plot.
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+## The default suite (well under 15 minutes on 2 cores). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+## Long checks: full reproductions and large-n runs.
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+## Benchmarks print tables beside the papers' numbers and write benchmarks/results/.
+bench: $(STAMP)
+	$(PY) benchmarks/po_gp_ucb_synthetic.py
+	$(PY) benchmarks/speed_gp_ucb.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,328 @@
+"""The wire contract (HTTP API v1, DESIGN §5): every request and response body both parties exchange.
+
+The curator service validates requests against these models and declares them as its response
+models; the modeler client parses responses with them. Nothing here may carry a raw row, the
+projection matrix or the transformed-but-unprojected data.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+API_PREFIX = "/v1"
+
+ErrorCode = Literal[
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "validation_error",
+    "budget_exceeded",
+    "query_budget_exhausted",
+    "uncertified_mechanism_disabled",
+    "conflict",
+    "payload_too_large",
+    "seed_refused",
+    "internal_error",
+]
+
+Mechanism = Literal["gaussian", "po-gp-ucb"]
+"""``gaussian`` is the certified (ε, δ)-DP release; ``po-gp-ucb`` is the published, uncertified Algorithm 1."""
+
+CERTIFIED_MECHANISMS: frozenset[str] = frozenset({"gaussian"})
+
+UNCERTIFIED_WARNING = (
+    "po-gp-ucb (Kharkovskii et al. 2020, Algorithm 1) is NOT differentially private: its output is an "
+    "affine image of the data, so anyone who knows d + 1 records and their row indices can reconstruct "
+    "every record exactly. Use the certified 'gaussian' mechanism for real privacy."
+)
+
+MEASUREMENTS_NOTE = (
+    "Measurements y are returned to the modeler as computed, without noise (the PO-GP-UCB assumption: "
+    "the outcome of a measurement does not reveal whose record was measured). They are not covered "
+    "by the release's (epsilon, delta)."
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(_Model):
+    """Body of every 4xx/5xx response."""
+
+    detail: str = Field(description="A sentence saying what went wrong and what to fix.")
+    code: ErrorCode
+
+
+class Health(_Model):
+    status: Literal["ok"] = "ok"
+    version: str
+
+
+# --- datasets -------------------------------------------------------------------------------------
+
+
+class Budget(_Model):
+    """A total privacy budget (ε, δ) for one dataset."""
+
+    epsilon: float = Field(gt=0, description="Total ε; must be > 0.")
+    delta: float = Field(ge=0, lt=1, description="Total δ; must be in [0, 1).")
+
+
+class BudgetStatus(_Model):
+    total_epsilon: float
+    total_delta: float
+    spent_epsilon: float
+    spent_delta: float
+    remaining_epsilon: float
+    remaining_delta: float
+
+
+class ColumnEvaluator(_Model):
+    """The measurement is a column of the table, optionally with Gaussian measurement noise."""
+
+    kind: Literal["column"] = "column"
+    column: str
+    noise_std: float = Field(default=0.0, ge=0)
+
+
+class PythonEvaluator(_Model):
+    """The measurement is ``module:function`` called with the raw row (a dict of column -> value)."""
+
+    kind: Literal["python"] = "python"
+    target: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class ManualEvaluator(_Model):
+    """The measurement is made by a person; queries stay pending until the curator posts a value."""
+
+    kind: Literal["manual"] = "manual"
+
+
+EvaluatorSpec = Annotated[ColumnEvaluator | PythonEvaluator | ManualEvaluator, Field(discriminator="kind")]
+
+
+class ScalingSpec(_Model):
+    """The public scaling of the features, fixed without looking at the data.
+
+    ``identity``: features used as given. ``affine``: x_s = (x − offset) / scale per feature.
+    ``bounds``: x_s = (clip(x, lower, upper) − lower) / (upper − lower) · width per feature, so each
+    feature lies in [0, width]. Neighbouring datasets differ in one row by ℓ2 ≤ 1 *after* scaling.
+    """
+
+    kind: Literal["identity", "affine", "bounds"] = "identity"
+    offset: list[float] | None = None
+    scale: list[float] | None = None
+    lower: list[float] | None = None
+    upper: list[float] | None = None
+    width: float = Field(default=1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _fields_match_kind(self) -> ScalingSpec:
+        if self.kind == "affine" and (self.offset is None or self.scale is None):
+            raise ValueError("affine scaling needs both 'offset' and 'scale' (one number per feature column)")
+        if self.kind == "affine" and any(s <= 0 for s in self.scale or []):
+            raise ValueError("affine scaling needs every 'scale' entry > 0")
+        if self.kind == "bounds":
+            if self.lower is None or self.upper is None:
+                raise ValueError("bounds scaling needs both 'lower' and 'upper' (one number per feature column)")
+            if len(self.lower) != len(self.upper) or any(u <= lo for lo, u in zip(self.lower, self.upper)):
+                raise ValueError("bounds scaling needs 'lower' and 'upper' of equal length with upper > lower")
+        return self
+
+
+class DatasetSpec(_Model):
+    """What the curator says about a table when registering it."""
+
+    name: str = Field(min_length=1, max_length=200)
+    feature_columns: list[str] = Field(min_length=1)
+    evaluator: EvaluatorSpec
+    scaling: ScalingSpec = Field(default_factory=ScalingSpec)
+    budget: Budget
+    goal: Literal["maximize", "minimize"] = Field(
+        default="maximize", description="Whether the modeler should look for the largest or smallest measurement."
+    )
+
+
+class DatasetFromPath(DatasetSpec):
+    """JSON registration of a CSV that already sits on the curator's server."""
+
+    path: str
+
+
+class DatasetOut(_Model):
+    id: int
+    name: str
+    n: int
+    d: int
+    feature_columns: list[str]
+    evaluator_kind: Literal["column", "python", "manual"]
+    goal: Literal["maximize", "minimize"]
+    scaling_kind: Literal["identity", "affine", "bounds"]
+    budget: BudgetStatus
+    created_at: datetime
+
+
+# --- releases -------------------------------------------------------------------------------------
+
+
+class ReleaseCreate(_Model):
+    mechanism: Mechanism
+    epsilon: float = Field(gt=0, description="ε charged for this release; must be > 0.")
+    delta: float = Field(gt=0, lt=1, description="δ charged for this release; must be in (0, 1).")
+    dim: int | Literal["auto"] = Field(
+        default="auto",
+        description="Projection dimension r ≥ 1, or 'auto' (po-gp-ucb: the paper's guideline, largest r with σ_min ≥ ω).",
+    )
+    seed: int | None = Field(default=None, description="Research mode only; refused in production mode.")
+
+    @field_validator("dim")
+    @classmethod
+    def _dim_positive(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("dim (the projection dimension r) must be at least 1, or 'auto'")
+        return value
+
+
+class ReleaseOut(_Model):
+    id: int
+    dataset_id: int
+    mechanism: Mechanism
+    certified: bool
+    epsilon: float
+    delta: float
+    n: int
+    dim: int
+    noise_std: float | None = None
+    sensitivity: float | None = None
+    omega: float | None = None
+    sigma_min: float | None = None
+    lifted: bool | None = None
+    goal: Literal["maximize", "minimize"] = "maximize"
+    warnings: list[str] = Field(default_factory=list)
+    measurements_note: str = MEASUREMENTS_NOTE
+    created_at: datetime
+
+
+class InputsPage(_Model):
+    """A page of the released inputs Z (n × dim)."""
+
+    n: int
+    dim: int
+    offset: int
+    rows: list[list[float]]
+
+
+# --- keys -----------------------------------------------------------------------------------------
+
+
+class KeyCreate(_Model):
+    name: str = Field(min_length=1, max_length=200)
+    release_ids: list[int] = Field(min_length=1)
+    max_queries: int = Field(ge=1)
+    role: Literal["modeler", "curator"] = "modeler"
+
+
+class KeyOut(_Model):
+    id: int
+    name: str
+    role: Literal["modeler", "curator"]
+    release_ids: list[int]
+    max_queries: int
+    used_queries: int
+    revoked: bool
+    created_at: datetime
+
+
+class KeyCreated(KeyOut):
+    token: str = Field(description="Shown once; only its hash is stored.")
+
+
+# --- sessions and queries -------------------------------------------------------------------------
+
+SessionStatus = Literal["open", "closed"]
+QueryStatus = Literal["done", "pending"]
+
+
+class SessionOut(_Model):
+    id: int
+    release_id: int
+    max_queries: int
+    used: int
+    status: SessionStatus
+
+
+class QueryRequest(_Model):
+    indices: list[int] = Field(min_length=1, description="Row indices into the released inputs Z.")
+    request_id: str | None = Field(
+        default=None, max_length=200, description="Idempotency key: a repeat returns the stored results, uncharged."
+    )
+
+
+class QueryResult(_Model):
+    query_id: int
+    index: int
+    status: QueryStatus
+    value: float | None = None
+
+
+class QueryResponse(_Model):
+    results: list[QueryResult]
+
+
+class QueryList(_Model):
+    queries: list[QueryResult]
+
+
+class AnswerRequest(_Model):
+    value: float
+
+
+# --- ledger, audit, jobs --------------------------------------------------------------------------
+
+
+class LedgerEntry(_Model):
+    id: int
+    dataset_id: int
+    epsilon: float
+    delta: float
+    purpose: str
+    release_id: int | None = None
+    job_id: int | None = None
+    created_at: datetime
+
+
+class AuditEvent(_Model):
+    """Who did what, when. Never data values."""
+
+    id: int
+    actor: str
+    action: str
+    target: str | None = None
+    created_at: datetime
+
+
+JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+
+class JobCreate(_Model):
+    kind: str = Field(description="One of the registered job kinds (dp-bo, dp-tune, dpareto).")
+    dataset_id: int | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class JobOut(_Model):
+    id: int
+    kind: str
+    dataset_id: int | None
+    status: JobStatus
+    progress: float = Field(ge=0, le=1)
+    message: str | None = None
+    epsilon: float = 0.0
+    delta: float = 0.0
+    result: dict[str, Any] | None = None
+    created_at: datetime
+    finished_at: datetime | None = None
