@@ -1,0 +1,402 @@
+"""Exact Gaussian-process regression: a general regressor, a rank-one-updated posterior over a fixed
+candidate set, and hyperparameter fitting by maximising the log marginal likelihood.
+
+With training inputs X_t, noisy outputs y_t, prior mean m and K = K(X_t, X_t) + σ_n² I = L Lᵀ, the
+posterior at x is (PO-GP-UCB paper, eq. 1, with a constant prior mean added):
+
+    μ(x)  = m + K(x, X_t) K⁻¹ (y_t − m)
+    σ²(x) = k(x, x) − K(x, X_t) K⁻¹ K(X_t, x)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from scipy.optimize import minimize
+
+from shared.kernels import KERNELS, Kernel, StationaryKernel
+
+LOG_2PI = np.log(2.0 * np.pi)
+
+
+def cholesky_with_jitter(K: NDArray, jitter: float = 1e-10, max_tries: int = 8) -> NDArray:
+    """Lower Cholesky factor of K, adding jitter · mean(diag K) · 10^k to the diagonal only if needed."""
+    try:
+        return cholesky(K, lower=True, check_finite=False)
+    except LinAlgError:
+        pass
+    scale = float(np.mean(np.diag(K))) if K.size else 1.0
+    for k in range(max_tries):
+        try:
+            return cholesky(K + (jitter * scale * 10.0**k) * np.eye(len(K)), lower=True, check_finite=False)
+        except LinAlgError:
+            continue
+    raise LinAlgError("covariance matrix is not positive definite even with jitter; check the inputs")
+
+
+def _gaussian_log_likelihood(L: NDArray, alpha: NDArray, residual: NDArray) -> float:
+    """log N(residual; 0, L Lᵀ) = −½ rᵀ α − Σ log L_ii − (t/2) log 2π, with α = (L Lᵀ)⁻¹ r."""
+    return float(-0.5 * residual @ alpha - np.log(np.diag(L)).sum() - 0.5 * len(residual) * LOG_2PI)
+
+
+def _as_inputs(X: ArrayLike) -> NDArray:
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError("inputs must be a 2-D array (points × dimensions)")
+    return X
+
+
+class GPRegressor:
+    """Exact GP regression at arbitrary test points (eq. 1 with a constant prior mean).
+
+    ``fit`` factorises K(X, X) + σ_n² I once (O(t³)); ``predict`` costs O(t²) per test point.
+    """
+
+    def __init__(self, kernel: Kernel, noise_variance: float, prior_mean: float = 0.0, jitter: float = 1e-10):
+        if noise_variance < 0:
+            raise ValueError("noise_variance must be ≥ 0")
+        self.kernel = kernel
+        self.noise_variance = float(noise_variance)
+        self.prior_mean = float(prior_mean)
+        self.jitter = jitter
+
+    def fit(self, X: ArrayLike, y: ArrayLike) -> GPRegressor:
+        X = _as_inputs(X)
+        y = np.asarray(y, dtype=float).ravel()
+        if len(y) != len(X) or len(y) == 0:
+            raise ValueError("X and y must hold the same positive number of points")
+        K = np.asarray(self.kernel(X, X), dtype=float)
+        K[np.diag_indices_from(K)] += self.noise_variance
+        self.X_, self.residual_ = X, y - self.prior_mean
+        self.L_ = cholesky_with_jitter(K, self.jitter)
+        self.alpha_ = cho_solve((self.L_, True), self.residual_, check_finite=False)
+        return self
+
+    def predict(self, Xs: ArrayLike, return_std: bool = False) -> NDArray | tuple[NDArray, NDArray]:
+        Xs = _as_inputs(Xs)
+        Ks = np.asarray(self.kernel(Xs, self.X_), dtype=float)
+        mean = self.prior_mean + Ks @ self.alpha_
+        if not return_std:
+            return mean
+        v = solve_triangular(self.L_, Ks.T, lower=True, check_finite=False)
+        variance = np.asarray(self.kernel.diag(Xs), dtype=float) - np.einsum("ij,ij->j", v, v)
+        return mean, np.sqrt(np.maximum(variance, 0.0))
+
+    def log_marginal_likelihood(self) -> float:
+        """log p(y | X) = −½ (y − m)ᵀ K⁻¹ (y − m) − ½ log|K| − (t/2) log 2π."""
+        return _gaussian_log_likelihood(self.L_, self.alpha_, self.residual_)
+
+
+class CandidatePosterior:
+    """Exact GP posterior over a fixed n × r candidate matrix C, updated by rank-one steps.
+
+    State after t observations at candidate indices i_1..i_t (K = K(X_t, X_t) + σ_n² I = L Lᵀ):
+
+        V = L⁻¹ K(X_t, C)           (t × n, one row appended per observation)
+        w = L⁻¹ (y_t − m)
+        μ = m + Vᵀ w,   σ² = diag k(C, C) − Σ_rows V²   (clipped at 0 when read)
+
+    A new observation at index i has l = V[:, i] (the new row of L) and pivot
+    d² = k(c_i, c_i) + σ_n² − ‖l‖² = σ²(c_i) + σ_n², so the update needs no triangular solve:
+    v = (K(c_i, C) − Vᵀ l) / d, w_t = (y − μ(c_i)) / d, μ += w_t v, σ² −= v². That is O(n·r) for the
+    kernel column plus O(n·t) for one pass over V, never a refit. V lives in preallocated blocks of
+    ``block_rows`` rows so appending never copies it. Repeated indices are fine when σ_n² > 0; the pivot
+    is floored at ``jitter`` · k(c_i, c_i) so even σ_n² = 0 stays finite (exact only when that floor is
+    not hit).
+    """
+
+    def __init__(
+        self,
+        candidates: ArrayLike,
+        kernel: Kernel,
+        noise_variance: float,
+        prior_mean: float = 0.0,
+        *,
+        jitter: float = 1e-10,
+        block_rows: int = 16,
+    ):
+        C = _as_inputs(candidates)
+        if len(C) == 0:
+            raise ValueError("candidates must hold at least one row")
+        if noise_variance < 0:
+            raise ValueError("noise_variance must be ≥ 0")
+        self.candidates = C
+        self.kernel = kernel
+        self.noise_variance = float(noise_variance)
+        self.prior_mean = float(prior_mean)
+        self.jitter = jitter
+        self.block_rows = block_rows
+        self.prior_variance = np.asarray(kernel.diag(C), dtype=float).copy()
+        if isinstance(kernel, StationaryKernel):
+            # Fast path: scaled, centred candidates and their squared norms, so a kernel column is one
+            # matrix-vector product plus elementwise work on n numbers.
+            self._scaled = kernel.scale(C)
+            self._scaled -= self._scaled.mean(axis=0)
+            self._sq_norms = np.einsum("ij,ij->i", self._scaled, self._scaled)
+        self._variance = self.prior_variance.copy()  # unclipped
+        self._shift = np.zeros(len(C))  # Vᵀ w
+        self._blocks: list[NDArray] = []
+        self._scratch = np.empty(len(C))
+        self._L = np.zeros((0, 0))
+        self._w: list[float] = []
+        self._indices: list[int] = []
+        self._values: list[float] = []
+
+    @property
+    def n_candidates(self) -> int:
+        return len(self.candidates)
+
+    @property
+    def n_observations(self) -> int:
+        return len(self._indices)
+
+    @property
+    def observed_indices(self) -> NDArray:
+        return np.array(self._indices, dtype=int)
+
+    @property
+    def observed_values(self) -> NDArray:
+        return np.array(self._values, dtype=float)
+
+    @property
+    def mean(self) -> NDArray:
+        return self.prior_mean + self._shift
+
+    @property
+    def variance(self) -> NDArray:
+        return np.maximum(self._variance, 0.0)
+
+    @property
+    def std(self) -> NDArray:
+        return np.sqrt(self.variance)
+
+    def mean_at(self, index: int) -> float:
+        return float(self.prior_mean + self._shift[index])
+
+    def upper_confidence_bound(self, beta: float) -> NDArray:
+        """μ + √β σ over all candidates, with a single n-sized allocation."""
+        out = np.maximum(self._variance, 0.0)
+        np.sqrt(out, out=out)
+        out *= np.sqrt(beta)
+        out += self._shift
+        out += self.prior_mean
+        return out
+
+    @property
+    def cholesky_factor(self) -> NDArray:
+        """L with L Lᵀ = K(X_t, X_t) + σ_n² I (pivots floored by the jitter)."""
+        return self._L.copy()
+
+    def log_marginal_likelihood(self) -> float:
+        """log p(y_t) = −½ ‖w‖² − Σ log L_ii − (t/2) log 2π."""
+        w = np.array(self._w)
+        return _gaussian_log_likelihood(self._L, w, w) if len(w) else 0.0
+
+    def _kernel_column(self, index: int) -> NDArray:
+        """k(C, c_index) as a length-n vector."""
+        if isinstance(self.kernel, StationaryKernel):
+            sq = self._scaled @ self._scaled[index]
+            sq *= -2.0
+            sq += self._sq_norms
+            sq += self._sq_norms[index]
+            np.maximum(sq, 0.0, out=sq)
+            sq[index] = 0.0
+            return self.kernel.profile(sq, out=sq)
+        return np.asarray(self.kernel(self.candidates, self.candidates[index : index + 1]), dtype=float).reshape(-1)
+
+    def _new_row(self) -> NDArray:
+        t = self.n_observations
+        if t == len(self._blocks) * self.block_rows:
+            self._blocks.append(np.empty((self.block_rows, self.n_candidates)))
+        return self._blocks[t // self.block_rows][t % self.block_rows]
+
+    def _filled_blocks(self) -> Iterator[NDArray]:
+        t = self.n_observations
+        for b, block in enumerate(self._blocks):
+            rows = min(self.block_rows, t - b * self.block_rows)
+            if rows <= 0:
+                return
+            yield block[:rows]
+
+    def observe(self, index: int, y: float) -> None:
+        """Condition on y = f(c_index) + noise: one rank-one step, O(n·(r + t))."""
+        index = int(index)
+        if not 0 <= index < self.n_candidates:
+            raise IndexError(f"candidate index {index} is outside 0..{self.n_candidates - 1}")
+        y = float(y)
+        if not np.isfinite(y):
+            raise ValueError("observed value must be finite")
+        t = self.n_observations
+        l = np.concatenate([block[:, index] for block in self._filled_blocks()]) if t else np.zeros(0)
+        pivot2 = max(self._variance[index], 0.0) + self.noise_variance
+        pivot = np.sqrt(max(pivot2, self.jitter * self.prior_variance[index]))
+
+        column = self._kernel_column(index)
+        row = self._new_row()
+        row[:] = column
+        start = 0
+        for block in self._filled_blocks():
+            np.matmul(l[start : start + len(block)], block, out=self._scratch)
+            row -= self._scratch
+            start += len(block)
+        row /= pivot
+
+        w = (y - self.mean_at(index)) / pivot
+        self._shift += w * row
+        self._variance -= row * row
+
+        L = np.zeros((t + 1, t + 1))
+        L[:t, :t] = self._L
+        L[t, :t] = l
+        L[t, t] = pivot
+        self._L = L
+        self._w.append(w)
+        self._indices.append(index)
+        self._values.append(y)
+
+    @contextmanager
+    def hallucinating(self) -> Iterator[CandidatePosterior]:
+        """Observations made inside the block are undone on exit (used for batch suggestions)."""
+        saved = (self._variance.copy(), self._shift.copy(), self._L, len(self._w))
+        try:
+            yield self
+        finally:
+            self._variance, self._shift, self._L, t = saved
+            del self._w[t:], self._indices[t:], self._values[t:]  # rows past t in V are simply reused
+
+
+# ----------------------------------------------------------------------------------------------------
+# Marginal-likelihood fitting
+
+
+@dataclass(frozen=True)
+class HyperparameterBounds:
+    """Box bounds (low, high) for L-BFGS-B; ``lengthscale`` is one pair, or one pair per dimension (ARD)."""
+
+    lengthscale: tuple[float, float] | Sequence[tuple[float, float]]
+    signal_variance: tuple[float, float]
+    noise_variance: tuple[float, float]
+
+
+def default_bounds(X: ArrayLike, y: ArrayLike, *, ard: bool = False) -> HyperparameterBounds:
+    """Data-driven bounds: lengthscales in [0.01, 10] × the extent of X (per dimension for ARD, the
+    bounding-box diagonal otherwise); σ² in [0.01, 100] × var(y); σ_n² in [1e-8, 1] × var(y)."""
+    X = _as_inputs(X)
+    extent = np.ptp(X, axis=0)
+    diagonal = float(np.linalg.norm(extent)) or 1.0
+    vy = float(np.var(y)) if len(np.atleast_1d(y)) > 1 and np.var(y) > 0 else 1.0
+    if ard:
+        per_dim = np.where(extent > 0, extent, diagonal)
+        lengthscale: tuple | list = [(1e-2 * e, 1e1 * e) for e in per_dim]
+    else:
+        lengthscale = (1e-2 * diagonal, 1e1 * diagonal)
+    return HyperparameterBounds(lengthscale, (1e-2 * vy, 1e2 * vy), (1e-8 * vy, vy))
+
+
+@dataclass(frozen=True)
+class FittedHyperparameters:
+    kernel: StationaryKernel
+    noise_variance: float
+    prior_mean: float
+    log_marginal_likelihood: float
+
+
+def _negative_lml_and_gradient(
+    theta: NDArray, kernel_type: type[StationaryKernel], ard: bool, X: NDArray, residual: NDArray
+) -> tuple[float, NDArray]:
+    """−log p(y | θ) and its gradient in θ = (log l…, log σ², log σ_n²).
+
+    ∂ log p / ∂θ_j = ½ tr((α αᵀ − K⁻¹) ∂K/∂θ_j) (Rasmussen & Williams eq. 5.9).
+    """
+    n_ls = len(theta) - 2
+    ls = np.exp(theta[:n_ls]) if ard else float(np.exp(theta[0]))
+    kernel = kernel_type(ls, float(np.exp(theta[n_ls])))
+    noise = float(np.exp(theta[-1]))
+    K, dK = kernel.log_parameter_gradients(X)
+    K[np.diag_indices_from(K)] += noise
+    try:
+        L = cholesky(K, lower=True, check_finite=False)
+    except LinAlgError:
+        return 1e25, np.zeros_like(theta)
+    alpha = cho_solve((L, True), residual, check_finite=False)
+    W = np.outer(alpha, alpha) - cho_solve((L, True), np.eye(len(K)), check_finite=False)
+    grad = 0.5 * np.einsum("ij,kij->k", W, dK)
+    grad_noise = 0.5 * noise * np.trace(W)
+    return -_gaussian_log_likelihood(L, alpha, residual), -np.append(grad, grad_noise)
+
+
+def fit_hyperparameters(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    kernel: Literal["se", "matern52"] = "se",
+    ard: bool = False,
+    bounds: HyperparameterBounds | None = None,
+    n_restarts: int = 5,
+    rng: np.random.Generator | int | None = None,
+    prior_mean: float | Literal["sample_mean"] = "sample_mean",
+    initial: tuple[StationaryKernel, float] | None = None,
+) -> FittedHyperparameters:
+    """Maximise the log marginal likelihood over log lengthscale(s), log σ² and log σ_n² with L-BFGS-B.
+
+    Starts: ``initial`` (kernel, noise variance) if given, the log-midpoint of the bounds, then
+    ``n_restarts`` points drawn uniformly in log-space within the bounds (``rng``-seeded). The prior
+    mean is held fixed: the sample mean of y, or the float given.
+    """
+    X = _as_inputs(X)
+    y = np.asarray(y, dtype=float).ravel()
+    if len(y) != len(X) or len(y) < 2:
+        raise ValueError("fitting hyperparameters needs X and y with the same number (≥ 2) of points")
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(KERNELS)}")
+    kernel_type = KERNELS[kernel]
+    bounds = bounds or default_bounds(X, y, ard=ard)
+    mean = float(np.mean(y)) if prior_mean == "sample_mean" else float(prior_mean)
+    residual = y - mean
+
+    ls_bounds = np.atleast_2d(np.asarray(bounds.lengthscale, dtype=float))
+    if ard and len(ls_bounds) == 1:
+        ls_bounds = np.repeat(ls_bounds, X.shape[1], axis=0)
+    if (ard and len(ls_bounds) != X.shape[1]) or (not ard and len(ls_bounds) != 1):
+        raise ValueError("lengthscale bounds must be one (low, high) pair, or one per dimension for ARD")
+    log_bounds = np.log(np.vstack([ls_bounds, bounds.signal_variance, bounds.noise_variance]))
+    if not np.all(log_bounds[:, 0] <= log_bounds[:, 1]):
+        raise ValueError("every bound must satisfy 0 < low ≤ high")
+
+    rng = np.random.default_rng(rng)
+    starts = [log_bounds.mean(axis=1)]
+    if initial is not None:
+        init_kernel, init_noise = initial
+        init_ls = np.broadcast_to(init_kernel.lengthscale, (len(ls_bounds),))
+        starts.insert(0, np.clip(np.log([*init_ls, init_kernel.variance, init_noise]), *log_bounds.T))
+    starts += list(rng.uniform(log_bounds[:, 0], log_bounds[:, 1], size=(n_restarts, len(log_bounds))))
+
+    best = None
+    for x0 in starts:
+        result = minimize(
+            _negative_lml_and_gradient,
+            x0,
+            args=(kernel_type, ard, X, residual),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=log_bounds,
+        )
+        if np.isfinite(result.fun) and (best is None or result.fun < best.fun):
+            best = result
+    if best is None or best.fun >= 1e25:
+        raise LinAlgError("marginal-likelihood fitting failed at every start; check the data and the bounds")
+    theta = best.x
+    n_ls = len(ls_bounds)
+    ls = np.exp(theta[:n_ls]) if ard else float(np.exp(theta[0]))
+    return FittedHyperparameters(
+        kernel=kernel_type(ls, float(np.exp(theta[n_ls]))),
+        noise_variance=float(np.exp(theta[-1])),
+        prior_mean=mean,
+        log_marginal_likelihood=float(-best.fun),
+    )

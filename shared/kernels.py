@@ -1,0 +1,159 @@
+"""Stationary covariance functions: squared exponential and Matérn-5/2, isotropic or ARD.
+
+A kernel is any object with ``k(A, B) -> (len(A), len(B)) ndarray`` and ``k.diag(A) -> (len(A),)``;
+the GP engine accepts such objects. The two built-in kernels also expose what the engine uses to be
+fast (``scale``, ``profile``) and what marginal-likelihood fitting needs (``log_parameter_gradients``).
+
+Both are functions of the scaled distance d = ‖(a − b) / l‖ (l a scalar, or one length per input
+dimension for ARD) times a signal variance σ²:
+
+* squared exponential: k(a, b) = σ² exp(−d² / 2)
+* Matérn-5/2:          k(a, b) = σ² (1 + √5 d + 5 d² / 3) exp(−√5 d)
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+SQRT5 = np.sqrt(5.0)
+
+
+@runtime_checkable
+class Kernel(Protocol):
+    """What the GP engine needs from a covariance function."""
+
+    def __call__(self, A: NDArray, B: NDArray) -> NDArray: ...
+
+    def diag(self, A: NDArray) -> NDArray: ...
+
+
+def squared_distances(A: NDArray, B: NDArray) -> NDArray:
+    """Pairwise squared Euclidean distances ‖a‖² + ‖b‖² − 2 a·b, clipped at 0.
+
+    Both sets are shifted by the mean of ``A`` first: distances do not change, and the cancellation
+    error of the expansion (relative to ‖a‖²) shrinks to the spread of the data.
+    """
+    centre = A.mean(axis=0)
+    A = A - centre
+    B = B - centre
+    sq = np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
+    sq -= 2.0 * (A @ B.T)
+    return np.maximum(sq, 0.0, out=sq)
+
+
+class StationaryKernel:
+    """σ² · ρ(d²) for a profile ρ of the squared scaled distance d² = ‖(a − b) / l‖².
+
+    ``lengthscale`` is a positive float (isotropic) or a 1-D array with one entry per input dimension
+    (ARD); ``variance`` is the signal variance σ² = k(a, a).
+    """
+
+    name: str = ""
+
+    def __init__(self, lengthscale: float | ArrayLike, variance: float = 1.0) -> None:
+        ls = np.asarray(lengthscale, dtype=float)
+        if ls.ndim > 1 or ls.size == 0 or not np.all(np.isfinite(ls)) or np.any(ls <= 0):
+            raise ValueError("lengthscale must be a positive float or a 1-D array of positive floats")
+        if not (np.isfinite(variance) and variance > 0):
+            raise ValueError("variance (the signal variance) must be a positive float")
+        self.lengthscale: float | NDArray = float(ls) if ls.ndim == 0 else ls
+        self.variance = float(variance)
+
+    @property
+    def ard(self) -> bool:
+        return np.ndim(self.lengthscale) == 1
+
+    def __repr__(self) -> str:
+        ls = np.array2string(self.lengthscale, precision=4) if self.ard else f"{self.lengthscale:.4g}"
+        return f"{type(self).__name__}(lengthscale={ls}, variance={self.variance:.4g})"
+
+    def with_parameters(self, lengthscale: float | ArrayLike, variance: float) -> StationaryKernel:
+        """The same kind of kernel with other hyperparameters."""
+        return type(self)(lengthscale, variance)
+
+    def scale(self, A: ArrayLike) -> NDArray:
+        """Inputs divided by the lengthscale(s), as float64 (the kernel is isotropic in these)."""
+        A = np.asarray(A, dtype=float)
+        if A.ndim != 2:
+            raise ValueError("kernel inputs must be 2-D arrays (points × dimensions)")
+        if self.ard and A.shape[1] != self.lengthscale.size:
+            raise ValueError(
+                f"ARD lengthscale has {self.lengthscale.size} entries but inputs have {A.shape[1]} columns"
+            )
+        return A / self.lengthscale
+
+    def profile(self, sq: NDArray, out: NDArray | None = None) -> NDArray:
+        """σ² ρ(d²) evaluated elementwise on squared scaled distances."""
+        raise NotImplementedError
+
+    def __call__(self, A: ArrayLike, B: ArrayLike) -> NDArray:
+        sq = squared_distances(self.scale(A), self.scale(B))
+        return self.profile(sq, out=sq)
+
+    def diag(self, A: ArrayLike) -> NDArray:
+        return np.full(np.shape(A)[0], self.variance)
+
+    def _profile_log_lengthscale_factor(self, sq: NDArray) -> NDArray:
+        """g with ∂k/∂log l_j = g · Δ_j² / l_j² (Δ = a − b); for isotropic l the factor is g · d²."""
+        raise NotImplementedError
+
+    def log_parameter_gradients(self, X: ArrayLike) -> tuple[NDArray, NDArray]:
+        """K(X, X) and its derivatives with respect to the log-parameters.
+
+        Returns ``(K, dK)``, ``dK`` of shape (p, n, n) ordered as (log l_1, …, log l_p, log σ²) with
+        p = 1 for isotropic kernels. ∂K/∂log σ² = K.
+        """
+        Xs = self.scale(X)
+        sq = squared_distances(Xs, Xs)
+        K = self.profile(sq)
+        g = self._profile_log_lengthscale_factor(sq)
+        if self.ard:
+            diffs = (Xs[:, None, :] - Xs[None, :, :]) ** 2  # n × n × d, fine for fitting-sized n
+            d_ls = np.moveaxis(diffs, 2, 0) * g
+        else:
+            d_ls = (g * sq)[None]
+        return K, np.concatenate([d_ls, K[None]], axis=0)
+
+
+class SquaredExponential(StationaryKernel):
+    """k(a, b) = σ² exp(−‖(a − b) / l‖² / 2)."""
+
+    name = "se"
+
+    def profile(self, sq: NDArray, out: NDArray | None = None) -> NDArray:
+        out = np.multiply(sq, -0.5, out=out)
+        np.exp(out, out=out)
+        out *= self.variance
+        return out
+
+    def _profile_log_lengthscale_factor(self, sq: NDArray) -> NDArray:
+        # ∂/∂log l_j of exp(−½ Σ Δ_i²/l_i²) = exp(·) · Δ_j²/l_j².
+        return self.profile(sq)
+
+
+class Matern52(StationaryKernel):
+    """k(a, b) = σ² (1 + √5 d + 5 d² / 3) exp(−√5 d), d = ‖(a − b) / l‖."""
+
+    name = "matern52"
+
+    def profile(self, sq: NDArray, out: NDArray | None = None) -> NDArray:
+        d = np.sqrt(sq)
+        out = np.multiply(sq, 5.0 / 3.0, out=out)
+        out += 1.0
+        out += SQRT5 * d
+        np.multiply(d, -SQRT5, out=d)
+        np.exp(d, out=d)
+        out *= d
+        out *= self.variance
+        return out
+
+    def _profile_log_lengthscale_factor(self, sq: NDArray) -> NDArray:
+        # ∂k/∂d = −σ² (5/3) d (1 + √5 d) e^{−√5 d} and ∂d/∂log l_j = −Δ_j²/(l_j² d), so the d cancels.
+        d = np.sqrt(sq)
+        return self.variance * (5.0 / 3.0) * (1.0 + SQRT5 * d) * np.exp(-SQRT5 * d)
+
+
+KERNELS: dict[str, type[StationaryKernel]] = {"se": SquaredExponential, "matern52": Matern52}
