@@ -1,1 +1,5 @@
 """Releases of the inputs: the published PO-GP-UCB transform (uncertified) and the certified Gaussian release."""
+
+from shared.projection.po_gp_ucb import PoGpUcbRelease, largest_r, omega, po_gp_ucb_release
+
+__all__ = ["PoGpUcbRelease", "largest_r", "omega", "po_gp_ucb_release"]
