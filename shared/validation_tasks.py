@@ -1,0 +1,113 @@
+"""Curator-side validation objectives f_V(λ) for DP Bayesian optimization (Kusner et al. 2015).
+
+The learner is the paper's eq. (9): w_λ = argmin_w λ/2 ‖w‖² + (1/n) Σ ℓ(w, x_i, y_i) with the logistic
+loss ℓ, trained on a (public, fixed) training set; f_V(λ) is a score on the (sensitive) validation set
+V. scikit-learn's LogisticRegression minimises ½‖w‖² + C Σ ℓ, which is eq. (9) times Cn for
+C = 1/(λn); no intercept, as in eq. (9). Rows have ℓ2 norm ≤ 1, so ℓ is 1-Lipschitz in w
+(Assumption 2). The paper has no experiments, so the setup (datasets, grid, splits) is ours.
+
+Scores:
+
+* ``accuracy`` — validation accuracy (one record moves it by at most 1/m);
+* ``soft_accuracy`` — 1 − (1/m) Σ g(w, x, y) with the sigmoid loss g = 1/(1 + e^(y wᵀx)), y ∈ {±1}: the
+  "normalised sigmoid" of Assumption 2, L-Lipschitz in w with L = max‖x‖/4 ≤ 1/4 and 0 ≤ g ≤ g* = 1
+  (Algorithm 3 needs a Lipschitz score; the constant 1 does not change any sensitivity).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from scipy.special import expit
+from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+
+Score = Literal["accuracy", "soft_accuracy"]
+SIGMOID_LIPSCHITZ = 0.25  # |d/dm 1/(1 + e^m)| ≤ 1/4, times ‖x‖ ≤ 1
+SIGMOID_MAX = 1.0
+
+
+@dataclass
+class LogisticValidationTask:
+    """f_V(λ) for L2-regularised logistic regression (eq. 9) trained on (X_train, y_train), scored on V.
+
+    Labels are in {0, 1}. Call with a regularisation strength λ > 0, or use :meth:`at_log10` on the
+    public grid of log10 λ values. Results are cached per λ (the learner is deterministic).
+    """
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_val: np.ndarray
+    y_val: np.ndarray
+    score: Score = "accuracy"
+    max_iter: int = 2000
+    _cache: dict[float, float] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for X in (self.X_train, self.X_val):
+            if np.linalg.norm(X, axis=1).max() > 1.0 + 1e-9:
+                raise ValueError("rows must have l2 norm <= 1 (the logistic loss is then 1-Lipschitz in w)")
+
+    @property
+    def validation_size(self) -> int:
+        return len(self.y_val)
+
+    def weights(self, lam: float) -> np.ndarray:
+        """w_λ of eq. (9)."""
+        if not lam > 0:
+            raise ValueError(f"the regularisation strength must be positive, got {lam}")
+        model = LogisticRegression(C=1.0 / (lam * len(self.y_train)), fit_intercept=False, max_iter=self.max_iter)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(self.X_train, self.y_train)
+        return model.coef_.ravel()
+
+    def __call__(self, lam: float) -> float:
+        lam = float(lam)
+        if lam not in self._cache:
+            margins = self.X_val @ self.weights(lam)
+            signs = 2.0 * self.y_val - 1.0
+            if self.score == "accuracy":
+                self._cache[lam] = float(np.mean((margins > 0) == (self.y_val == 1)))
+            else:
+                self._cache[lam] = float(1.0 - np.mean(expit(-signs * margins)))
+        return self._cache[lam]
+
+    def at_log10(self, log10_lambda: float) -> float:
+        return self(10.0 ** float(log10_lambda))
+
+
+def unit_rows(X: np.ndarray) -> np.ndarray:
+    """Each row divided by its ℓ2 norm (a per-record map: it uses no other record)."""
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return X / np.where(norms > 0, norms, 1.0)
+
+
+def adult_task(score: Score = "accuracy") -> LogisticValidationTask:
+    """UCI Adult: train on adult.data (32,561 rows), validate on adult.test (16,281), unit-norm a9a rows."""
+    from shared.datasets.adult import load_adult
+
+    X_train, y_train = load_adult("train")
+    X_val, y_val = load_adult("test")
+    return LogisticValidationTask(X_train, y_train, X_val, y_val, score)
+
+
+def breast_cancer_task(score: Score = "accuracy", seed: int = 0) -> LogisticValidationTask:
+    """scikit-learn's breast-cancer data, split half/half (stratified, fixed ``seed``).
+
+    Standardised with the training half's statistics (the training set is public in the paper's
+    model), a constant feature appended for the bias, rows scaled to unit norm.
+    """
+    X, y = load_breast_cancer(return_X_y=True)
+    X_train, X_val, y_train, y_val = train_test_split(X, y, test_size=0.5, stratify=y, random_state=seed)
+    mean, std = X_train.mean(axis=0), X_train.std(axis=0)
+
+    def prepare(A: np.ndarray) -> np.ndarray:
+        return unit_rows(np.hstack([(A - mean) / std, np.ones((len(A), 1))]))
+
+    return LogisticValidationTask(prepare(X_train), y_train, prepare(X_val), y_val, score)
