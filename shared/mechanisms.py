@@ -80,13 +80,9 @@ def laplace_mechanism(value: float | np.ndarray, sensitivity: float, epsilon: fl
     return float(released) if np.ndim(value) == 0 else released
 
 
-def gaussian_noise_std(epsilon: float, delta: float, sensitivity: float, coordinates: int, noise: NoiseSource) -> float:
-    """σ for a Gaussian release of one record's ``coordinates`` values of ℓ2 sensitivity Δ with this source.
-
-    The analytic Gaussian σ for Δ' = Δ + √coordinates · grid (the sampler's rounding slack).
-    """
-    grid = noise.grid(_positive(sensitivity, "sensitivity"))
-    return analytic_gaussian_sigma(epsilon, delta, sensitivity + math.sqrt(coordinates) * grid)
+def l2_sensitivity_with_grid(sensitivity: float, coordinates: int, noise: NoiseSource) -> float:
+    """Δ + √coordinates · grid: the ℓ2 sensitivity once ``noise`` has rounded one record's values to its grid."""
+    return sensitivity + math.sqrt(coordinates) * noise.grid(_positive(sensitivity, "sensitivity"))
 
 
 def gaussian_mechanism(
@@ -94,6 +90,6 @@ def gaussian_mechanism(
 ):
     """(ε, δ)-DP release of ``value`` (one record's contribution) of ℓ2 sensitivity Δ with analytic σ."""
     values = np.asarray(value, dtype=float)
-    std = gaussian_noise_std(epsilon, delta, sensitivity, values.size, noise)
+    std = analytic_gaussian_sigma(epsilon, delta, l2_sensitivity_with_grid(sensitivity, values.size, noise))
     released = noise.add_gaussian(values, std, noise.grid(sensitivity))
     return float(released) if np.ndim(value) == 0 else released
