@@ -281,6 +281,44 @@ class AnswerRequest(_Model):
     value: float
 
 
+class PendingQuery(_Model):
+    """A manual-evaluator query waiting for the curator's measurement of row ``index``."""
+
+    query_id: int
+    session_id: int
+    release_id: int
+    dataset_id: int
+    index: int
+    created_at: datetime
+
+
+class PendingQueryList(_Model):
+    queries: list[PendingQuery]
+
+
+# --- reconstruction audit -------------------------------------------------------------------------
+
+
+class ReconstructionAuditRequest(_Model):
+    """Simulate an attacker who knows ``known`` records and their row indices (chosen at random)."""
+
+    known: int = Field(ge=1, description="How many records the attacker knows (d + 1 suffice against po-gp-ucb).")
+    seed: int | None = Field(default=None, description="Picks the known rows reproducibly; research mode only.")
+
+
+class ReconstructionAuditOut(_Model):
+    """Aggregate reconstruction error over the rows the attacker did not know; never a row."""
+
+    release_id: int
+    mechanism: Mechanism
+    known: int
+    max_relative_error: float
+    median_relative_error: float
+    rms_error: float
+    noise_std: float | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
 # --- ledger, audit, jobs --------------------------------------------------------------------------
 
 

@@ -1,0 +1,57 @@
+"""The app factory: ``create_app(settings)`` builds the FastAPI application (migrations run at start)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from curator_service import __version__, audit, datasets, keys, ledger, reconstruction, releases, sessions
+from curator_service.db import Database, migrate
+from curator_service.errors import ERROR_RESPONSES, GuardMiddleware, install_error_handlers
+from curator_service.jobs import api as jobs_api
+from curator_service.jobs.runner import JobRunner
+from curator_service.settings import Settings
+from curator_service.storage import TableCache
+from shared.schemas import Health
+
+DESCRIPTION = """The curator's side of pobo (private outsourced Bayesian optimization).
+
+The curator registers a table, makes a release of its inputs (certified `gaussian`, or the uncertified
+`po-gp-ucb` when the operator enables it), issues modeler keys, and answers index-only queries. Every
+error is `{"detail": sentence, "code": machine code}`. Authenticate with `Authorization: Bearer <token>`.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The service for ``settings`` (default: from the environment). The database is migrated here."""
+    settings = settings or Settings.from_env()
+    db = Database(settings.database_url)
+    migrate(db.engine)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.jobs.recover()
+        yield
+        app.state.jobs.shutdown()
+        db.dispose()
+
+    app = FastAPI(
+        title="pobo curator service", version=__version__, description=DESCRIPTION, lifespan=lifespan,
+        responses=ERROR_RESPONSES,
+    )
+    app.state.settings = settings
+    app.state.db = db
+    app.state.tables = TableCache()
+    app.state.jobs = JobRunner(app, settings.job_workers)
+    install_error_handlers(app)
+    app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_upload_bytes)
+
+    @app.get("/health", response_model=Health, tags=["health"], summary="Liveness (no authentication)")
+    def health() -> Health:
+        return Health(version=__version__)
+
+    for module in (datasets, releases, reconstruction, keys, sessions, ledger, audit, jobs_api):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,127 @@
+"""Database engine, transactions and row locks.
+
+SQLite (the embedded default) runs in WAL mode with ``synchronous=FULL`` (a commit is on disk before
+the response leaves) and a busy timeout. Write transactions start with ``BEGIN IMMEDIATE``, which takes
+SQLite's single write lock up front: writers queue instead of failing on a stale snapshot, and a
+read-check-write sequence (the ledger's budget check) cannot interleave with another writer. On
+PostgreSQL the same sequences lock the row they depend on with ``SELECT … FOR UPDATE``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, event, select
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from curator_service.errors import ApiError
+
+Row = TypeVar("Row")
+
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+_WRITE = "pobo_write"
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite files get WAL, ``synchronous=FULL``, foreign keys and a busy timeout."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+    )
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the sqlite3 module, decide when transactions begin (see "begin" below).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Any) -> None:
+        immediate = connection.get_execution_options().get(_WRITE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def migrate(engine: Engine) -> None:
+    """Brings the schema to the newest Alembic revision (run at every start; a no-op when current)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+class Database:
+    """Session factory with two kinds of transaction: :meth:`read` and :meth:`write`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self.is_sqlite = self.engine.dialect.name == "sqlite"
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A read-only transaction (a consistent snapshot; never blocks writers under WAL)."""
+        with self._sessions() as session:  # closing ends the transaction and keeps loaded rows readable
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A write transaction, committed when the block ends without an exception, rolled back otherwise."""
+        with self._sessions() as session:
+            session.connection(execution_options={_WRITE: True})
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def get_or_404(session: Session, model: type[Row], row_id: int, *, lock: bool = False) -> Row:
+    """The row of ``model`` with ``row_id`` (locked ``FOR UPDATE`` if asked) or a 404 naming it."""
+    statement = select(model).where(model.id == row_id)  # type: ignore[attr-defined]
+    if lock:
+        statement = statement.with_for_update()
+    row = session.scalars(statement).one_or_none()
+    if row is None:
+        noun = getattr(model, "noun", "row")
+        raise ApiError(404, "not_found", f"there is no {noun} with id {row_id}; list them to see the valid ids")
+    return row
+
+
+def revision(message: str) -> None:
+    """Autogenerates a migration from the difference between ``models.py`` and the newest revision
+    (a developer tool: it builds a scratch SQLite database at head and compares)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        engine = make_engine(f"sqlite:///{scratch}/scratch.db")
+        migrate(engine)
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.revision(config, message=message, autogenerate=True)
+        engine.dispose()

@@ -1,0 +1,169 @@
+"""The error model of DESIGN §5: every error is ``{"detail": sentence, "code": machine code}``.
+
+Handlers here turn FastAPI's validation errors, Starlette's HTTP errors and unexpected exceptions into
+that shape. Sentences name the field to fix and never contain a data value.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from shared.schemas import ErrorBody
+
+logger = logging.getLogger("curator_service")
+
+_CODE_BY_STATUS = {
+    400: "validation_error",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "validation_error",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "validation_error",
+    422: "validation_error",
+}
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": code} for status, code in _CODE_BY_STATUS.items() if status != 405
+}
+
+
+class ApiError(Exception):
+    """An error answer: HTTP ``status``, machine ``code`` (``shared.schemas.ErrorCode``) and a sentence."""
+
+    def __init__(self, status: int, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+
+
+class PayloadTooLarge(StarletteHTTPException):
+    """Raised while reading a body that grows past the upload limit (an HTTP exception so FastAPI's
+    body parser passes it through instead of calling it a parse error)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than the limit of {limit} bytes; "
+                         "send a smaller file or raise POBO_MAX_UPLOAD_BYTES")
+
+
+def error_response(status: int, code: str, detail: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"detail": detail, "code": code})
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) if parts else "the request body"
+
+
+def validation_sentence(errors: list[dict[str, Any]], prefix: str = "") -> str:
+    """One sentence naming each bad field and what is wrong with it (never echoing the input)."""
+    problems = []
+    for error in errors[:5]:
+        where = _location(tuple(error.get("loc", ())))
+        message = str(error.get("msg", "is invalid")).removeprefix("Value error, ")
+        if error.get("type") == "missing":
+            message = "is required"
+        elif error.get("type") == "extra_forbidden":
+            message = "is not a known field; remove it"
+        elif error.get("type") == "json_invalid":
+            where, message = "the request body", "is not valid JSON"
+        message = message[:1].lower() + message[1:]
+        problems.append(f"'{prefix}{where}': {message}" if where != "the request body" else f"{where} {message}")
+    more = f" (and {len(errors) - 5} more problems)" if len(errors) > 5 else ""
+    return "invalid request: " + "; ".join(problems) + more + "; fix the field and retry"
+
+
+def api_error_from_validation(exc: ValidationError, prefix: str = "") -> ApiError:
+    return ApiError(422, "validation_error", validation_sentence(exc.errors(include_input=False), prefix))
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.detail)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(422, "validation_error", validation_sentence(list(exc.errors())))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _CODE_BY_STATUS.get(exc.status_code, "internal_error" if exc.status_code >= 500 else "validation_error")
+        detail = exc.detail if isinstance(exc.detail, str) else "the request could not be processed"
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = "there is no such endpoint; see /docs for the API"
+        elif exc.status_code == 405:
+            detail = "this endpoint does not accept that HTTP method; see /docs for the API"
+        return error_response(exc.status_code, code, detail)
+
+
+def log_unexpected(exc: BaseException) -> None:
+    """Logs where an unexpected error happened without its message (which might quote data)."""
+    frames = "".join(traceback.format_tb(exc.__traceback__, limit=-6))
+    logger.error("unexpected %s (message withheld: it may contain data)\n%s", type(exc).__name__, frames)
+
+
+class GuardMiddleware:
+    """Refuses bodies over the upload limit with 413 and turns unexpected exceptions into a JSON 500.
+
+    Pure ASGI so that it sits inside Starlette's error middleware: an unexpected exception is answered
+    here and never reaches the server log with its message.
+    """
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.max_body_bytes
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await error_response(413, "payload_too_large", PayloadTooLarge(limit).detail)(scope, receive, send)
+            return
+        received = 0
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise PayloadTooLarge(limit)
+            return message
+
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: answer, log without data
+            if started:
+                raise
+            if isinstance(exc, PayloadTooLarge):
+                response = error_response(413, "payload_too_large", exc.detail)
+            else:
+                log_unexpected(exc)
+                response = error_response(
+                    500, "internal_error", "the curator service hit an internal error; its log says where"
+                )
+            await response(scope, receive, send)

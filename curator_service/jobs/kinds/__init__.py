@@ -1,0 +1,1 @@
+"""Job kinds: each module here defines ``KIND = JobKind(...)`` and is registered automatically."""

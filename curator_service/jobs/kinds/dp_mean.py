@@ -1,0 +1,62 @@
+"""``dp-mean``: the ε-DP mean of one numeric column, clipped to public bounds (the Laplace mechanism).
+
+With n public and every value clipped to [lower, upper], replacing one row moves the mean by at most
+Δ = (upper − lower) / n, so mean + Laplace(Δ/ε) is ε-DP (Dwork & Roth 2014, Thm 3.6). Small on purpose:
+it is the framework's worked example and a genuinely useful summary for the curator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind
+from shared.mechanisms import laplace_mechanism
+
+
+class DpMeanParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    column: str
+    lower: float
+    upper: float
+    epsilon: float = Field(gt=0)
+    seed: int | None = None
+
+    @model_validator(mode="after")
+    def _bounds_ordered(self) -> DpMeanParams:
+        if not self.upper > self.lower:
+            raise ValueError("'upper' must be greater than 'lower'")
+        return self
+
+
+def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
+    parsed = DpMeanParams.model_validate(params)
+    if dataset is not None and parsed.column not in dataset.columns:
+        raise ValueError(f"column {parsed.column!r} is not in the dataset; the columns are {list(dataset.columns)}")
+    return parsed.epsilon, 0.0
+
+
+def run(ctx: JobContext) -> dict[str, Any]:
+    params = DpMeanParams.model_validate(ctx.params)
+    values = ctx.table.columns[params.column]
+    if values.dtype.kind != "f":
+        raise JobFailed(f"column {params.column!r} is not numeric; choose a numeric column")
+    n = values.shape[0]
+    clipped_mean = float(np.clip(values, params.lower, params.upper).mean())
+    sensitivity = (params.upper - params.lower) / n
+    ctx.progress(0.5, "adding Laplace noise")
+    mean = laplace_mechanism(clipped_mean, sensitivity, params.epsilon, ctx.noise)
+    return {"column": params.column, "mean": mean, "n": n, "lower": params.lower, "upper": params.upper,
+            "epsilon": params.epsilon, "sensitivity": sensitivity}
+
+
+KIND = JobKind(
+    name="dp-mean",
+    description="ε-DP mean of a column clipped to public [lower, upper] (Laplace mechanism).",
+    cost=cost,
+    run=run,
+    roles=frozenset({"curator", "modeler"}),
+)

@@ -1,0 +1,62 @@
+"""API keys: created by the curator, scoped to releases, with a query budget; stored hashed; revocable.
+
+A ``modeler`` key may see the releases it is scoped to and spend up to ``max_queries`` measurements
+over all its sessions. A ``curator`` key has the curator's powers (its ``release_ids`` do not limit it).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from sqlalchemy import select
+
+from curator_service.audit import record
+from curator_service.auth import Curator, hash_token, new_token
+from curator_service.db import get_or_404
+from curator_service.errors import ApiError
+from curator_service.models import ApiKey, Release
+from shared.schemas import KeyCreate, KeyCreated, KeyOut
+
+router = APIRouter(tags=["keys"])
+
+
+def key_out(key: ApiKey) -> KeyOut:
+    return KeyOut.model_validate(key, from_attributes=True)
+
+
+@router.post("/v1/keys", status_code=201, response_model=KeyCreated, summary="Create a key (its token is shown once)")
+def create_key(request: Request, principal: Curator, body: KeyCreate) -> KeyCreated:
+    token = new_token()
+    with request.app.state.db.write() as session:
+        known = set(session.scalars(select(Release.id).where(Release.id.in_(body.release_ids))))
+        missing = sorted(set(body.release_ids) - known)
+        if missing:
+            raise ApiError(422, "validation_error",
+                           f"'release_ids' names releases that do not exist: {missing}; list them with GET /v1/releases")
+        key = ApiKey(
+            name=body.name,
+            role=body.role,
+            token_hash=hash_token(token),
+            release_ids=sorted(set(body.release_ids)),
+            max_queries=body.max_queries,
+            used_queries=0,
+            revoked=False,
+        )
+        session.add(key)
+        session.flush()
+        record(session, principal, "key.create", f"key:{key.id}")
+        return KeyCreated(**key_out(key).model_dump(), token=token)
+
+
+@router.get("/v1/keys", response_model=list[KeyOut], summary="List keys (never their tokens)")
+def list_keys(request: Request, principal: Curator) -> list[KeyOut]:
+    with request.app.state.db.read() as session:
+        return [key_out(key) for key in session.scalars(select(ApiKey).order_by(ApiKey.id))]
+
+
+@router.delete("/v1/keys/{key_id}", response_model=KeyOut, summary="Revoke a key (its sessions stop working)")
+def revoke_key(request: Request, principal: Curator, key_id: int) -> KeyOut:
+    with request.app.state.db.write() as session:
+        key = get_or_404(session, ApiKey, key_id, lock=True)
+        key.revoked = True
+        record(session, principal, "key.revoke", f"key:{key.id}")
+        return key_out(key)

@@ -1,0 +1,15 @@
+"""Alembic environment: migrations run on the connection the service hands over (``db.migrate``).
+
+To write a new migration after changing ``curator_service/models.py``::
+
+    python -c "from curator_service.db import revision; revision('what changed')"
+"""
+
+from alembic import context
+
+from curator_service.models import Base
+
+connection = context.config.attributes["connection"]
+context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
+with context.begin_transaction():
+    context.run_migrations()

@@ -1,0 +1,188 @@
+"""The service's tables (SQLAlchemy 2). The Alembic migrations in ``migrations/`` create them.
+
+Raw tables and released inputs are stored as NumPy ``.npz`` / ``.npy`` bytes; nothing here ever holds a
+projection matrix or the transformed-but-unprojected data.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator):
+    """Timezone-aware UTC timestamps on every backend (SQLite drops the zone; this puts it back)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return None if value is None else value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Dataset(Base):
+    __tablename__ = "datasets"
+    noun = "dataset"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    n: Mapped[int] = mapped_column(Integer)
+    d: Mapped[int] = mapped_column(Integer)
+    columns: Mapped[list[str]] = mapped_column(JSON)
+    feature_columns: Mapped[list[str]] = mapped_column(JSON)
+    evaluator: Mapped[dict[str, Any]] = mapped_column(JSON)
+    scaling: Mapped[dict[str, Any]] = mapped_column(JSON)
+    goal: Mapped[str] = mapped_column(String(16))
+    budget_epsilon: Mapped[float] = mapped_column(Float)
+    budget_delta: Mapped[float] = mapped_column(Float)
+    table: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Release(Base):
+    __tablename__ = "releases"
+    noun = "release"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), index=True)
+    mechanism: Mapped[str] = mapped_column(String(32))
+    certified: Mapped[bool] = mapped_column(Boolean)
+    epsilon: Mapped[float] = mapped_column(Float)
+    delta: Mapped[float] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer)
+    dim: Mapped[int] = mapped_column(Integer)
+    noise_std: Mapped[float | None] = mapped_column(Float, nullable=True)
+    sensitivity: Mapped[float | None] = mapped_column(Float, nullable=True)
+    omega: Mapped[float | None] = mapped_column(Float, nullable=True)
+    sigma_min: Mapped[float | None] = mapped_column(Float, nullable=True)
+    lifted: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    inputs: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LedgerEntry(Base):
+    __tablename__ = "ledger"
+    noun = "ledger entry"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), index=True)
+    epsilon: Mapped[float] = mapped_column(Float)
+    delta: Mapped[float] = mapped_column(Float)
+    purpose: Mapped[str] = mapped_column(Text)
+    release_id: Mapped[int | None] = mapped_column(ForeignKey("releases.id"), nullable=True)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+    noun = "key"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    release_ids: Mapped[list[int]] = mapped_column(JSON)
+    max_queries: Mapped[int] = mapped_column(Integer)
+    used_queries: Mapped[int] = mapped_column(Integer, default=0)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ModelingSession(Base):
+    """A modeler's session on one release (table ``sessions``)."""
+
+    __tablename__ = "sessions"
+    noun = "session"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), index=True)
+    key_id: Mapped[int] = mapped_column(ForeignKey("api_keys.id"), index=True)
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class QueryBatch(Base):
+    """One ``POST /queries`` call; its ``request_id`` makes a repeat return the stored results."""
+
+    __tablename__ = "query_batches"
+    noun = "query batch"
+    __table_args__ = (UniqueConstraint("session_id", "request_id", name="uq_query_batches_session_request"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"), index=True)
+    request_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Query(Base):
+    __tablename__ = "queries"
+    noun = "query"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id"), index=True)
+    batch_id: Mapped[int] = mapped_column(ForeignKey("query_batches.id"), index=True)
+    row_index: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    answered_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class AuditEvent(Base):
+    __tablename__ = "audit_events"
+    noun = "audit event"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    actor: Mapped[str] = mapped_column(String(240))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str | None] = mapped_column(String(240), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    noun = "job"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    dataset_id: Mapped[int | None] = mapped_column(ForeignKey("datasets.id"), nullable=True, index=True)
+    key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id"), nullable=True)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    epsilon: Mapped[float] = mapped_column(Float, default=0.0)
+    delta: Mapped[float] = mapped_column(Float, default=0.0)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

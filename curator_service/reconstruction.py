@@ -1,0 +1,55 @@
+"""The reconstruction audit (DESIGN §4): how well an attacker who knows K records recovers the others.
+
+Runs :func:`shared.audit.reconstruction_audit` on the data the mechanism saw (raw features for
+``po-gp-ucb``, publicly scaled features for ``gaussian``) and the stored release. Only aggregate errors
+leave the service, and only to the curator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from fastapi import APIRouter, Request
+
+from curator_service.audit import record
+from curator_service.auth import Curator
+from curator_service.datasets import cached_table
+from curator_service.db import get_or_404
+from curator_service.errors import ApiError
+from curator_service.models import Dataset, Release
+from curator_service.releases import mechanism_input, refuse_seed_in_production
+from curator_service.storage import decode_matrix
+from shared.schemas import UNCERTIFIED_WARNING, ReconstructionAuditOut, ReconstructionAuditRequest
+
+router = APIRouter(tags=["releases"])
+
+
+@router.post("/v1/releases/{release_id}/audits/reconstruction", response_model=ReconstructionAuditOut,
+             summary="Reconstruction audit: aggregate error of an attacker knowing K records")
+def reconstruction_audit(
+    request: Request, principal: Curator, release_id: int, body: ReconstructionAuditRequest
+) -> ReconstructionAuditOut:
+    from shared.audit import reconstruction_audit as attack
+
+    refuse_seed_in_production(request.app.state.settings, body.seed)
+    with request.app.state.db.write() as session:
+        release = get_or_404(session, Release, release_id)
+        if body.known >= release.n:
+            raise ApiError(422, "validation_error", f"'known' must be below the number of rows ({release.n}) so that "
+                           "some rows are left to reconstruct")
+        dataset = session.get(Dataset, release.dataset_id)
+        X_used = mechanism_input(cached_table(request.app, dataset), dataset.scaling, release.mechanism)
+        Z = decode_matrix(release.inputs)
+        record(session, principal, "release.audit_reconstruction", f"release:{release_id}")
+        mechanism, noise_std, certified = release.mechanism, release.noise_std, release.certified
+    known = np.random.default_rng(body.seed).choice(Z.shape[0], size=body.known, replace=False)
+    report = attack(X_used, Z, np.sort(known))
+    return ReconstructionAuditOut(
+        release_id=release_id,
+        mechanism=mechanism,
+        known=int(report.known),
+        max_relative_error=float(report.max_relative_error),
+        median_relative_error=float(report.median_relative_error),
+        rms_error=float(report.rms_error),
+        noise_std=noise_std,
+        warnings=[] if certified else [UNCERTIFIED_WARNING],
+    )

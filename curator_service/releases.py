@@ -1,0 +1,196 @@
+"""Releases of a dataset's inputs: the certified ``gaussian`` mechanism and the uncertified ``po-gp-ucb``.
+
+Z is computed before the database transaction (it can take a while); the transaction then locks the
+dataset, checks the budget and stores the release with its ledger entry. The projection matrix lives
+only inside the mechanism's function call: it is never stored, logged or returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import numpy as np
+from fastapi import APIRouter, Header, Query, Request, Response
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from curator_service.audit import record
+from curator_service.auth import AnyRole, Curator, Principal
+from curator_service.datasets import cached_table
+from curator_service.db import get_or_404
+from curator_service.errors import ApiError
+from curator_service.ledger import budget_status, charge, check_affordable
+from curator_service.models import Dataset, Release
+from curator_service.settings import Settings
+from curator_service.storage import RawTable, decode_matrix, encode_matrix
+from shared.projection import largest_r, po_gp_ucb_release
+from shared.scaling import apply_scaling
+from shared.schemas import CERTIFIED_MECHANISMS, UNCERTIFIED_WARNING, InputsPage, ReleaseCreate, ReleaseOut, ScalingSpec
+
+router = APIRouter(tags=["releases"])
+
+MAX_DIM = 1024
+AUTO_DIM_CAP = 10
+"""``dim: "auto"`` for ``gaussian``, and for ``po-gp-ucb`` when the paper's guideline admits no r: min(d, 10)."""
+NPY = "application/x-npy"
+
+
+@dataclass(frozen=True)
+class ComputedRelease:
+    Z: np.ndarray
+    dim: int
+    noise_std: float | None = None
+    sensitivity: float | None = None
+    omega: float | None = None
+    sigma_min: float | None = None
+    lifted: bool | None = None
+
+
+def mechanism_input(table: RawTable, scaling: dict, mechanism: str) -> np.ndarray:
+    """The matrix a mechanism sees: publicly scaled features for ``gaussian``, raw features for ``po-gp-ucb``
+    (Algorithm 1 centres and normalises internally)."""
+    if mechanism == "gaussian":
+        return apply_scaling(table.features, ScalingSpec.model_validate(scaling))
+    return table.features
+
+
+def compute_release(X: np.ndarray, body: ReleaseCreate) -> ComputedRelease:
+    """Runs the mechanism on X (n × d). ``seed`` None uses fresh randomness (and OpenDP noise for gaussian)."""
+    d = X.shape[1]
+    if body.mechanism == "gaussian":
+        from shared.projection import gaussian_release
+
+        r = min(d, AUTO_DIM_CAP) if body.dim == "auto" else body.dim
+        out = gaussian_release(X, body.epsilon, body.delta, r, body.seed)
+        return ComputedRelease(Z=out.Z, dim=r, noise_std=float(out.noise_std), sensitivity=float(out.sensitivity))
+    r = body.dim if body.dim != "auto" else (largest_r(X, body.epsilon, body.delta, d) or min(d, AUTO_DIM_CAP))
+    out = po_gp_ucb_release(X, body.epsilon, body.delta, r, np.random.default_rng(body.seed))
+    return ComputedRelease(
+        Z=out.Z, dim=r, omega=float(out.omega), sigma_min=float(out.sigma_min), lifted=bool(out.lifted)
+    )
+
+
+def release_out(release: Release, goal: str) -> ReleaseOut:
+    return ReleaseOut(
+        id=release.id,
+        dataset_id=release.dataset_id,
+        mechanism=release.mechanism,
+        certified=release.certified,
+        epsilon=release.epsilon,
+        delta=release.delta,
+        n=release.n,
+        dim=release.dim,
+        noise_std=release.noise_std,
+        sensitivity=release.sensitivity,
+        omega=release.omega,
+        sigma_min=release.sigma_min,
+        lifted=release.lifted,
+        goal=goal,
+        warnings=[] if release.certified else [UNCERTIFIED_WARNING],
+        created_at=release.created_at,
+    )
+
+
+def refuse_seed_in_production(settings: Settings, seed: int | None) -> None:
+    if seed is not None and settings.mode == "production":
+        raise ApiError(403, "seed_refused", "seeds are refused in production mode (seeded noise is reproducible and "
+                       "not floating-point-safe); remove 'seed' from the request")
+
+
+def _check_mechanism_allowed(settings: Settings, mechanism: str) -> None:
+    if mechanism not in CERTIFIED_MECHANISMS and not settings.allow_uncertified_mechanisms:
+        raise ApiError(403, "uncertified_mechanism_disabled",
+                       f"mechanism {mechanism!r} is not differentially private and is disabled on this server; "
+                       "use 'gaussian', or have the operator set POBO_ALLOW_UNCERTIFIED_MECHANISMS=true")
+
+
+def visible_release(session: Session, principal: Principal, release_id: int) -> tuple[Release, str]:
+    """The release and its dataset's goal, if this caller may see it (404 / 403 otherwise)."""
+    release = get_or_404(session, Release, release_id)
+    principal.require_release(release_id)
+    goal = session.scalar(select(Dataset.goal).where(Dataset.id == release.dataset_id))
+    return release, goal
+
+
+@router.post(
+    "/v1/datasets/{dataset_id}/releases",
+    status_code=201,
+    response_model=ReleaseOut,
+    summary="Release a dataset's inputs (charged to its budget)",
+)
+def create_release(request: Request, principal: Curator, dataset_id: int, body: ReleaseCreate) -> ReleaseOut:
+    settings: Settings = request.app.state.settings
+    _check_mechanism_allowed(settings, body.mechanism)
+    refuse_seed_in_production(settings, body.seed)
+    if body.dim != "auto" and body.dim > MAX_DIM:
+        raise ApiError(422, "validation_error", f"'dim' must be at most {MAX_DIM}; ask for a smaller projection")
+    purpose = f"release of inputs ({body.mechanism})"
+    with request.app.state.db.read() as session:
+        dataset = get_or_404(session, Dataset, dataset_id)
+        check_affordable(budget_status(session, dataset), body.epsilon, body.delta, purpose)  # fail fast
+        table, scaling, goal = cached_table(request.app, dataset), dataset.scaling, dataset.goal
+    computed = compute_release(mechanism_input(table, scaling, body.mechanism), body)
+    with request.app.state.db.write() as session:
+        entry = charge(session, dataset_id, body.epsilon, body.delta, purpose)
+        release = Release(
+            dataset_id=dataset_id,
+            mechanism=body.mechanism,
+            certified=body.mechanism in CERTIFIED_MECHANISMS,
+            epsilon=body.epsilon,
+            delta=body.delta,
+            n=computed.Z.shape[0],
+            dim=computed.dim,
+            noise_std=computed.noise_std,
+            sensitivity=computed.sensitivity,
+            omega=computed.omega,
+            sigma_min=computed.sigma_min,
+            lifted=computed.lifted,
+            inputs=encode_matrix(computed.Z),
+        )
+        session.add(release)
+        session.flush()
+        entry.release_id = release.id
+        record(session, principal, "release.create", f"release:{release.id}")
+    return release_out(release, goal)
+
+
+@router.get("/v1/releases", response_model=list[ReleaseOut], summary="Releases this caller may see")
+def list_releases(request: Request, principal: AnyRole) -> list[ReleaseOut]:
+    with request.app.state.db.read() as session:
+        statement = select(Release, Dataset.goal).join(Dataset, Dataset.id == Release.dataset_id).order_by(Release.id)
+        if not principal.is_curator:
+            statement = statement.where(Release.id.in_(principal.release_ids))
+        return [release_out(release, goal) for release, goal in session.execute(statement)]
+
+
+@router.get("/v1/releases/{release_id}", response_model=ReleaseOut, summary="One release's metadata")
+def get_release(request: Request, principal: AnyRole, release_id: int) -> ReleaseOut:
+    with request.app.state.db.read() as session:
+        return release_out(*visible_release(session, principal, release_id))
+
+
+@router.get(
+    "/v1/releases/{release_id}/inputs",
+    response_model=InputsPage,
+    summary="The released inputs Z, a page of rows (or the whole matrix as .npy)",
+    responses={200: {"content": {NPY: {"schema": {"type": "string", "format": "binary"}}}}},
+)
+def get_release_inputs(
+    request: Request,
+    principal: AnyRole,
+    release_id: int,
+    offset: Annotated[int, Query(ge=0, description="First row of the page.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=100_000, description="Rows in the page.")] = 10_000,
+    accept: Annotated[str | None, Header()] = None,
+) -> InputsPage | Response:
+    with request.app.state.db.read() as session:
+        release, _ = visible_release(session, principal, release_id)
+        blob = release.inputs
+    if accept and NPY in accept:
+        return Response(content=blob, media_type=NPY)
+    Z = decode_matrix(blob)
+    if offset > Z.shape[0]:
+        raise ApiError(422, "validation_error",
+                       f"'offset' {offset} is past the end; the release has {Z.shape[0]} rows (offset 0 to {Z.shape[0]})")
+    return InputsPage(n=Z.shape[0], dim=Z.shape[1], offset=offset, rows=Z[offset : offset + limit].tolist())

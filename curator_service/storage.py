@@ -1,0 +1,81 @@
+"""How raw tables and released matrices are stored in the database: NumPy ``.npz`` / ``.npy`` bytes.
+
+Loading never unpickles (``allow_pickle=False``): numeric columns are float64, text columns unicode.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+def encode_matrix(matrix: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(matrix, dtype=np.float64), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def decode_matrix(blob: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(blob), allow_pickle=False)
+
+
+@dataclass(frozen=True)
+class RawTable:
+    """A dataset's raw table as the curator registered it: every column, in file order.
+
+    ``features`` is the n × d float matrix of the feature columns (the data the releases see).
+    """
+
+    columns: dict[str, np.ndarray]
+    feature_columns: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return len(next(iter(self.columns.values())))
+
+    @property
+    def features(self) -> np.ndarray:
+        return np.column_stack([self.columns[name] for name in self.feature_columns]).astype(np.float64)
+
+    def row(self, index: int) -> dict[str, Any]:
+        """Row ``index`` as ``{column: float or str}`` (what a python evaluator receives)."""
+        return {name: values[index].item() for name, values in self.columns.items()}
+
+    def encode(self) -> bytes:
+        buffer = io.BytesIO()
+        # Positional arrays keep the column order and allow any column name.
+        np.savez(buffer, *self.columns.values(), allow_pickle=False)
+        return buffer.getvalue()
+
+    @classmethod
+    def decode(cls, blob: bytes, column_names: list[str], feature_columns: list[str]) -> RawTable:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as archive:
+            arrays = [archive[f"arr_{i}"] for i in range(len(column_names))]
+        return cls(dict(zip(column_names, arrays, strict=True)), tuple(feature_columns))
+
+
+class TableCache:
+    """A small thread-safe LRU of decoded tables keyed by dataset id (tables are immutable once stored)."""
+
+    def __init__(self, capacity: int = 4) -> None:
+        self.capacity = capacity
+        self._tables: OrderedDict[int, RawTable] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, dataset_id: int, load: Callable[[], RawTable]) -> RawTable:
+        with self._lock:
+            if dataset_id in self._tables:
+                self._tables.move_to_end(dataset_id)
+                return self._tables[dataset_id]
+        table = load()
+        with self._lock:
+            self._tables[dataset_id] = table
+            while len(self._tables) > self.capacity:
+                self._tables.popitem(last=False)
+        return table
