@@ -1,0 +1,271 @@
+"""Speed of the GP-UCB engine: our rank-one candidate posterior vs scikit-learn, in one process.
+
+1. The same GP-UCB run (SE kernel, fixed hyperparameters, Algorithm 2's β_t) by ``shared.ucb.GPUCB``
+   and by scikit-learn's GaussianProcessRegressor (ConstantKernel(σ², fixed) · RBF(l, fixed),
+   alpha = σ_n², optimizer=None) refitted and predicted with return_std=True every iteration, at
+   n = 10,000 / r = 10 / T = 100 and n = 36,000 / r = 15 / T = 50: both times, the ratio, identical picks?
+2. Our engine alone at n = 10⁶ / r = 20 / T = 100: time per iteration and peak memory, beside the
+   memory-bandwidth bound of one pass over the n × t posterior factor (bandwidth measured here with a
+   numpy copy of a large array).
+3. The PO-GP-UCB transform (``shared.projection.po_gp_ucb_release``) at n = 10⁶ and 10⁷ × d = 10.
+
+Data: X with d = 10 standard-normal rows rescaled to a maximal norm of 25 (as in the paper), projected
+like Algorithm 1 (Z = X M / √r, M Gaussian); f is a smooth random function of X. Writes
+benchmarks/results/speed_gp_ucb.json and .png. ``--quick`` shrinks every size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console  # noqa: E402
+from rich.progress import track  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from shared.ucb import GPUCB, gp_ucb_beta  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+LENGTHSCALE, SIGNAL_VARIANCE, NOISE_VARIANCE, DELTA = 1.25, 1.0, 1e-5, 0.05  # the paper's synthetic GP
+ISSUE_SKLEARN_SECONDS, ISSUE_NUMPY_SECONDS = 1.7, 0.12  # the issue's reference numbers at n=36,000
+console = Console()
+
+
+def projected_problem(n: int, r: int, seed: int, d: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates Z (n × r) like Algorithm 1's output and noise-free values f (n)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X *= 25.0 / np.sqrt(np.einsum("ij,ij->i", X, X).max())
+    Z = X @ rng.standard_normal((d, r)) / np.sqrt(r)
+    w, b = rng.standard_normal((d, 4)) / 4.0, rng.uniform(0, 2 * np.pi, 4)
+    f = np.sin(X @ w + b).sum(axis=1)
+    return Z, f
+
+
+def run_ours(Z: np.ndarray, f: np.ndarray, T: int) -> tuple[list[int], float, list[float]]:
+    start = time.perf_counter()
+    engine = GPUCB(
+        Z, lengthscale=LENGTHSCALE, signal_variance=SIGNAL_VARIANCE, noise_variance=NOISE_VARIANCE, delta=DELTA
+    )
+    picks, step_times = [], []
+    for _ in range(T):
+        tick = time.perf_counter()
+        i = engine.suggest()
+        engine.observe(i, f[i])
+        picks.append(i)
+        step_times.append(time.perf_counter() - tick)
+    return picks, time.perf_counter() - start, step_times
+
+
+def run_sklearn(Z: np.ndarray, f: np.ndarray, T: int) -> tuple[list[int], float]:
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    kernel = ConstantKernel(SIGNAL_VARIANCE, "fixed") * RBF(LENGTHSCALE, "fixed")
+    start = time.perf_counter()
+    picks: list[int] = []
+    gp = GaussianProcessRegressor(kernel, alpha=NOISE_VARIANCE, optimizer=None)
+    for t in range(1, T + 1):
+        if picks:  # before any observation scikit-learn predicts from the prior
+            gp = GaussianProcessRegressor(kernel, alpha=NOISE_VARIANCE, optimizer=None)
+            gp.fit(Z[picks], f[picks])
+        mean, std = gp.predict(Z, return_std=True)
+        picks.append(int(np.argmax(mean + np.sqrt(gp_ucb_beta(t, len(Z), DELTA)) * std)))
+    return picks, time.perf_counter() - start
+
+
+def measure_bandwidth(megabytes: int) -> float:
+    """Bytes per second of a numpy copy (read + write counted), best of 5."""
+    src = np.ones(megabytes * 2**20 // 8)
+    dst = np.empty_like(src)
+    best = np.inf
+    for _ in range(5):
+        tick = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - tick)
+    return 2 * src.nbytes / best
+
+
+def compare_with_sklearn(n: int, r: int, T: int, seed: int) -> dict:
+    Z, f = projected_problem(n, r, seed)
+    ours, ours_seconds, _ = run_ours(Z, f, T)
+    theirs, sklearn_seconds = run_sklearn(Z, f, T)
+    first_difference = next((t for t, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
+    return {
+        "n": n,
+        "r": r,
+        "T": T,
+        "ours_seconds": ours_seconds,
+        "sklearn_seconds": sklearn_seconds,
+        "speedup": sklearn_seconds / ours_seconds,
+        "identical_picks": ours == theirs,
+        "first_differing_iteration": first_difference,
+    }
+
+
+def large_run(n: int, r: int, T: int, seed: int, bandwidth: float) -> dict:
+    Z, f = projected_problem(n, r, seed)
+    tracemalloc.start()
+    picks, seconds, step_times = run_ours(Z, f, T)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    factor_bytes = [8 * n * t for t in range(T)]  # step t reads the t × n factor once
+    candidate_bytes = 8 * n * r  # and the candidates once for the kernel column
+    return {
+        "n": n,
+        "r": r,
+        "T": T,
+        "seconds": seconds,
+        "seconds_per_iteration": seconds / T,
+        "step_seconds": step_times,
+        "bound_factor_pass_seconds_per_iteration": sum(factor_bytes) / bandwidth / T,
+        "bound_factor_and_candidates_seconds_per_iteration": (sum(factor_bytes) / T + candidate_bytes) / bandwidth,
+        "peak_engine_bytes": peak,
+        "factor_bytes_at_T": 8 * n * T,
+        "candidate_bytes": Z.nbytes,
+        "best_value_found": float(f[picks].max()),
+        "optimum": float(f.max()),
+    }
+
+
+def transform_run(n: int, d: int, r: int, seed: int) -> dict:
+    from shared.projection import po_gp_ucb_release
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    epsilon, delta = float(np.exp(1.3)), 0.1 / n
+    tracemalloc.start()
+    tick = time.perf_counter()
+    release = po_gp_ucb_release(X, epsilon, delta, r, rng)
+    seconds = time.perf_counter() - tick
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    result = {
+        "n": n,
+        "d": d,
+        "r": r,
+        "epsilon": epsilon,
+        "delta": delta,
+        "lifted": bool(release.lifted),
+        "seconds": seconds,
+        "peak_bytes": peak,
+        "input_bytes": X.nbytes,
+        "output_bytes": release.Z.nbytes,
+    }
+    del release, X
+    return result
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    cmp = results["comparisons"]
+    labels = [f"n={c['n']:,}\nr={c['r']}, T={c['T']}" for c in cmp]
+    x = np.arange(len(cmp))
+    ax1.bar(x - 0.2, [c["sklearn_seconds"] for c in cmp], 0.4, label="scikit-learn GPR (refit + predict)")
+    ax1.bar(x + 0.2, [c["ours_seconds"] for c in cmp], 0.4, label="pobo GPUCB (rank-one)")
+    for xi, c in zip(x, cmp):
+        ax1.text(xi + 0.2, c["ours_seconds"], f"{c['speedup']:.0f}×", ha="center", va="bottom")
+    ax1.set_xticks(x, labels)
+    ax1.set_yscale("log")
+    ax1.set_ylabel("seconds for the whole GP-UCB run")
+    ax1.legend(fontsize=8)
+    big = results["large"]
+    steps = np.array(big["step_seconds"]) * 1e3
+    t = np.arange(len(steps))
+    ax2.plot(t + 1, steps, label="pobo GPUCB step (suggest + observe)")
+    bw = results["bandwidth_bytes_per_second"]
+    ax2.plot(t + 1, 8 * big["n"] * t / bw * 1e3, "--", label="bandwidth bound: one pass over the t × n factor")
+    ax2.plot(t + 1, 8 * big["n"] * (t + big["r"]) / bw * 1e3, ":", label="… plus one pass over the candidates")
+    ax2.set_xlabel("iteration t")
+    ax2.set_ylabel("milliseconds")
+    ax2.set_title(f"n = {big['n']:,}, r = {big['r']}")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes for trying the script out")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-transform", action="store_true", help="leave out the transform timings")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="BLAS threads for both engines (1: stable timings on a shared machine)"
+    )
+    args = parser.parse_args()
+    with threadpool_limits(args.threads):
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+
+    if args.quick:
+        comparisons, large, transforms, bw_mb = [(2_000, 10, 30), (5_000, 15, 20)], (50_000, 20, 30), [10**5], 128
+    else:
+        comparisons, large, transforms = [(10_000, 10, 100), (36_000, 15, 50)], (10**6, 20, 100), [10**6, 10**7]
+        bw_mb = 512
+    results: dict = {"command": shlex.join([".venv/bin/python", *sys.argv]), "quick": args.quick, "blas_threads": args.threads}
+    results["bandwidth_bytes_per_second"] = measure_bandwidth(bw_mb)
+    results["comparisons"] = [
+        compare_with_sklearn(n, r, T, args.seed) for n, r, T in track(comparisons, description="vs scikit-learn")
+    ]
+    console.print("[dim]large run …[/dim]")
+    results["large"] = large_run(*large, args.seed, results["bandwidth_bytes_per_second"])
+    results["transform"] = []
+    if not args.skip_transform:
+        results["transform"] = [transform_run(n, 10, 15, args.seed) for n in track(transforms, description="transform")]
+
+    table = Table(title="GP-UCB speed: same run, same process (fixed SE hyperparameters)")
+    for col in ["n", "r", "T", "scikit-learn s", "pobo s", "ratio", "identical picks", "issue's reference"]:
+        table.add_column(col)
+    for c in results["comparisons"]:
+        ref = (
+            f"sklearn ≈ {ISSUE_SKLEARN_SECONDS} s, numpy ≈ {ISSUE_NUMPY_SECONDS} s, need ≥ 15×"
+            if (c["n"], c["r"], c["T"]) == (36_000, 15, 50)
+            else ""
+        )
+        table.add_row(
+            f"{c['n']:,}", str(c["r"]), str(c["T"]), f"{c['sklearn_seconds']:.3f}", f"{c['ours_seconds']:.3f}",
+            f"{c['speedup']:.1f}×", str(c["identical_picks"]), ref,
+        )  # fmt: skip
+    console.print(table)
+    big = results["large"]
+    console.print(
+        f"pobo alone at n={big['n']:,}, r={big['r']}, T={big['T']}: {big['seconds']:.2f} s, "
+        f"{big['seconds_per_iteration'] * 1e3:.1f} ms/iteration; bandwidth bound "
+        f"{big['bound_factor_pass_seconds_per_iteration'] * 1e3:.1f} ms/iteration for the factor pass, "
+        f"{big['bound_factor_and_candidates_seconds_per_iteration'] * 1e3:.1f} ms with the candidate pass "
+        f"(copy bandwidth {results['bandwidth_bytes_per_second'] / 1e9:.1f} GB/s); peak engine memory "
+        f"{big['peak_engine_bytes'] / 2**20:.0f} MiB (factor at T: {big['factor_bytes_at_T'] / 2**20:.0f} MiB, "
+        f"candidates {big['candidate_bytes'] / 2**20:.0f} MiB, not counted)"
+    )
+    for tr in results["transform"]:
+        console.print(
+            f"PO-GP-UCB transform n={tr['n']:,} × d={tr['d']} → r={tr['r']} (lifted={tr['lifted']}): "
+            f"{tr['seconds']:.2f} s, peak {tr['peak_bytes'] / 2**20:.0f} MiB "
+            f"(input {tr['input_bytes'] / 2**20:.0f} MiB not counted, output {tr['output_bytes'] / 2**20:.0f} MiB)"
+        )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = RESULTS / ("speed_gp_ucb_quick" if args.quick else "speed_gp_ucb")
+    stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    plot(results, stem.with_suffix(".png"))
+    console.print(f"wrote {stem}.json and {stem}.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""GP-UCB engine: the DESIGN §7 contract, picks against a brute-force refit, batches, refits."""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+from shared.gp import CandidatePosterior
+from shared.kernels import Matern52, SquaredExponential
+from shared.ucb import GPUCB, gp_ucb_beta, run_gp_ucb
+
+
+def brute_force_posterior(C, kernel, noise, prior_mean, indices, y):
+    """Eq. 1 refitted from scratch by a dense solve."""
+    if not len(indices):
+        return np.full(len(C), prior_mean), kernel.diag(C)
+    X = C[indices]
+    K = kernel(X, X) + noise * np.eye(len(indices))
+    Ks = kernel(C, X)
+    mean = prior_mean + Ks @ np.linalg.solve(K, np.asarray(y) - prior_mean)
+    return mean, kernel.diag(C) - np.einsum("ij,ji->i", Ks, np.linalg.solve(K, Ks.T))
+
+
+def problem(n=300, r=3, seed=0):
+    rng = np.random.default_rng(seed)
+    C = rng.uniform(-2, 2, size=(n, r))
+    return C, np.sin(2 * C).sum(1) + 0.5 * np.cos(C[:, 0] * C[:, 1])
+
+
+def test_beta_formula():
+    # Algorithm 2, line 3, natural log.
+    assert gp_ucb_beta(1, 10_000, 0.05) == pytest.approx(2 * math.log(10_000 * math.pi**2 / (6 * 0.05)), rel=1e-14)
+    assert gp_ucb_beta(7, 250, 0.1) == pytest.approx(2 * math.log(250 * 49 * math.pi**2 / 0.6), rel=1e-14)
+    engine = GPUCB(np.zeros((250, 1)), lengthscale=1.0, signal_variance=1.0, noise_variance=0.1, delta=0.1)
+    assert engine.beta(7) == gp_ucb_beta(7, 250, 0.1)
+    for bad in [(0, 10, 0.1), (1, 10, 0.0), (1, 10, 1.0)]:
+        with pytest.raises(ValueError):
+            gp_ucb_beta(*bad)
+
+
+def test_first_suggestion_is_zero():
+    C, _ = problem()
+    assert GPUCB(C, lengthscale=0.5, signal_variance=2.0, noise_variance=1e-3, delta=0.1).suggest() == 0
+    assert GPUCB(C, kernel=Matern52([1, 2, 3]), noise_variance=1e-3, delta=0.1, prior_mean=4.0).suggest() == 0
+
+
+def test_ties_go_to_the_lowest_index():
+    # Candidates symmetric about the observed centre: indices 0 and 2 (and 3, 4 duplicates) tie exactly.
+    C = np.array([[-5.0], [0.0], [5.0], [-5.0], [5.0]])
+    engine = GPUCB(C, lengthscale=2.0, signal_variance=1.0, noise_variance=0.1, delta=0.1)
+    engine.observe(1, 0.0)
+    ucb = engine.acquisition()
+    assert ucb[0] == ucb[2] == ucb[3] == ucb[4] > ucb[1]
+    assert engine.suggest() == 0
+
+
+@pytest.mark.parametrize(
+    "kernel, prior_mean, noise_std",
+    [(SquaredExponential(0.7, 1.0), 0.0, 0.0), (Matern52([0.5, 1.0, 1.5], 2.0), 0.8, 0.1)],
+    ids=["se", "matern52-ard-prior-mean-noisy"],
+)
+def test_picks_equal_a_brute_force_refit(kernel, prior_mean, noise_std):
+    C, f = problem()
+    rng = np.random.default_rng(1)
+    noise = noise_std * rng.standard_normal(40)
+    engine = GPUCB(C, kernel=kernel, noise_variance=0.01, delta=0.05, prior_mean=prior_mean)
+    indices, ys = [], []
+    for t in range(1, 41):
+        mean, var = brute_force_posterior(C, kernel, 0.01, prior_mean, indices, ys)
+        expected = int(np.argmax(mean + np.sqrt(gp_ucb_beta(t, len(C), 0.05)) * np.sqrt(np.maximum(var, 0))))
+        assert engine.suggest() == expected, f"iteration {t}"
+        y = f[expected] + noise[t - 1]
+        engine.observe(expected, y)
+        indices.append(expected)
+        ys.append(y)
+    assert engine.best_value == max(ys) and engine.best_index == indices[int(np.argmax(ys))]
+
+
+def test_picks_equal_scikit_learn():
+    C, f = problem(n=400, seed=2)
+    run = run_gp_ucb(C, f, 25, lengthscale=0.6, signal_variance=1.5, noise_variance=1e-4, delta=0.05)
+    gp = GaussianProcessRegressor(ConstantKernel(1.5, "fixed") * RBF(0.6, "fixed"), alpha=1e-4, optimizer=None)
+    picks = []
+    for t in range(1, 26):
+        if picks:
+            gp.fit(C[picks], f[picks])
+        mean, std = gp.predict(C, return_std=True)
+        picks.append(int(np.argmax(mean + np.sqrt(gp_ucb_beta(t, len(C), 0.05)) * std)))
+    assert run.indices.tolist() == picks
+    np.testing.assert_array_equal(run.values, f[picks])
+    np.testing.assert_array_equal(run.observations, f[picks])  # noise_std = 0
+
+
+def test_random_initial_points():
+    C, f = problem()
+    engine = GPUCB(C, lengthscale=0.7, signal_variance=1.0, noise_variance=0.01, delta=0.1, n_init=5, rng=3)
+    first = []
+    for _ in range(5):
+        first.append(engine.suggest())
+        engine.observe(first[-1], f[first[-1]])
+    assert first == engine.initial_indices.tolist() and len(set(first)) == 5
+    assert first == np.random.default_rng(3).choice(len(C), 5, replace=False).tolist()
+    # After the initial points, GP-UCB proper with β_6.
+    mean, var = brute_force_posterior(C, engine.kernel, 0.01, 0.0, first, f[first])
+    assert engine.suggest() == int(np.argmax(mean + np.sqrt(engine.beta(6) * np.maximum(var, 0))))
+
+
+def test_batch_is_gp_bucb_and_leaves_the_posterior_alone():
+    C, f = problem()
+    kernel = SquaredExponential(0.7, 1.0)
+    engine = GPUCB(C, kernel=kernel, noise_variance=0.01, delta=0.1)
+    for i in (0, 50, 100):
+        engine.observe(i, f[i])
+    mean_before = engine.posterior.mean.copy()
+    batch = engine.suggest_batch(4, pending=[7])
+    # Brute force: hallucinated observations at the current mean leave μ unchanged and shrink σ.
+    indices, ys = [0, 50, 100, 7], list(f[[0, 50, 100]]) + [mean_before[7]]
+    for j, pick in enumerate(batch):
+        mean, var = brute_force_posterior(C, kernel, 0.01, 0.0, indices, ys)
+        np.testing.assert_allclose(mean, mean_before, atol=1e-8)
+        t = 3 + 1 + j + 1
+        assert pick == int(np.argmax(mean + np.sqrt(gp_ucb_beta(t, len(C), 0.1) * np.maximum(var, 0))))
+        indices.append(pick)
+        ys.append(mean_before[pick])
+    assert engine.n_observations == 3
+    np.testing.assert_array_equal(engine.posterior.mean, mean_before)
+    assert engine.suggest_batch(1) == [engine.suggest()]
+
+
+def test_refit_schedule_rebuilds_the_posterior_with_fitted_hyperparameters():
+    C, f = problem(seed=4)
+    engine = GPUCB(
+        C, lengthscale=5.0, signal_variance=0.1, noise_variance=0.5, delta=0.1, refit_every=8, n_init=4, rng=0
+    )
+    for t in range(16):
+        i = engine.suggest()
+        engine.observe(i, f[i])
+        if t == 6:
+            assert engine.kernel.lengthscale == 5.0  # not yet refitted
+    kernel = engine.kernel
+    assert kernel.lengthscale != 5.0 and engine.noise_variance != 0.5
+    post = engine.posterior
+    assert post.n_observations == 16
+    assert engine.prior_mean == pytest.approx(np.mean(post.observed_values))
+    mean, var = brute_force_posterior(
+        C, kernel, engine.noise_variance, engine.prior_mean, post.observed_indices, post.observed_values
+    )
+    np.testing.assert_allclose(post.mean, mean, atol=1e-8)
+    fresh = CandidatePosterior(C, kernel, engine.noise_variance, engine.prior_mean)
+    for i, y in zip(post.observed_indices, post.observed_values):
+        fresh.observe(i, y)
+    assert fresh.log_marginal_likelihood() == pytest.approx(post.log_marginal_likelihood(), abs=1e-8)
+
+
+def test_run_gp_ucb_with_noise_is_seeded():
+    C, f = problem()
+    kw = dict(lengthscale=0.7, signal_variance=1.0, noise_variance=0.01, delta=0.1, n_init=2)
+    a = run_gp_ucb(C, f, 15, noise_std=0.1, rng=5, **kw)
+    b = run_gp_ucb(C, f, 15, noise_std=0.1, rng=5, **kw)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.values, f[a.indices])
+    assert np.all(a.observations != a.values)
+    with pytest.raises(ValueError):
+        run_gp_ucb(C, f[:-1], 3, **kw)
+
+
+def test_needs_a_kernel_or_its_hyperparameters():
+    with pytest.raises(ValueError, match="lengthscale"):
+        GPUCB(np.zeros((3, 1)), noise_variance=0.1, delta=0.1)
