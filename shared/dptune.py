@@ -25,9 +25,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
+from scipy.optimize import brentq
 
 from shared.noise import NoiseSource, noise_source
 
@@ -376,3 +378,127 @@ def adaptive_select(
         selected = tuner.iterate([scores[i] for i in batch], labels=batch)
         optimiser.feedback(batch, selected)
     return AdaptiveSelection(tuner.result(), tuple(scores))
+
+
+# --- the final private training (line 35) and the whole pipeline ---------------------------------
+
+
+@lru_cache(maxsize=256)
+def calibrate_noise_multiplier(n: int, batch_size: int, epochs: int, epsilon: float, delta: float) -> float:
+    """The smallest DP-SGD noise multiplier σ with ``dpsgd_epsilon(n, batch_size, epochs, σ, δ) ≤ ε``
+    (bisection on log σ; the accountant is monotone in σ), rounded up to 0.1 % so the target holds."""
+    from shared.accounting import dpsgd_epsilon
+
+    excess = lambda log_sigma: dpsgd_epsilon(n, batch_size, epochs, math.exp(log_sigma), delta) - epsilon  # noqa: E731
+    low, high = math.log(0.05), math.log(2.0)
+    while excess(low) < 0:
+        low -= 1.0
+    while excess(high) > 0:
+        high += 1.0
+    sigma = math.exp(brentq(excess, low, high, xtol=1e-4)) * 1.001
+    assert dpsgd_epsilon(n, batch_size, epochs, sigma, delta) <= epsilon
+    return sigma
+
+
+@dataclass(frozen=True)
+class PrivateLogisticRegression:
+    """A candidate for DP-SGD logistic regression (``shared.learners.DPLogisticRegression``): the
+    hyperparameters to tune. The noise multiplier is not one of them: it is calibrated to (ε, δ)."""
+
+    learning_rate: float
+    batch_size: int
+    epochs: int
+    clip_norm: float
+    optimizer: str = "sgd"
+
+    def learner(self, n: int, noise_multiplier: float):
+        """The DP-SGD learner for n rows with this noise multiplier (0: plain clipped SGD)."""
+        from shared.learners import DPLogisticRegression
+
+        return DPLogisticRegression(learning_rate=self.learning_rate, batch_size=min(self.batch_size, n),
+                                    epochs=self.epochs, noise_multiplier=noise_multiplier,
+                                    clip_norm=self.clip_norm, optimizer=self.optimizer)
+
+    def private_learner(self, n: int, epsilon: float, delta: float):
+        """The DP-SGD learner on n rows whose training is (ε, δ)-DP (replace-one neighbours)."""
+        sigma = calibrate_noise_multiplier(n, min(self.batch_size, n), self.epochs, epsilon, delta)
+        return self.learner(n, sigma)
+
+
+class PartTrainer:
+    """Line 5 in the ``fit``/``score`` shape of :func:`partition_utilities`: PrivTrain(D_i, S_s, ε, δ)
+    when ``private``, else Train(D_i, S_s) (the same clipped SGD without noise).
+
+    The part models only feed utilities that the sparse vector then protects, so their noise is not a
+    release: it is drawn from a seeded research source (OpenDP's exact sampler would cost ~25 µs a draw).
+    """
+
+    def __init__(self, candidate: PrivateLogisticRegression, *, epsilon: float, delta: float,
+                 rng: np.random.Generator, private: bool = True) -> None:
+        self.candidate, self.epsilon, self.delta, self.rng, self.private = candidate, epsilon, delta, rng, private
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> PartTrainer:
+        n = len(y)
+        learner = (self.candidate.private_learner(n, self.epsilon, self.delta) if self.private
+                   else self.candidate.learner(n, 0.0))
+        self.model = learner.fit(X, y, noise_source(int(self.rng.integers(2**63 - 1))), rng=self.rng)
+        return self
+
+    def score(self, X: np.ndarray, y: np.ndarray) -> float:
+        return self.model.score(X, y)
+
+
+@dataclass(frozen=True)
+class TunedModel:
+    """Algorithm 1 end to end: the selection, the privately trained model (None when nothing was
+    selected) and the total cost ``cap·ϵ + ε_final`` with δ = δ_final (pure-DP selection adds no δ)."""
+
+    selection: Selection
+    candidate: PrivateLogisticRegression | None
+    model: Any
+    final_epsilon: float
+    final_delta: float
+
+    @property
+    def epsilon_spent(self) -> float:
+        return self.selection.epsilon_spent + (self.final_epsilon if self.model is not None else 0.0)
+
+    @property
+    def delta_spent(self) -> float:
+        return self.final_delta if self.model is not None else 0.0
+
+
+def tune_and_train(
+    X: np.ndarray,
+    y: np.ndarray,
+    candidates: Sequence[PrivateLogisticRegression],
+    *,
+    k: int,
+    epsilon: float,
+    u0: float,
+    g: float,
+    max_iterations: int,
+    final_epsilon: float,
+    final_delta: float,
+    noise: NoiseSource | np.random.Generator | None,
+    rng: np.random.Generator,
+    validation: tuple[np.ndarray, np.ndarray] | None = None,
+    private_parts: bool = True,
+) -> TunedModel:
+    """Algorithm 1: utilities by subsample and aggregate (PrivTrain on each part at (ε_final, δ_final)
+    when ``private_parts``, else plain training with σ = 0), the capped selection with ``noise``, then
+    DP-SGD on the whole training set with the selected hyperparameters at (ε_final, δ_final).
+    ``rng`` only partitions and draws lots (not privacy noise)."""
+    noise = as_noise_source(noise)
+
+    def make(candidate: PrivateLogisticRegression) -> PartTrainer:
+        return PartTrainer(candidate, epsilon=final_epsilon, delta=final_delta, rng=rng, private=private_parts)
+
+    table = partition_utilities(X, y, candidates, make, k=k, rng=rng, validation=validation)
+    selection = constant_overhead_select(table, epsilon=epsilon, u0=u0, g=g, max_iterations=max_iterations, rng=noise)
+    if selection.index is None:
+        return TunedModel(selection, None, None, final_epsilon, final_delta)
+    chosen = candidates[selection.index]
+    model = chosen.private_learner(len(y), final_epsilon, final_delta).fit(X, y, noise, rng=rng)  # line 35
+    return TunedModel(selection, chosen, model, final_epsilon, final_delta)
+

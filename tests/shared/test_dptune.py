@@ -8,6 +8,7 @@ from sklearn.neighbors import NearestCentroid
 
 from shared.dptune import (
     GPBatchOptimiser,
+    PrivateLogisticRegression,
     RandomBatchOptimiser,
     adaptive_select,
     ElasticSparseVector,
@@ -16,6 +17,7 @@ from shared.dptune import (
     partition,
     partition_utilities,
     suggested_cap,
+    tune_and_train,
 )
 from shared.noise import noise_source
 
@@ -204,3 +206,23 @@ def test_gp_optimiser_fed_only_s_star_finds_the_peak_with_fewer_evaluations_than
         evaluated.append(len(out.evaluated))
     assert np.median(fidelities) >= 0.9
     assert max(evaluated) < len(grid)
+
+
+@pytest.mark.slow  # the DP-SGD noise calibration runs the RDP accountant ~10 times (~15–35 s)
+def test_tune_and_train_charges_cap_times_epsilon_plus_the_final_training():
+    rng = np.random.default_rng(8)
+    X, y = _two_blobs(400, rng)
+    X /= np.linalg.norm(X, axis=1).max()  # rows of norm ≤ 1, as DP-SGD's clipping assumes
+    candidates = [PrivateLogisticRegression(learning_rate=lr, batch_size=50, epochs=2, clip_norm=1.0)
+                  for lr in (1e-4, 0.5, 2.0)]
+    tuned = tune_and_train(
+        X, y, candidates, k=4, epsilon=0.5, u0=0.5, g=0.05, max_iterations=20,
+        final_epsilon=2.0, final_delta=1e-5, noise=noise_source(3), rng=rng, private_parts=False,
+    )
+    assert tuned.selection.max_iterations == 20
+    assert tuned.epsilon_spent == pytest.approx(20 * 0.5 + 2.0)
+    assert tuned.delta_spent == 1e-5
+    assert tuned.model.noise_multiplier > 0
+    from shared.accounting import dpsgd_epsilon
+
+    assert dpsgd_epsilon(400, 50, 2, tuned.model.noise_multiplier, 1e-5) <= 2.0
