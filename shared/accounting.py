@@ -1,0 +1,96 @@
+"""Privacy oracles for DPareto: the (ε, δ) each hyperparameter setting of a DP learner guarantees.
+
+* :func:`dpsgd_epsilon`: DP-SGD / DP-Adam (Avent et al., Algorithms 3 and 4) by the RDP accountant of
+  dp-accounting with Wang, Balle & Kasiviswanathan's (2019) bound for the Gaussian mechanism on lots
+  sampled *without replacement* (fixed size m out of n), replace-one neighbours. RDP is converted to
+  (ε, δ) by dp-accounting's conversion (Canonne, Kamath & Steinke 2020, Prop. 12):
+  ε = min_α [ρ(α) + log((α − 1)/α) − (log δ + log α)/(α − 1)], which is never larger than the classic
+  ε = min_α [ρ(α) + log(1/δ)/(α − 1)] (Mironov 2017) that the DPareto authors' accountant used
+  (:func:`dpsgd_epsilon_classic` reproduces their numbers).
+* :func:`svt_epsilon`: the closed form of the paper's Algorithm 1 (its Appendix B).
+* :func:`gaussian_mechanism_epsilon`: the exact privacy profile of the Gaussian mechanism (Balle & Wang
+  2018, Theorem 8) solved for ε, for output perturbation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+from dp_accounting import rdp
+from scipy.optimize import brentq
+
+from shared.mechanisms import gaussian_delta
+
+# Integer orders are where the without-replacement bound is exact (fractional orders interpolate it).
+RDP_ORDERS = tuple(range(2, 65)) + (72, 80, 96, 128, 192, 256, 384, 512, 1024)
+
+
+def _validate_dpsgd(n: int, batch_size: int, epochs: int, noise_multiplier: float, delta: float) -> None:
+    if not (n >= 1 and 1 <= batch_size <= n and epochs >= 1):
+        raise ValueError("need n ≥ 1, 1 ≤ batch_size ≤ n and epochs ≥ 1")
+    if not 0.0 < delta < 1.0:
+        raise ValueError("delta must be in (0, 1)")
+    if noise_multiplier < 0:
+        raise ValueError("noise_multiplier must be ≥ 0")
+
+
+def _dpsgd_accountant(n: int, batch_size: int, epochs: int, noise_multiplier: float) -> rdp.RdpAccountant:
+    steps = epochs * max(1, round(n / batch_size))
+    step = dp_accounting.SampledWithoutReplacementDpEvent(
+        source_dataset_size=n, sample_size=batch_size, event=dp_accounting.GaussianDpEvent(noise_multiplier)
+    )
+    accountant = rdp.RdpAccountant(RDP_ORDERS, neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+    return accountant.compose(dp_accounting.SelfComposedDpEvent(step, steps))
+
+
+def dpsgd_epsilon(n: int, batch_size: int, epochs: int, noise_multiplier: float, delta: float) -> float:
+    """ε of DP-SGD with fixed-size lots sampled without replacement, replace-one neighbours.
+
+    ``noise_multiplier`` σ is relative to the replace-one sensitivity of the *sum* of clipped
+    gradients (2L): the noise std on the sum is σ·2L, as in Algorithm 3. Steps = epochs · round(n / m).
+    Returns ``inf`` for σ = 0.
+    """
+    _validate_dpsgd(n, batch_size, epochs, noise_multiplier, delta)
+    if noise_multiplier == 0:
+        return math.inf
+    return float(_dpsgd_accountant(n, batch_size, epochs, noise_multiplier).get_epsilon(delta))
+
+
+def dpsgd_epsilon_classic(n: int, batch_size: int, epochs: int, noise_multiplier: float, delta: float) -> float:
+    """Like :func:`dpsgd_epsilon` but with the classic conversion ε = min_α ρ(α) + log(1/δ)/(α − 1).
+
+    Looser; kept to cross-check against accountants of the DPareto paper's time.
+    """
+    _validate_dpsgd(n, batch_size, epochs, noise_multiplier, delta)
+    if noise_multiplier == 0:
+        return math.inf
+    accountant = _dpsgd_accountant(n, batch_size, epochs, noise_multiplier)
+    orders = np.asarray(RDP_ORDERS, dtype=float)
+    return float(np.min(accountant._rdp + math.log(1.0 / delta) / (orders - 1.0)))
+
+
+def svt_epsilon(noise: float, bound: float) -> float:
+    """ε of Algorithm 1 (pure DP): (1 + (2C)^(1/3)) (1 + (2C)^(2/3)) / b for noise b and answer bound C."""
+    if noise <= 0 or bound <= 0:
+        raise ValueError("the noise b and the bound C must be positive")
+    c = 2.0 * bound
+    return (1.0 + c ** (1.0 / 3.0)) * (1.0 + c ** (2.0 / 3.0)) / noise
+
+
+def gaussian_mechanism_epsilon(noise_std: float, sensitivity: float, delta: float) -> float:
+    """The smallest ε for which adding N(0, s²) to a query of ℓ2 sensitivity Δ is (ε, δ)-DP: the root of
+    ``shared.mechanisms.gaussian_delta`` (Balle & Wang 2018, Theorem 8) in ε.
+
+    Returns 0 when even ε = 0 meets δ (very large noise).
+    """
+    if noise_std <= 0 or sensitivity <= 0 or not 0.0 < delta < 1.0:
+        raise ValueError("noise_std and sensitivity must be positive and delta in (0, 1)")
+    if gaussian_delta(noise_std, 0.0, sensitivity) <= delta:
+        return 0.0
+    upper = 1.0
+    while gaussian_delta(noise_std, upper, sensitivity) > delta:
+        upper *= 2.0
+    return float(brentq(lambda e: gaussian_delta(noise_std, e, sensitivity) - delta, 0.0, upper,
+                        xtol=1e-12, rtol=1e-10))
