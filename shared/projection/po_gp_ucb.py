@@ -41,7 +41,7 @@ SVD routine: U₀ uniformly distributed (Haar) on the orthonormal p-frames of th
 the polar factor of a Gaussian n × p matrix projected onto it. This needs a second streaming pass and
 O(d p + p²) extra memory; the Gaussian rows are drawn in fixed blocks so that Z does not depend on the
 chunk size. Eigenvalues below ``λ_max · max(n, d) · machine-ε`` (the accuracy of a Gram matrix's
-eigenvalues) count as zero: the Gram route cannot resolve singular values below about
+eigenvalues, plus the rounding floor of the centring) count as zero: the Gram route cannot resolve singular values below about
 1.5e-8 σ_max · √max(n, d), and treating such a direction as exactly null changes X̃ by at most that σᵢ.
 
 **Randomness contract.** M is the first d·r standard normals drawn from ``rng`` (row-major), so a test
@@ -131,8 +131,10 @@ def centred_gram(X: np.ndarray, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Centred
     count = 0
     mean = np.zeros(d)
     scatter = np.zeros((d, d))
+    largest_entry = 0.0
     for start, stop in _row_chunks(n, chunk_rows):
         chunk = X[start:stop]
+        largest_entry = max(largest_entry, float(np.abs(chunk).max()))
         m = stop - start
         chunk_mean = chunk.mean(axis=0)
         centred = chunk - chunk_mean
@@ -145,8 +147,11 @@ def centred_gram(X: np.ndarray, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Centred
     order = np.argsort(eigenvalues)[::-1]
     eigenvalues = np.clip(eigenvalues[order], 0.0, None)
     eigenvectors = eigenvectors[:, order]
-    resolution = eigenvalues[0] * max(n, d) * np.finfo(float).eps
-    rank = int(np.count_nonzero(eigenvalues > resolution)) if eigenvalues[0] > 0 else 0
+    # Eigenvalues of a Gram matrix are accurate to about size·ε·λ_max, and centring leaves rounding of
+    # about ε·max|x| in every entry, i.e. n (size·ε·max|x|)² in the scatter: nothing below that is resolved.
+    eps_size = max(n, d) * np.finfo(float).eps
+    resolution = eps_size * eigenvalues[0] + n * (eps_size * largest_entry) ** 2
+    rank = int(np.count_nonzero(eigenvalues > resolution))
     return CentredGram(n=n, mean=mean, eigenvalues=eigenvalues, eigenvectors=eigenvectors, rank=rank)
 
 
