@@ -1,0 +1,150 @@
+"""A typed client for the modeler's half of the HTTP API (DESIGN §5), parsed with :mod:`shared.schemas`."""
+
+from __future__ import annotations
+
+import io
+import time
+import uuid
+from collections.abc import Callable, Iterable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shared.http_client import ApiClient
+from shared.schemas import (
+    API_PREFIX,
+    Health,
+    InputsPage,
+    QueryList,
+    QueryRequest,
+    QueryResponse,
+    QueryResult,
+    ReleaseOut,
+    SessionOut,
+)
+
+NPY_MEDIA_TYPE = "application/x-npy"
+
+
+class PendingTimeout(TimeoutError):
+    """Pending manual queries were still unanswered when the caller's wait ran out."""
+
+
+class ModelerClient:
+    """What a modeler can do with its API key: read releases and their inputs, open sessions, query rows.
+
+    ``api`` may be passed to share one :class:`~shared.http_client.ApiClient`; otherwise one is made
+    from ``url``/``token``/``timeout``/``retries``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        api: ApiClient | None = None,
+    ) -> None:
+        self.api = api or ApiClient(url, token, timeout=timeout, retries=retries)
+        self.url = self.api.base_url
+
+    def close(self) -> None:
+        self.api.close()
+
+    def __enter__(self) -> ModelerClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- service and releases ----------------------------------------------------------------------
+
+    def health(self) -> Health:
+        return self.api.get("/health", model=Health)
+
+    def release(self, release_id: int) -> ReleaseOut:
+        return self.api.get(f"{API_PREFIX}/releases/{release_id}", model=ReleaseOut)
+
+    def releases(self) -> list[ReleaseOut]:
+        body = self.api.get(f"{API_PREFIX}/releases")
+        items = body["releases"] if isinstance(body, dict) else body
+        return [ReleaseOut.model_validate(item) for item in items]
+
+    def inputs(self, release_id: int, *, page_size: int = 5000) -> NDArray[np.float64]:
+        """The released inputs Z (n × dim): one ``.npy`` body when the server offers it, JSON pages otherwise."""
+        path = f"{API_PREFIX}/releases/{release_id}/inputs"
+        response = self.api.get_bytes(path, accept=NPY_MEDIA_TYPE)
+        if response.headers.get("content-type", "").split(";")[0].strip() == NPY_MEDIA_TYPE:
+            Z = np.load(io.BytesIO(response.content), allow_pickle=False)
+            return np.asarray(Z, dtype=float)
+        page = InputsPage.model_validate(response.json())
+        rows: list[list[float]] = list(page.rows)
+        while len(rows) < page.n:
+            page = self.api.get(path, params={"offset": len(rows), "limit": page_size}, model=InputsPage)
+            if not page.rows:
+                raise RuntimeError(f"the server returned an empty page at offset {len(rows)} of {page.n} rows")
+            rows.extend(page.rows)
+        return np.asarray(rows, dtype=float).reshape(page.n, page.dim)
+
+    # --- sessions and queries ----------------------------------------------------------------------
+
+    def open_session(self, release_id: int) -> SessionOut:
+        return self.api.post(f"{API_PREFIX}/releases/{release_id}/sessions", {}, model=SessionOut)
+
+    def session(self, session_id: int) -> SessionOut:
+        return self.api.get(f"{API_PREFIX}/sessions/{session_id}", model=SessionOut)
+
+    def close_session(self, session_id: int) -> SessionOut:
+        return self.api.post(f"{API_PREFIX}/sessions/{session_id}/close", {}, model=SessionOut, idempotent=True)
+
+    def query(self, session_id: int, indices: Iterable[int], *, request_id: str | None = None) -> list[QueryResult]:
+        """Ask for the measurements of rows ``indices``.
+
+        Every call carries a ``request_id`` (a fresh UUID unless given), so the HTTP client may retry it
+        after a timeout or a 5xx: the service returns the stored results of a repeated id, uncharged.
+        """
+        body = QueryRequest(indices=[int(i) for i in indices], request_id=request_id or uuid.uuid4().hex)
+        return self.api.post(f"{API_PREFIX}/sessions/{session_id}/queries", body, model=QueryResponse).results
+
+    def queries(self, session_id: int) -> list[QueryResult]:
+        """Every query of the session, in the order they were made (what a resumed run reconciles with)."""
+        return self.api.get(f"{API_PREFIX}/sessions/{session_id}/queries", model=QueryList).queries
+
+    def wait_for(
+        self,
+        session_id: int,
+        query_ids: Iterable[int],
+        *,
+        poll: float = 0.5,
+        max_poll: float = 30.0,
+        timeout: float | None = None,
+        on_wait: Callable[[list[QueryResult], float], None] | None = None,
+    ) -> dict[int, QueryResult]:
+        """Poll until every query in ``query_ids`` is ``done``; returns them by id.
+
+        The interval grows by 1.5× from ``poll`` up to ``max_poll`` seconds (a manual measurement can
+        take hours; the server should not be hammered). ``on_wait(still_pending, waited_seconds)`` is
+        called before each sleep. Raises :class:`PendingTimeout` after ``timeout`` seconds.
+        """
+        wanted = set(query_ids)
+        start = time.monotonic()
+        interval = poll
+        while True:
+            by_id = {q.query_id: q for q in self.queries(session_id) if q.query_id in wanted}
+            missing = wanted - by_id.keys()
+            if missing:
+                raise RuntimeError(f"the session's query list does not contain queries {sorted(missing)}")
+            pending = [q for q in by_id.values() if q.status != "done"]
+            if not pending:
+                return by_id
+            waited = time.monotonic() - start
+            if timeout is not None and waited >= timeout:
+                raise PendingTimeout(
+                    f"{len(pending)} quer{'y is' if len(pending) == 1 else 'ies are'} still pending after "
+                    f"{waited:.0f} s; resume later, the answers are kept on the server"
+                )
+            if on_wait is not None:
+                on_wait(pending, waited)
+            time.sleep(interval if timeout is None else min(interval, max(0.0, timeout - waited)))
+            interval = min(max_poll, interval * 1.5)

@@ -1,0 +1,1 @@
+"""``pobo-modeler`` subcommands: one module per command group, each with ``register(app)``."""

@@ -1,0 +1,69 @@
+"""``pobo-modeler info``: client version, server health, and the metadata of releases in scope."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from modeler_client import __version__
+from shared.schemas import ReleaseOut
+
+from modeler_client.commands.common import (
+    OptionalToken,
+    OptionalUrl,
+    connect,
+    console,
+    reports_api_errors,
+    show_release_warnings,
+)
+
+
+def release_table(release: ReleaseOut) -> Table:
+    table = Table(title=f"release {release.id}", show_header=False)
+    certified = "[bold green]yes[/]" if release.certified else "[bold red]NO: not differentially private[/]"
+    rows = {
+        "mechanism": release.mechanism,
+        "certified DP": certified,
+        "dataset": str(release.dataset_id),
+        "epsilon, delta": f"{release.epsilon:g}, {release.delta:g}",
+        "rows n × dim r": f"{release.n} × {release.dim}",
+        "goal": release.goal,
+        "input noise std": "—" if release.noise_std is None else f"{release.noise_std:.6g}",
+        "sensitivity": "—" if release.sensitivity is None else f"{release.sensitivity:.6g}",
+        "omega, sigma_min, lifted": ", ".join(
+            "—" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)
+            for v in (release.omega, release.sigma_min, release.lifted)
+        ),
+        "measurements": release.measurements_note,
+    }
+    for key, value in rows.items():
+        table.add_row(key, value)
+    return table
+
+
+@reports_api_errors
+def info(
+    url: OptionalUrl = None,
+    token: OptionalToken = None,
+    release: Annotated[int | None, typer.Option(help="Show one release (default: every release in scope).")] = None,
+) -> None:
+    """Client version, server health and release metadata (certified flag and warnings up front)."""
+    console.print(f"pobo-modeler {__version__}")
+    if url is None:
+        console.print("[dim]no --url (or POBO_URL) given: nothing more to show[/]")
+        return
+    client = connect(url, token)
+    health = client.health()
+    console.print(f"server {client.url}: {health.status}, version {health.version}")
+    if token is None:
+        return
+    releases = [client.release(release)] if release is not None else client.releases()
+    for item in releases:
+        show_release_warnings(item)
+        console.print(release_table(item))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(info)

@@ -1,0 +1,178 @@
+"""The run file: everything a modeler run needs to be resumed, saved atomically after every iteration.
+
+The API token is deliberately not stored (a run file gets copied around and attached to reports);
+``resume`` takes it from ``--token`` or ``POBO_TOKEN`` again.
+
+Crash safety: before a query is sent, its ``request_id`` and indices are saved as ``in_flight``;
+after the answer arrives they move to ``queries``. A run killed in between re-sends the same
+``request_id`` on resume, and the service returns the stored answer without charging again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.schemas import QueryResult, ReleaseOut
+
+RUN_FORMAT = "pobo-run/1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunSettings(_Model):
+    """How the modeler's GP-UCB runs (Algorithm 2 plus the choices the paper leaves to the user)."""
+
+    iterations: int = Field(ge=1, description="T, the number of queries to make.")
+    ucb_delta: float = Field(
+        default=0.025, gt=0, lt=1, description="δ' of Algorithm 2 (the paper's δ_ucb = 0.05 halved)."
+    )
+    kernel: Literal["se", "matern52"] = "se"
+    hyperparameters: Literal["fit", "fixed"] = Field(
+        default="fit", description="'fit': maximum marginal likelihood on the observations (the paper's choice)."
+    )
+    refit_every: int = Field(default=5, ge=1, description="Refit the hyperparameters every this many observations.")
+    lengthscale: float | None = Field(default=None, gt=0, description="Fixed lengthscale, or the start before fitting.")
+    signal_variance: float | None = Field(default=None, gt=0)
+    noise_variance: float | None = Field(default=None, gt=0)
+    input_noise: Literal["auto", "ignore", "expected-kernel"] = Field(
+        default="auto",
+        description=(
+            "How a gaussian release's public noise_std enters the kernel: 'expected-kernel' averages the "
+            "kernel over the input noise; 'auto' does so with fixed hyperparameters and leaves it to the "
+            "fitted lengthscale and noise otherwise."
+        ),
+    )
+    seed: int = Field(default=0, description="Seeds the restarts of hyperparameter fitting (client side only).")
+    optimum: float | None = Field(default=None, description="The known best value, for simple-regret plots.")
+    signal_std: float | None = Field(default=None, gt=0, description="σ_y to express regret in units of it.")
+
+
+class QueryRecord(_Model):
+    """One query of the run as the server answered it (``value`` is None while pending)."""
+
+    iteration: int
+    index: int
+    query_id: int
+    status: Literal["done", "pending"]
+    value: float | None = None
+    request_id: str | None = None
+
+
+class InFlight(_Model):
+    """A query sent but not yet recorded: re-sent with the same ``request_id`` on resume."""
+
+    iteration: int
+    request_id: str
+    indices: list[int]
+
+
+class RunRecord(_Model):
+    format: Literal["pobo-run/1"] = RUN_FORMAT
+    run_id: str
+    url: str
+    release_id: int
+    session_id: int
+    release: ReleaseOut
+    settings: RunSettings
+    queries: list[QueryRecord] = Field(default_factory=list)
+    in_flight: InFlight | None = None
+    hyperparameter_history: list[dict[str, float | int | list[float]]] = Field(default_factory=list)
+    started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    elapsed_seconds: float = 0.0
+    finished: bool = False
+
+    # --- derived ------------------------------------------------------------------------------------
+
+    @property
+    def goal(self) -> str:
+        return self.release.goal
+
+    def done(self) -> list[QueryRecord]:
+        return [q for q in self.queries if q.status == "done"]
+
+    def pending(self) -> list[QueryRecord]:
+        return [q for q in self.queries if q.status == "pending"]
+
+    def best_so_far(self) -> np.ndarray:
+        """Best measured value after each answered query (max, or min for a ``minimize`` goal)."""
+        values = np.array([q.value for q in self.done()], dtype=float)
+        if values.size == 0:
+            return values
+        return np.minimum.accumulate(values) if self.goal == "minimize" else np.maximum.accumulate(values)
+
+    def best(self) -> QueryRecord | None:
+        done = self.done()
+        if not done:
+            return None
+        pick = min if self.goal == "minimize" else max
+        return pick(done, key=lambda q: q.value)
+
+    def simple_regret(self) -> np.ndarray | None:
+        """|optimum − best so far| after each answer (in units of σ_y when ``signal_std`` is set), if known."""
+        if self.settings.optimum is None:
+            return None
+        regret = np.abs(self.settings.optimum - self.best_so_far())
+        return regret / self.settings.signal_std if self.settings.signal_std else regret
+
+    # --- merging server answers ----------------------------------------------------------------------
+
+    def merge(self, results: list[QueryResult], *, iteration: int | None = None, request_id: str | None = None) -> int:
+        """Record server answers: new query ids are appended (numbered from ``iteration`` or the next free
+        one), known ones updated. Returns how many were new."""
+        known = {q.query_id: q for q in self.queries}
+        added = 0
+        for result in results:
+            record = known.get(result.query_id)
+            if record is not None:
+                record.status, record.value = result.status, result.value
+                continue
+            number = iteration if iteration is not None else len(self.queries) + 1
+            record = QueryRecord(
+                iteration=number,
+                index=result.index,
+                query_id=result.query_id,
+                status=result.status,
+                value=result.value,
+                request_id=request_id,
+            )
+            self.queries.append(record)
+            known[result.query_id] = record
+            added += 1
+        return added
+
+    # --- persistence --------------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write atomically: a temporary file in the same directory, fsync, then rename over ``path``."""
+        self.updated_at = datetime.now(UTC)
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = self.model_dump_json(indent=1)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> RunRecord:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        if raw.get("format") != RUN_FORMAT:
+            raise ValueError(f"{path} is not a pobo run file (format {raw.get('format')!r}, expected {RUN_FORMAT!r})")
+        return cls.model_validate(raw)
