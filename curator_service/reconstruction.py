@@ -18,6 +18,7 @@ from curator_service.errors import ApiError
 from curator_service.models import Dataset, Release
 from curator_service.releases import mechanism_input, refuse_seed_in_production
 from curator_service.storage import decode_matrix
+from shared.audit import reconstruction_audit as reconstruction_audit_of
 from shared.schemas import UNCERTIFIED_WARNING, ReconstructionAuditOut, ReconstructionAuditRequest
 
 router = APIRouter(tags=["releases"])
@@ -28,8 +29,6 @@ router = APIRouter(tags=["releases"])
 def reconstruction_audit(
     request: Request, principal: Curator, release_id: int, body: ReconstructionAuditRequest
 ) -> ReconstructionAuditOut:
-    from shared.audit import reconstruction_audit as attack
-
     refuse_seed_in_production(request.app.state.settings, body.seed)
     with request.app.state.db.write() as session:
         release = get_or_404(session, Release, release_id)
@@ -37,19 +36,15 @@ def reconstruction_audit(
             raise ApiError(422, "validation_error", f"'known' must be below the number of rows ({release.n}) so that "
                            "some rows are left to reconstruct")
         dataset = session.get(Dataset, release.dataset_id)
+        if body.known < dataset.d + 1:
+            raise ApiError(422, "validation_error", f"'known' must be at least d + 1 = {dataset.d + 1} (the attack fits "
+                           "an affine map of the d features); ask for more known rows")
         X_used = mechanism_input(cached_table(request.app, dataset), dataset.scaling, release.mechanism)
         Z = decode_matrix(release.inputs)
         record(session, principal, "release.audit_reconstruction", f"release:{release_id}")
         mechanism, noise_std, certified = release.mechanism, release.noise_std, release.certified
     known = np.random.default_rng(body.seed).choice(Z.shape[0], size=body.known, replace=False)
-    report = attack(X_used, Z, np.sort(known))
+    report = reconstruction_audit_of(X_used, Z, np.sort(known), noise_std=noise_std).to_dict()
     return ReconstructionAuditOut(
-        release_id=release_id,
-        mechanism=mechanism,
-        known=int(report.known),
-        max_relative_error=float(report.max_relative_error),
-        median_relative_error=float(report.median_relative_error),
-        rms_error=float(report.rms_error),
-        noise_std=noise_std,
-        warnings=[] if certified else [UNCERTIFIED_WARNING],
+        release_id=release_id, mechanism=mechanism, warnings=[] if certified else [UNCERTIFIED_WARNING], **report
     )

@@ -24,7 +24,8 @@ from curator_service.ledger import budget_status, charge, check_affordable
 from curator_service.models import Dataset, Release
 from curator_service.settings import Settings
 from curator_service.storage import RawTable, decode_matrix, encode_matrix
-from shared.projection import largest_r, po_gp_ucb_release
+from shared.noise import noise_source
+from shared.projection import gaussian_release, largest_r, po_gp_ucb_release
 from shared.scaling import apply_scaling
 from shared.schemas import CERTIFIED_MECHANISMS, UNCERTIFIED_WARNING, InputsPage, ReleaseCreate, ReleaseOut, ScalingSpec
 
@@ -56,13 +57,13 @@ def mechanism_input(table: RawTable, scaling: dict, mechanism: str) -> np.ndarra
 
 
 def compute_release(X: np.ndarray, body: ReleaseCreate) -> ComputedRelease:
-    """Runs the mechanism on X (n × d). ``seed`` None uses fresh randomness (and OpenDP noise for gaussian)."""
+    """Runs the mechanism on X (n × d). Without a seed, M is fresh and gaussian's noise is floating-point-safe
+    (OpenDP); a seed (research mode) makes both reproducible."""
     d = X.shape[1]
     if body.mechanism == "gaussian":
-        from shared.projection import gaussian_release
-
         r = min(d, AUTO_DIM_CAP) if body.dim == "auto" else body.dim
-        out = gaussian_release(X, body.epsilon, body.delta, r, body.seed)
+        out = gaussian_release(X, body.epsilon, body.delta, r, np.random.default_rng(body.seed),
+                               noise=noise_source(body.seed))
         return ComputedRelease(Z=out.Z, dim=r, noise_std=float(out.noise_std), sensitivity=float(out.sensitivity))
     r = body.dim if body.dim != "auto" else (largest_r(X, body.epsilon, body.delta, d) or min(d, AUTO_DIM_CAP))
     out = po_gp_ucb_release(X, body.epsilon, body.delta, r, np.random.default_rng(body.seed))

@@ -312,10 +312,14 @@ class ReconstructionAuditOut(_Model):
     release_id: int
     mechanism: Mechanism
     known: int
+    reconstructed: int = Field(description="Rows the attacker did not know, over which the errors are taken.")
+    identifiable: bool = Field(description="Whether the known rows determine the affine map (enough, independent).")
     max_relative_error: float
     median_relative_error: float
     rms_error: float
+    baseline_rms_error: float = Field(description="RMS error of guessing the mean of the known rows for every row.")
     noise_std: float | None = None
+    noise_floor_rms: float | None = None
     warnings: list[str] = Field(default_factory=list)
 
 

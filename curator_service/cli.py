@@ -1,0 +1,267 @@
+"""``pobo-curator``: run the service, and administer it through its own HTTP API (DESIGN §6)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from curator_service.settings import Settings
+from shared.http_client import ApiClient, ApiError
+
+app = typer.Typer(help="The pobo curator: serve the API, register data, make releases, issue keys.",
+                  no_args_is_help=True)
+dataset_app = typer.Typer(help="Register and list datasets.", no_args_is_help=True)
+release_app = typer.Typer(help="Make releases of a dataset's inputs.", no_args_is_help=True)
+key_app = typer.Typer(help="Issue API keys.", no_args_is_help=True)
+queries_app = typer.Typer(help="Manual measurements: list pending queries and answer them.", no_args_is_help=True)
+audit_app = typer.Typer(help="Privacy audits of releases.", no_args_is_help=True)
+for sub, name in ((dataset_app, "dataset"), (release_app, "release"), (key_app, "key"),
+                  (queries_app, "queries"), (audit_app, "audit")):
+    app.add_typer(sub, name=name)
+
+console = Console()
+ADMIN_TOKEN_FILE = "admin_token"
+
+Url = Annotated[str, typer.Option("--url", envvar="POBO_URL", help="The curator service's base URL.")]
+Token = Annotated[str, typer.Option("--token", envvar="POBO_ADMIN_TOKEN", help="Admin token or a curator key.")]
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+@contextmanager
+def client(url: str, token: str) -> Iterator[ApiClient]:
+    """An API client; an error answer ends the command with the server's sentence and exit code 1."""
+    try:
+        with ApiClient(url, token) as api:
+            yield api
+    except ApiError as exc:
+        console.print(f"[red]error[/red] ({exc.code}): {exc.detail}")
+        raise typer.Exit(1) from None
+
+
+def show(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str,
+         format_cell: Callable[[str, Any], str] | None = None) -> None:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*[(format_cell or _cell)(column, row.get(column)) for column in columns])
+    console.print(table)
+
+
+def _cell(_column: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _admin_token(data_dir: Path) -> str:
+    """POBO_ADMIN_TOKEN, or a token kept in ``<data dir>/admin_token`` (created once, mode 0600)."""
+    path = data_dir / ADMIN_TOKEN_FILE
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(32) + "\n")
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    data_dir: Annotated[Path | None, typer.Option(help="Where the embedded database lives (POBO_DATA_DIR).")] = None,
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL, e.g. postgresql+psycopg://… "
+                                                     "(POBO_DATABASE_URL; default: SQLite in the data dir).")] = None,
+) -> None:
+    """Run the curator service (one process; jobs run in its worker threads)."""
+    import uvicorn
+
+    from curator_service.app import create_app
+
+    settings = Settings.from_env(data_dir=data_dir, database_url=database_url)
+    if settings.admin_token is None:
+        settings = Settings.from_env(data_dir=data_dir, database_url=database_url,
+                                     admin_token=_admin_token(settings.data_dir))
+        console.print(f"admin token: POBO_ADMIN_TOKEN is unset, using the one in {settings.data_dir / ADMIN_TOKEN_FILE}")
+    console.print(f"pobo curator on http://{host}:{port} (mode {settings.mode}, "
+                  f"uncertified mechanisms {'enabled' if settings.allow_uncertified_mechanisms else 'disabled'})")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+def _split(text: str | None) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()] if text else []
+
+
+def _spec(name: str | None, features: str | None, evaluator: str | None, noise_std: float, epsilon: float | None,
+          delta: float, goal: str, lower: str | None, upper: str | None, spec_file: Path | None) -> dict[str, Any]:
+    """A DatasetSpec dict from ``--spec`` (a JSON file) overridden by the individual options."""
+    spec: dict[str, Any] = json.loads(spec_file.read_text()) if spec_file else {}
+    if name:
+        spec["name"] = name
+    if features:
+        spec["feature_columns"] = _split(features)
+    if evaluator:
+        kind, _, rest = evaluator.partition(":")
+        spec["evaluator"] = {"column": {"kind": "column", "column": rest, "noise_std": noise_std},
+                             "python": {"kind": "python", "target": rest},
+                             "manual": {"kind": "manual"}}.get(kind, {"kind": kind})
+    if epsilon is not None:
+        spec["budget"] = {"epsilon": epsilon, "delta": delta}
+    if lower or upper:
+        spec["scaling"] = {"kind": "bounds", "lower": [float(v) for v in _split(lower)],
+                           "upper": [float(v) for v in _split(upper)]}
+    spec.setdefault("goal", goal)
+    return spec
+
+
+@dataset_app.command("add")
+def dataset_add(
+    csv: Annotated[Path, typer.Argument(help="The CSV (uploaded; with --on-server, a path on the curator's host).")],
+    name: Annotated[str | None, typer.Option(help="Dataset name.")] = None,
+    features: Annotated[str | None, typer.Option(help="Feature columns, comma-separated.")] = None,
+    evaluator: Annotated[str | None, typer.Option(help="'column:<name>', 'python:<module>:<function>' or 'manual'.")] = None,
+    noise_std: Annotated[float, typer.Option(help="Measurement noise for a column evaluator.")] = 0.0,
+    epsilon: Annotated[float | None, typer.Option(help="Total privacy budget ε.")] = None,
+    delta: Annotated[float, typer.Option(help="Total privacy budget δ.")] = 1e-5,
+    goal: Annotated[str, typer.Option(help="maximize or minimize.")] = "maximize",
+    lower: Annotated[str | None, typer.Option(help="Public per-feature lower bounds (bounds scaling).")] = None,
+    upper: Annotated[str | None, typer.Option(help="Public per-feature upper bounds (bounds scaling).")] = None,
+    spec: Annotated[Path | None, typer.Option(help="A JSON DatasetSpec; the options above override it.")] = None,
+    on_server: Annotated[bool, typer.Option(help="CSV is a path on the server: register it without uploading.")] = False,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Register a dataset."""
+    body = _spec(name, features, evaluator, noise_std, epsilon, delta, goal, lower, upper, spec)
+    with client(url, token) as api:
+        if on_server:
+            out = api.post("/v1/datasets", {**body, "path": str(csv)})
+        else:
+            with csv.open("rb") as handle:
+                out = api.post("/v1/datasets", files={"file": (csv.name, handle, "text/csv")},
+                               data={"spec": json.dumps(body)})
+    _show_datasets([out], "registered")
+
+
+def _show_datasets(rows: list[dict[str, Any]], title: str) -> None:
+    for row in rows:
+        budget = row["budget"]
+        row["ε spent / total"] = f"{budget['spent_epsilon']:.4g} / {budget['total_epsilon']:.4g}"
+        row["δ spent / total"] = f"{budget['spent_delta']:.3g} / {budget['total_delta']:.3g}"
+        row["features"] = ", ".join(row["feature_columns"])
+    show(rows, ["id", "name", "n", "d", "features", "evaluator_kind", "ε spent / total", "δ spent / total"], title)
+
+
+@dataset_app.command("list")
+def dataset_list(url: Url = DEFAULT_URL, token: Token = "") -> None:
+    """List datasets with their budgets."""
+    with client(url, token) as api:
+        _show_datasets(api.get("/v1/datasets"), "datasets")
+
+
+@release_app.command("create")
+def release_create(
+    dataset: Annotated[int, typer.Option(help="Dataset id.")],
+    epsilon: Annotated[float, typer.Option(help="ε charged for the release.")],
+    delta: Annotated[float, typer.Option(help="δ charged for the release.")] = 1e-5,
+    mechanism: Annotated[str, typer.Option(help="gaussian (certified) or po-gp-ucb (NOT DP).")] = "gaussian",
+    dim: Annotated[str, typer.Option(help="Projection dimension r, or 'auto'.")] = "auto",
+    seed: Annotated[int | None, typer.Option(help="Research mode only.")] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Release a dataset's inputs (charged to its budget)."""
+    body = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "dim": dim if dim == "auto" else int(dim)}
+    if seed is not None:
+        body["seed"] = seed
+    with client(url, token) as api:
+        out = api.post(f"/v1/datasets/{dataset}/releases", body)
+    show([out], ["id", "dataset_id", "mechanism", "certified", "epsilon", "delta", "n", "dim", "noise_std"], "release")
+    for warning in out["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+
+
+@key_app.command("create")
+def key_create(
+    name: Annotated[str, typer.Option(help="Who the key is for.")],
+    release: Annotated[list[int], typer.Option(help="Release id in scope (repeat for several).")],
+    max_queries: Annotated[int, typer.Option(help="Query budget of the key.")],
+    role: Annotated[str, typer.Option(help="modeler or curator.")] = "modeler",
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Create an API key; its token is printed once."""
+    with client(url, token) as api:
+        out = api.post("/v1/keys", {"name": name, "release_ids": release, "max_queries": max_queries, "role": role})
+    show([out], ["id", "name", "role", "release_ids", "max_queries"], "key")
+    console.print(f"token (shown once; only its hash is stored): [bold]{out['token']}[/bold]")
+
+
+@app.command()
+def ledger(
+    dataset: Annotated[int | None, typer.Option(help="Only this dataset.")] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """The privacy ledger: every (ε, δ) spent, by whom and for what."""
+    with client(url, token) as api:
+        rows = api.get("/v1/ledger", params={"dataset_id": dataset} if dataset is not None else None)
+    show(rows, ["id", "dataset_id", "epsilon", "delta", "purpose", "release_id", "job_id", "created_at"], "ledger")
+
+
+@queries_app.command("pending")
+def queries_pending(
+    dataset: Annotated[int | None, typer.Option(help="Only this dataset.")] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Queries waiting for a manual measurement (measure row `index` of the dataset)."""
+    with client(url, token) as api:
+        out = api.get("/v1/queries", params={"dataset_id": dataset} if dataset is not None else None)
+    show(out["queries"], ["query_id", "dataset_id", "index", "session_id", "release_id", "created_at"], "pending queries")
+
+
+@queries_app.command("answer")
+def queries_answer(
+    query_id: Annotated[int, typer.Argument(help="The pending query's id.")],
+    value: Annotated[float, typer.Argument(help="The measured value.")],
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Post the measurement of a pending manual query."""
+    with client(url, token) as api:
+        out = api.post(f"/v1/queries/{query_id}/answer", {"value": value})
+    show([out], ["query_id", "index", "status", "value"], "answered")
+
+
+@audit_app.command("reconstruction")
+def audit_reconstruction(
+    release: Annotated[int, typer.Option(help="Release id.")],
+    known: Annotated[int, typer.Option(help="Records the attacker knows (d + 1 break po-gp-ucb).")],
+    seed: Annotated[int | None, typer.Option(help="Which rows are known (research mode).")] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Attack a release with K known records; prints aggregate reconstruction errors only."""
+    body: dict[str, Any] = {"known": known}
+    if seed is not None:
+        body["seed"] = seed
+    with client(url, token) as api:
+        out = api.post(f"/v1/releases/{release}/audits/reconstruction", body)
+    show([out], ["release_id", "mechanism", "known", "reconstructed", "max_relative_error", "median_relative_error",
+                 "rms_error", "baseline_rms_error", "noise_std", "noise_floor_rms"], "reconstruction audit")
+    for warning in out["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,170 @@
+"""Fixtures for the curator service tests: apps on SQLite or PostgreSQL, a live server, helpers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+
+from curator_service.app import create_app
+from curator_service.settings import Settings
+
+ADMIN = "test-admin-token"
+ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN}"}
+
+
+def reset_postgres(url: str) -> None:
+    """Every PostgreSQL test starts from an empty schema."""
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The storage conformance parameter: the same test on embedded SQLite and on a real PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'curator.db'}"
+    url = request.getfixturevalue("postgres_url")
+    reset_postgres(url)
+    return url
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> Callable[..., Settings]:
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {"data_dir": tmp_path, "admin_token": ADMIN, "allow_uncertified_mechanisms": True}
+        values.update(overrides)
+        return Settings.from_env({}, **values)
+
+    return make
+
+
+@pytest.fixture
+def make_client(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., TestClient]]:
+    """Builds a TestClient around a fresh app (admin headers by default); closed at teardown."""
+    clients: list[TestClient] = []
+
+    def make(**overrides: Any) -> TestClient:
+        client = TestClient(create_app(make_settings(**overrides)), headers=ADMIN_HEADERS)
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient]) -> TestClient:
+    return make_client()
+
+
+def synthetic_table(n: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Features in [0, 1]³ with 9 significant digits (easy to look for in response bodies) and y."""
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.uniform(0.1, 0.9, size=(n, 3)), 9)
+    y = np.round(np.sin(6 * X[:, 0]) + X[:, 1] ** 2 - X[:, 2], 9)
+    return X, y
+
+
+def table_csv(X: np.ndarray, y: np.ndarray, columns: tuple[str, ...] = ("a", "b", "c", "y")) -> str:
+    lines = [",".join(columns)] + [",".join(f"{v:.9f}" for v in (*x, t)) for x, t in zip(X, y)]
+    return "\n".join(lines) + "\n"
+
+
+def dataset_spec(name: str = "synthetic", **changes: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "name": name,
+        "feature_columns": ["a", "b", "c"],
+        "evaluator": {"kind": "column", "column": "y"},
+        "scaling": {"kind": "bounds", "lower": [0, 0, 0], "upper": [1, 1, 1]},
+        "budget": {"epsilon": 10.0, "delta": 1e-3},
+    }
+    spec.update(changes)
+    return spec
+
+
+def upload(client: TestClient, csv: str, spec: dict[str, Any]):
+    return client.post("/v1/datasets", files={"file": ("data.csv", csv, "text/csv")}, data={"spec": json.dumps(spec)})
+
+
+def register(client: TestClient, n: int = 40, **spec_changes: Any) -> dict[str, Any]:
+    X, y = synthetic_table(n)
+    response = upload(client, table_csv(X, y), dataset_spec(**spec_changes))
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def release(client: TestClient, dataset_id: int, **body: Any) -> dict[str, Any]:
+    payload = {"mechanism": "gaussian", "epsilon": 1.0, "delta": 1e-5, "dim": 3, "seed": 1}
+    payload.update(body)
+    response = client.post(f"/v1/datasets/{dataset_id}/releases", json=payload)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def modeler_key(client: TestClient, release_ids: list[int], max_queries: int = 10, role: str = "modeler") -> dict:
+    response = client.post("/v1/keys", json={"name": "modeler", "release_ids": release_ids,
+                                             "max_queries": max_queries, "role": role})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def assert_error(response, status: int, code: str, *words: str) -> None:
+    """A 4xx/5xx in the error model, whose sentence names what to fix."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"detail", "code"}, body
+    assert body["code"] == code, body
+    assert isinstance(body["detail"], str) and len(body["detail"].split()) >= 4, body
+    for word in words:
+        assert word in body["detail"], (word, body["detail"])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def live_server(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., str]]:
+    """Starts the app under a real uvicorn server on a free loopback port (in a thread); returns its URL."""
+    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+
+    def start(**overrides: Any) -> str:
+        port = free_port()
+        config = uvicorn.Config(create_app(make_settings(**overrides)), host="127.0.0.1", port=port,
+                                log_level="warning")
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline, "the test server did not start"
+            time.sleep(0.02)
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(timeout=10)
