@@ -71,21 +71,22 @@ class ModelerClient:
         items = body["releases"] if isinstance(body, dict) else body
         return [ReleaseOut.model_validate(item) for item in items]
 
-    def inputs(self, release_id: int, *, page_size: int = 5000) -> NDArray[np.float64]:
-        """The released inputs Z (n × dim): one ``.npy`` body when the server offers it, JSON pages otherwise."""
+    def inputs(self, release_id: int, *, binary: bool = True, page_size: int = 5000) -> NDArray[np.float64]:
+        """The released inputs Z (n × dim): one ``.npy`` body when ``binary`` and the server offers it,
+        else JSON pages of ``page_size`` rows."""
         path = f"{API_PREFIX}/releases/{release_id}/inputs"
-        response = self.api.get_bytes(path, accept=NPY_MEDIA_TYPE)
-        if response.headers.get("content-type", "").split(";")[0].strip() == NPY_MEDIA_TYPE:
-            Z = np.load(io.BytesIO(response.content), allow_pickle=False)
-            return np.asarray(Z, dtype=float)
-        page = InputsPage.model_validate(response.json())
-        rows: list[list[float]] = list(page.rows)
-        while len(rows) < page.n:
+        if binary:
+            response = self.api.get_bytes(path, accept=NPY_MEDIA_TYPE)
+            if response.headers.get("content-type", "").split(";")[0].strip() == NPY_MEDIA_TYPE:
+                return np.asarray(np.load(io.BytesIO(response.content), allow_pickle=False), dtype=float)
+        rows: list[list[float]] = []
+        while True:
             page = self.api.get(path, params={"offset": len(rows), "limit": page_size}, model=InputsPage)
+            rows.extend(page.rows)
+            if len(rows) >= page.n:
+                return np.asarray(rows, dtype=float).reshape(page.n, page.dim)
             if not page.rows:
                 raise RuntimeError(f"the server returned an empty page at offset {len(rows)} of {page.n} rows")
-            rows.extend(page.rows)
-        return np.asarray(rows, dtype=float).reshape(page.n, page.dim)
 
     # --- sessions and queries ----------------------------------------------------------------------
 

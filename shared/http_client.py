@@ -97,6 +97,8 @@ class ApiClient:
         Delay before retry k is ``min(max_backoff, backoff · 2^k)`` seconds.
     transport:
         Optional httpx transport (e.g. an ASGI transport to talk to an in-process app).
+    event_hooks:
+        Optional httpx event hooks (``{"request": [...], "response": [...]}``), e.g. to log or inspect traffic.
     """
 
     def __init__(
@@ -109,6 +111,7 @@ class ApiClient:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         transport: httpx.BaseTransport | None = None,
+        event_hooks: Mapping[str, list] | None = None,
     ) -> None:
         if retries < 0:
             raise ValueError("retries must be >= 0")
@@ -119,7 +122,10 @@ class ApiClient:
         headers = {"User-Agent": "pobo-client"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout, transport=transport)
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport,
+            event_hooks=dict(event_hooks or {}),
+        )
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
