@@ -1,0 +1,50 @@
+"""The curator-side learner of DP-BO: eq. (9) through scikit-learn, and Theorem 7's stability on real data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import expit, log1p
+
+from shared.validation_tasks import SIGMOID_LIPSCHITZ, breast_cancer_task
+
+
+@pytest.fixture(scope="module")
+def task():
+    return breast_cancer_task("soft_accuracy")
+
+
+def test_weights_minimise_equation_9(task):
+    lam = 1e-2
+    X, signs = task.X_train, 2.0 * task.y_train - 1.0
+
+    def objective(w):  # λ/2 ‖w‖² + (1/n) Σ log(1 + e^(−y wᵀx)), and its gradient
+        margins = signs * (X @ w)
+        value = lam / 2 * w @ w + np.mean(log1p(np.exp(-margins)))
+        gradient = lam * w - X.T @ (signs * expit(-margins)) / len(signs)
+        return value, gradient
+
+    direct = minimize(objective, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B", options={"gtol": 1e-12}).x
+    assert np.allclose(task.weights(lam), direct, atol=1e-4)
+
+
+def test_theorem_7_stability_holds_on_the_learner(task):
+    """‖w_λ − w_λ′‖ ≤ (λ′ − λ)/(λλ′) (proof of Theorem 7) and |f(w_λ) − f(w_λ′)| ≤ L ‖w_λ − w_λ′‖."""
+    lambdas = [1e-3, 3e-3, 1e-2, 0.1, 1.0]
+    for lam, lam_prime in zip(lambdas, lambdas[1:]):
+        gap = np.linalg.norm(task.weights(lam) - task.weights(lam_prime))
+        assert gap <= (lam_prime - lam) / (lam * lam_prime)
+        assert abs(task(lam) - task(lam_prime)) <= SIGMOID_LIPSCHITZ * gap + 1e-12
+
+
+def test_scores_lie_in_the_unit_interval_and_accuracy_is_high(task):
+    accuracy = task.evaluate(1e-3, "accuracy")
+    assert 0.9 < accuracy <= 1.0
+    assert 0.0 <= task(1e-3) <= 1.0
+    assert task.validation_size == 285
+
+
+def test_rows_beyond_unit_norm_are_refused(task):
+    with pytest.raises(ValueError, match="norm"):
+        type(task)(task.X_train * 2, task.y_train, task.X_val, task.y_val)
