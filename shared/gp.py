@@ -203,17 +203,17 @@ class CandidatePosterior:
         w = np.array(self._w)
         return _gaussian_log_likelihood(self._L, w, w) if len(w) else 0.0
 
-    def _kernel_column(self, index: int) -> NDArray:
-        """k(C, c_index) as a length-n vector."""
+    def _kernel_column(self, index: int, out: NDArray) -> NDArray:
+        """k(C, c_index) written into ``out`` (length n)."""
         if isinstance(self.kernel, StationaryKernel):
-            sq = self._scaled_t[:, index] @ self._scaled_t
-            sq *= -2.0
-            sq += self._sq_norms
-            sq += self._sq_norms[index]
-            np.maximum(sq, 0.0, out=sq)
-            sq[index] = 0.0
-            return self.kernel.profile(sq, out=sq)
-        return np.asarray(self.kernel(self.candidates, self.candidates[index : index + 1]), dtype=float).reshape(-1)
+            # ‖c‖² + ‖c_i‖² − 2 c·c_i: one add pass, then BLAS accumulates −2 C c_i into it in place.
+            np.add(self._sq_norms, self._sq_norms[index], out=out)
+            dgemv(-2.0, self._scaled_t.T, self._scaled_t[:, index], beta=1.0, y=out, overwrite_y=True)
+            np.maximum(out, 0.0, out=out)
+            out[index] = 0.0
+            return self.kernel.profile(out, out=out)
+        out[:] = np.asarray(self.kernel(self.candidates, self.candidates[index : index + 1]), dtype=float).ravel()
+        return out
 
     def _new_row(self) -> NDArray:
         t = self.n_observations
@@ -244,7 +244,7 @@ class CandidatePosterior:
 
         filled = list(self._filled_blocks())
         row = self._new_row()
-        row[:] = self._kernel_column(index)
+        self._kernel_column(index, out=row)
         start = 0
         for block in filled:  # row −= Vᵀ l, accumulated in place by BLAS: the one pass over V
             dgemv(-1.0, block.T, l[start : start + len(block)], beta=1.0, y=row, overwrite_y=True)
