@@ -82,8 +82,8 @@ class SeededNoise(NoiseSource):
     def exponential_index(self, scores: np.ndarray, sensitivity: float, epsilon: float) -> int:
         from shared.mechanisms import exponential_mechanism_probabilities
 
-        probabilities = exponential_mechanism_probabilities(scores, sensitivity, epsilon)
-        return int(self.rng.choice(probabilities.size, p=probabilities))
+        cumulative = np.cumsum(exponential_mechanism_probabilities(scores, sensitivity, epsilon))
+        return int(min(np.searchsorted(cumulative, self.rng.random() * cumulative[-1], side="right"), cumulative.size - 1))
 
     def grid(self, sensitivity: float) -> float:
         return 0.0
