@@ -145,7 +145,7 @@ class CandidatePosterior:
             self._sq_norms = np.einsum("ij,ij->j", scaled_t, scaled_t)
             self._scaled_t = scaled_t
         self._variance = self.prior_variance.copy()  # unclipped
-        self._shift = np.zeros(len(C))  # Vᵀ w
+        self._mean = np.full(len(C), self.prior_mean)  # m + Vᵀ w
         self._blocks: list[NDArray] = []
         self._scratch = np.empty(len(C))
         self._L = np.zeros((0, 0))
@@ -171,7 +171,7 @@ class CandidatePosterior:
 
     @property
     def mean(self) -> NDArray:
-        return self.prior_mean + self._shift
+        return self._mean.copy()
 
     @property
     def variance(self) -> NDArray:
@@ -182,15 +182,14 @@ class CandidatePosterior:
         return np.sqrt(self.variance)
 
     def mean_at(self, index: int) -> float:
-        return float(self.prior_mean + self._shift[index])
+        return float(self._mean[index])
 
     def upper_confidence_bound(self, beta: float) -> NDArray:
         """μ + √β σ over all candidates, with a single n-sized allocation."""
         out = np.maximum(self._variance, 0.0)
         np.sqrt(out, out=out)
         out *= np.sqrt(beta)
-        out += self._shift
-        out += self.prior_mean
+        out += self._mean
         return out
 
     @property
@@ -245,14 +244,17 @@ class CandidatePosterior:
         filled = list(self._filled_blocks())
         row = self._new_row()
         self._kernel_column(index, out=row)
-        start = 0
-        for block in filled:  # row −= Vᵀ l, accumulated in place by BLAS: the one pass over V
-            dgemv(-1.0, block.T, l[start : start + len(block)], beta=1.0, y=row, overwrite_y=True)
-            start += len(block)
-        row /= pivot
+        # row = (row − Vᵀ l) / d, accumulated in place by BLAS: the one pass over V (the first block's
+        # call also applies the 1/d).
+        start, scale = 0, 1.0 / pivot
+        for block in filled:
+            dgemv(-1.0 / pivot, block.T, l[start : start + len(block)], beta=scale, y=row, overwrite_y=True)
+            start, scale = start + len(block), 1.0
+        if not filled:
+            row /= pivot
 
         w = (y - self.mean_at(index)) / pivot
-        daxpy(row, self._shift, a=w)  # μ − m += w v, in place
+        daxpy(row, self._mean, a=w)  # μ += w v, in place
         np.multiply(row, row, out=self._scratch)
         self._variance -= self._scratch
 
@@ -268,11 +270,11 @@ class CandidatePosterior:
     @contextmanager
     def hallucinating(self) -> Iterator[CandidatePosterior]:
         """Observations made inside the block are undone on exit (used for batch suggestions)."""
-        saved = (self._variance.copy(), self._shift.copy(), self._L, len(self._w))
+        saved = (self._variance.copy(), self._mean.copy(), self._L, len(self._w))
         try:
             yield self
         finally:
-            self._variance, self._shift, self._L, t = saved
+            self._variance, self._mean, self._L, t = saved
             del self._w[t:], self._indices[t:], self._values[t:]  # rows past t in V are simply reused
 
 
