@@ -1,0 +1,290 @@
+"""Reproduce PO-GP-UCB's synthetic experiments (Kharkovskii, Dai & Low 2020): Fig. 2a, Tables 1–3, and
+Branin-Hoo (Appendix A; its settings are not in our copy of the paper, so ours are stated below).
+
+Every PO-GP-UCB run releases Z with Algorithm 1 (``shared.projection.po_gp_ucb_release``; NOT differentially
+private, see DESIGN §4) with its own projection matrix M, then runs GP-UCB (``shared.ucb.run_gp_ucb``,
+Algorithm 2, δ' = δ_ucb / 2 = 0.025) on Z for T = 50 queries, the first 5 uniformly random ("initialisations"),
+observations f + N(0, σ_n²). Run i uses the same initial points and noise stream in every configuration.
+Non-private GP-UCB is the same engine on the original inputs. One GP draw (seed 0) is used for all runs, as
+the paper's "50 random runs, each with a different set of initializations" reads.
+
+Hyperparameters (``--hyperparameters``): ``fixed`` (default) gives GP-UCB the generating SE hyperparameters
+in the units of the original inputs (Branin: an ML fit on 200 random rows of the original inputs), applied
+unchanged to Z, the kernel Theorem 3 analyses; ``fitted`` refits them by maximum likelihood on the
+observations every 5 queries (closer to the paper's "learned using maximum likelihood", but note that ML
+fitting is scale-equivariant, so it absorbs the lift whenever the lift is isotropic, as it is on a square grid).
+
+Inputs (``--normalisation``, see ``shared.datasets.synthetic``): ``max-norm-25`` is the paper's stated
+normalisation (σ_min ≈ 1,031: every ε the paper uses is lifted); ``calibrated`` (ours) scales the grid to
+σ_min = 3,800 so that the paper's crossing points (Tables 1–3) hold with natural logarithms.
+
+    .venv/bin/python benchmarks/po_gp_ucb_synthetic.py [--quick] [--runs N] [--normalisation both]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from shared.datasets.synthetic import Problem, branin_problem, kronecker_factor_error, synthetic_gp_problem
+from shared.gp import fit_hyperparameters
+from shared.kernels import SquaredExponential
+from shared.projection import omega, po_gp_ucb_release
+from shared.projection.po_gp_ucb import centred_gram
+from shared.ucb import run_gp_ucb
+
+RESULTS = Path(__file__).resolve().parent / "results"
+T = 50
+N_INIT = 5
+DELTA = 1e-5
+DELTA_UCB = 0.05
+FIG2A_R = 10
+FIG2A_LOG_EPSILONS = (0.0, 0.3, 0.6, 0.9, 1.1)
+
+# ---- The paper's numbers (Kharkovskii, Dai & Low 2020, §4), copied from its text ----
+PAPER_TABLES = {  # log ε → (r values, S_50), synthetic GP dataset, Tables 1–3
+    1.1: ((3, 6, 8, 10, 15, 20), (0.073, 0.038, 0.018, 0.014, 0.118, 0.137)),
+    1.3: ((3, 9, 12, 15, 20, 30), (0.091, 0.009, 0.019, 0.008, 0.127, 0.134)),
+    1.5: ((5, 10, 15, 20, 30, 50), (0.05, 0.021, 0.003, 0.002, 0.094, 0.142)),
+}
+PAPER_LARGEST_R = {1.1: 10, 1.3: 15, 1.5: 20}  # largest r with σ_min ≥ ω, as the paper states
+PAPER_FIG2A_GAP = {1.1: 0.011, 0.9: 0.069, 0.0: 0.099}  # S_50(PO-GP-UCB) − S_50(non-private), in σ_y
+
+
+@dataclass(frozen=True)
+class Setting:
+    hyperparameters: str
+    runs: int
+
+
+def gp_options(problem: Problem, setting: Setting, cache: dict) -> dict:
+    """Options for GP-UCB: the fixed hyperparameters (and the refit schedule when ``fitted``)."""
+    if problem.name not in cache:
+        if problem.lengthscale is not None:
+            kernel, noise, mean = SquaredExponential(problem.lengthscale, problem.signal_std**2), problem.noise_variance, 0.0
+        else:
+            rows = np.random.default_rng(0).choice(len(problem.X), 200, replace=False)
+            fit = fit_hyperparameters(problem.X[rows], problem.f[rows], n_restarts=2, rng=0)
+            kernel, noise, mean = fit.kernel, max(fit.noise_variance, problem.noise_variance), fit.prior_mean
+        cache[problem.name] = dict(kernel=kernel, noise_variance=noise, prior_mean=mean)
+    options = dict(cache[problem.name], delta=DELTA_UCB / 2, n_init=N_INIT)
+    if setting.hyperparameters == "fitted":
+        options |= dict(refit_every=5, n_restarts=1)
+    return options
+
+
+def regret_curve(problem: Problem, candidates: np.ndarray, run: int, options: dict) -> np.ndarray:
+    result = run_gp_ucb(
+        candidates, problem.f, T, noise_std=math.sqrt(problem.noise_variance), rng=np.random.default_rng(run), **options
+    )
+    return problem.simple_regret(np.maximum.accumulate(result.values))
+
+
+def run_config(problem, setting, options, log_epsilon, r, progress, task) -> dict:
+    """``setting.runs`` runs of PO-GP-UCB at (ε = e^log_epsilon, r), or non-private GP-UCB when r is None."""
+    curves = []
+    release = None
+    for run in range(setting.runs):
+        if r is None:
+            candidates = problem.X
+        else:
+            seed = (run, r, round(100 * log_epsilon), 7)
+            release = po_gp_ucb_release(problem.X, math.exp(log_epsilon), DELTA, r, rng=np.random.default_rng(seed))
+            candidates = release.Z
+        curves.append(regret_curve(problem, candidates, run, options))
+        progress.advance(task)
+    curves = np.array(curves)
+    summary = dict(
+        log_epsilon=log_epsilon,
+        r=r,
+        mean=curves.mean(0).tolist(),
+        stderr=(curves.std(0, ddof=1) / math.sqrt(len(curves))).tolist() if len(curves) > 1 else None,
+        final=curves[:, -1].tolist(),
+    )
+    if release is not None:
+        summary |= dict(omega=release.omega, sigma_min=release.sigma_min, lifted=release.lifted)
+    return summary
+
+
+def s50(config: dict) -> tuple[float, float]:
+    return config["mean"][-1], (config["stderr"] or [0.0])[-1]
+
+
+def figure_experiment(problem, setting, cache, progress, label) -> dict:
+    options = gp_options(problem, setting, cache)
+    task = progress.add_task(f"{label}: Fig. 2a", total=setting.runs * (len(FIG2A_LOG_EPSILONS) + 1))
+    configs = [run_config(problem, setting, options, e, FIG2A_R, progress, task) for e in FIG2A_LOG_EPSILONS]
+    non_private = run_config(problem, setting, options, math.inf, None, progress, task)
+    return dict(problem=problem.name, r=FIG2A_R, configs=configs, non_private=non_private)
+
+
+def table_experiment(problem, setting, cache, progress, label) -> dict:
+    options = gp_options(problem, setting, cache)
+    tables = {}
+    for log_epsilon, (rs, _) in PAPER_TABLES.items():
+        task = progress.add_task(f"{label}: table ε = e^{log_epsilon}", total=setting.runs * len(rs))
+        tables[str(log_epsilon)] = [run_config(problem, setting, options, log_epsilon, r, progress, task) for r in rs]
+    return tables
+
+
+def check_claims(figure: dict, tables: dict | None, console: Console) -> dict:
+    """The paper's qualitative claims, each with a verdict (True = reproduces)."""
+    claims = {}
+    finals = [s50(c) for c in figure["configs"]]
+    increases = [
+        (figure["configs"][i]["log_epsilon"], figure["configs"][i + 1]["log_epsilon"])
+        for i in range(len(finals) - 1)
+        if finals[i + 1][0] - finals[i][0] > 2 * math.hypot(finals[i][1], finals[i + 1][1])
+    ]
+    claims["regret falls as epsilon grows (no significant increase, 2 s.e.)"] = dict(
+        holds=not increases, significant_increases=increases, s50=[f[0] for f in finals]
+    )
+    gap = finals[-1][0] - s50(figure["non_private"])[0]
+    claims["small gap to non-private at largest epsilon"] = dict(
+        holds=gap <= 0.05, ours=gap, paper=PAPER_FIG2A_GAP[FIG2A_LOG_EPSILONS[-1]]
+    )
+    for log_epsilon, configs in (tables or {}).items():
+        rs = [c["r"] for c in configs]
+        admissible = [c["r"] for c in configs if not c["lifted"]]  # σ_min ≥ ω
+        r_star = max(admissible, default=None)
+        values = [s50(c) for c in configs]
+        best = int(np.argmin([v[0] for v in values]))
+        near = r_star is not None and (
+            abs(rs.index(r_star) - best) <= 1 or values[rs.index(r_star)][0] - values[best][0] <= 2 * math.hypot(values[best][1], values[rs.index(r_star)][1])
+        )
+        claims[f"table eps=e^{log_epsilon}: largest admissible r at or near the lowest regret"] = dict(
+            holds=bool(near), largest_r_in_table_with_sigma_min_ge_omega=r_star, paper_largest_r=PAPER_LARGEST_R[float(log_epsilon)], best_r=rs[best]
+        )
+    for name, verdict in claims.items():
+        mark = "[green]reproduces[/green]" if verdict["holds"] else "[red]does NOT reproduce[/red]"
+        details = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in verdict.items() if k != "holds"}
+        console.print(f"  {mark}: {name} {details}")
+    return claims
+
+
+def print_figure(figure: dict, console: Console, title: str) -> None:
+    table = Table(title=title)
+    for column in ("ε", "σ_min", "ω", "lifted", "S_10", "S_25", "S_50 ± s.e.", "gap to non-private", "paper gap"):
+        table.add_column(column)
+    np_s50 = s50(figure["non_private"])[0]
+    for c in figure["configs"]:
+        m, se = s50(c)
+        paper = PAPER_FIG2A_GAP.get(c["log_epsilon"])
+        table.add_row(
+            f"e^{c['log_epsilon']}", f"{c['sigma_min']:.0f}", f"{c['omega']:.0f}", str(c["lifted"]),
+            f"{c['mean'][9]:.3f}", f"{c['mean'][24]:.3f}", f"{m:.3f} ± {se:.3f}", f"{m - np_s50:+.3f}",
+            "" if paper is None else f"{paper:+.3f}",
+        )
+    n = figure["non_private"]
+    table.add_row("non-private", "", "", "", f"{n['mean'][9]:.3f}", f"{n['mean'][24]:.3f}", f"{np_s50:.3f} ± {s50(n)[1]:.3f}", "", "")
+    console.print(table)
+
+
+def print_tables(tables: dict, console: Console, label: str) -> None:
+    for log_epsilon, configs in tables.items():
+        rs, paper = PAPER_TABLES[float(log_epsilon)]
+        table = Table(title=f"{label}: S_50 vs r at ε = e^{log_epsilon} (* = σ_min ≥ ω)")
+        table.add_column("")
+        for r, c in zip(rs, configs):
+            table.add_column(f"r={r}{'' if c['lifted'] else '*'}")
+        table.add_row("ours", *[f"{s50(c)[0]:.3f}±{s50(c)[1]:.3f}" for c in configs])
+        table.add_row("paper", *[f"{v:.3f}{'*' if r <= PAPER_LARGEST_R[float(log_epsilon)] else ''}" for r, v in zip(rs, paper)])
+        console.print(table)
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figures = [(k, v) for k, v in results["experiments"].items() if "figure" in v]
+    fig, axes = plt.subplots(2, len(figures), figsize=(5.5 * len(figures), 8.5), squeeze=False)
+    for col, (name, experiment) in enumerate(figures):
+        ax = axes[0, col]
+        iterations = np.arange(1, T + 1)
+        for c in experiment["figure"]["configs"]:
+            ax.plot(iterations, c["mean"], label=f"ε=e^{c['log_epsilon']}{' (σ_min≥ω)' if not c['lifted'] else ''}")
+        ax.plot(iterations, experiment["figure"]["non_private"]["mean"], "k--", label="non-private GP-UCB")
+        ax.set(title=f"{name} (r={FIG2A_R})", xlabel="iteration", ylabel="simple regret / σ_y", yscale="log")
+        ax.legend(fontsize=8)
+        ax = axes[1, col]
+        for log_epsilon, configs in experiment.get("tables", {}).items():
+            rs = [c["r"] for c in configs]
+            line = ax.errorbar(rs, [s50(c)[0] for c in configs], yerr=[s50(c)[1] for c in configs], marker="o", label=f"ours ε=e^{log_epsilon}")
+            ax.plot(*PAPER_TABLES[float(log_epsilon)], ls=":", marker="x", color=line[0].get_color(), label=f"paper ε=e^{log_epsilon}")
+        ax.set(title=f"{name}: S_50 vs r (Tables 1–3)", xlabel="r", ylabel="S_50 / σ_y")
+        if experiment.get("tables"):
+            ax.legend(fontsize=8)
+        else:
+            ax.set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5 runs per configuration, to try things out")
+    parser.add_argument("--runs", type=int, help="runs per configuration (default 50, or 5 with --quick)")
+    parser.add_argument("--normalisation", choices=["calibrated", "max-norm-25", "both"], default="both")
+    parser.add_argument("--hyperparameters", choices=["fixed", "fitted"], default="fixed")
+    parser.add_argument("--no-branin", action="store_true")
+    parser.add_argument("--out", default="po_gp_ucb_synthetic", help="file name stem under benchmarks/results/")
+    args = parser.parse_args(argv)
+    setting = Setting(args.hyperparameters, args.runs or (5 if args.quick else 50))
+    console = Console()
+    command = " ".join([".venv/bin/python", "benchmarks/po_gp_ucb_synthetic.py", *(argv if argv is not None else sys.argv[1:])])
+    normalisations = ["calibrated", "max-norm-25"] if args.normalisation == "both" else [args.normalisation]
+
+    problems = {f"synthetic-gp/{n}": (synthetic_gp_problem(0, normalisation=n), True) for n in normalisations}
+    if not args.no_branin:
+        problems["branin-hoo/max-norm-25"] = (branin_problem(normalisation="max-norm-25"), False)
+    results = dict(
+        command=command,
+        settings=dict(
+            T=T, n_init=N_INIT, delta=DELTA, delta_ucb=DELTA_UCB, gp_ucb_delta_prime=DELTA_UCB / 2, fig2a_r=FIG2A_R,
+            runs=setting.runs, hyperparameters=setting.hyperparameters, function_seed=0,
+            kronecker_factor_error=kronecker_factor_error(),
+        ),
+        paper=dict(tables=PAPER_TABLES, largest_r=PAPER_LARGEST_R, fig2a_gap=PAPER_FIG2A_GAP),
+        experiments={},
+    )
+    cache: dict = {}
+    started = time.perf_counter()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console) as progress:
+        for label, (problem, with_tables) in problems.items():
+            sigma_min = centred_gram(problem.X).sigma_min
+            experiment = dict(sigma_min=sigma_min, figure=figure_experiment(problem, setting, cache, progress, label))
+            if with_tables:
+                experiment["tables"] = table_experiment(problem, setting, cache, progress, label)
+            results["experiments"][label] = experiment
+    results["seconds"] = time.perf_counter() - started
+
+    for label, experiment in results["experiments"].items():
+        console.rule(f"{label}: σ_min = {experiment['sigma_min']:.1f}")
+        print_figure(experiment["figure"], console, f"{label}: Fig. 2a, simple regret / σ_y ({setting.runs} runs)")
+        if "tables" in experiment:
+            print_tables(experiment["tables"], console, label)
+        console.print("The paper's claims:")
+        experiment["claims"] = check_claims(experiment["figure"], experiment.get("tables"), console)
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = args.out + ("_quick" if args.quick else "")
+    (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=1, default=float))
+    plot(results, RESULTS / f"{stem}.png")
+    console.print(f"wrote {RESULTS / stem}.json and .png in {results['seconds']:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
