@@ -99,6 +99,13 @@ def mean_sensitivity(iterations: int, n_candidates: int, delta: float, dataset_k
     )
 
 
+def average_regret_bound(iterations: int, n_candidates: int, delta: float, noise_std: float, info_gain: float) -> float:
+    """Ω/T = √(C₁ β_T γ_T / T): GP-UCB's average-regret bound R_T/T (Srinivas et al. 2010, Theorem 1), unit signal variance."""
+    if info_gain < 0:
+        raise ValueError(f"the information gain bound gamma_T must be non-negative, got {info_gain}")
+    return math.sqrt(regret_constant(noise_std**2) * beta(iterations, n_candidates, delta) * info_gain / iterations)
+
+
 def max_value_sensitivity(
     iterations: int,
     n_candidates: int,
@@ -114,11 +121,7 @@ def max_value_sensitivity(
     root and the 1/ε, restored from the proof, where Ω/T is the regret term, and Definition 3.)
     Unit signal variance: ``noise_std`` is σ in units of the prior standard deviation.
     """
-    if info_gain < 0:
-        raise ValueError(f"the information gain bound gamma_T must be non-negative, got {info_gain}")
-    regret = math.sqrt(
-        regret_constant(noise_std**2) * beta(iterations, n_candidates, delta) * info_gain / iterations
-    )
+    regret = average_regret_bound(iterations, n_candidates, delta, noise_std, info_gain)
     return regret + dataset_shift_bound(dataset_kernel, n_candidates, delta, parts=3) + noise_max_bound(noise_std, delta)
 
 
@@ -186,7 +189,7 @@ def information_gain_bound(
     repeat) reaches at least (1 − 1/e) of the maximum of this submodular function (Nemhauser et al.
     1978; Srinivas et al. 2010, Lemma 5.4), so greedy/(1 − 1/e) ≥ γ_T. Depends on Λ and the kernel only.
     """
-    posterior = CandidatePosterior(candidates, kernel, noise_variance)
+    posterior = CandidatePosterior(_as_grid(candidates), kernel, noise_variance)
     gain = 0.0
     for _ in range(iterations):
         index = int(np.argmax(posterior.variance))
@@ -447,7 +450,8 @@ def dp_bo_lipschitz_convex(
 
 
 def _as_grid(candidates: np.ndarray) -> np.ndarray:
-    grid = np.asarray(candidates, dtype=float)
+    """A private (|Λ|, d) float copy: the GP engine may work in place on the array it is given."""
+    grid = np.array(candidates, dtype=float, copy=True)
     grid = grid.reshape(-1, 1) if grid.ndim == 1 else grid
     if grid.ndim != 2 or len(grid) < 1 or not np.all(np.isfinite(grid)):
         raise ValueError("the grid of candidates must be a finite, non-empty array of shape (|Λ|, d)")

@@ -137,6 +137,14 @@ def test_algorithm_1_releases_with_the_papers_scales_and_costs_2eps_2delta():
     assert int(np.argmax(result.run.posterior_mean)) == BEST
 
 
+def test_the_callers_grid_is_left_alone():
+    grid = GRID.copy()
+    params = dpbo.NoisyObservations(epsilon=1.0, delta=1e-3, iterations=5, dataset_kernel=0.99, noise_std=0.1)
+    dpbo.dp_bo_noisy(lambda i: float(TRUE_F[i]), grid, dpbo.GPPrior(1.0), params, SeededNoise(0))
+    dpbo.information_gain_bound(grid.reshape(-1, 1), SquaredExponential(1.0), 0.01, 3)
+    assert np.array_equal(grid, GRID)
+
+
 def test_signal_std_is_a_change_of_units():
     """f = s·g with noise s·σ: same BO path, every sensitivity times s (the paper is s = 1)."""
     scale = 0.05
