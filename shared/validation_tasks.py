@@ -25,7 +25,6 @@ from scipy.special import expit
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
 
 Score = Literal["accuracy", "soft_accuracy"]
 SIGMOID_LIPSCHITZ = 0.25  # |d/dm 1/(1 + e^m)| ≤ 1/4, times ‖x‖ ≤ 1
@@ -101,17 +100,32 @@ def adult_task(score: Score = "accuracy") -> LogisticValidationTask:
     return LogisticValidationTask(X_train, y_train, X_val, y_val, score)
 
 
-def breast_cancer_task(score: Score = "accuracy", seed: int = 0) -> LogisticValidationTask:
-    """scikit-learn's breast-cancer data, split half/half (stratified, fixed ``seed``).
+def split_task(
+    X: np.ndarray, y: np.ndarray, *, validation_fraction: float, rng: np.random.Generator, score: Score = "accuracy"
+) -> LogisticValidationTask:
+    """A random train/validation split of (X, y), prepared for eq. (9).
 
-    Standardised with the training half's statistics (the training set is public in the paper's
-    model), a constant feature appended for the bias, rows scaled to unit norm.
+    Standardised with the training part's statistics (the training set is public in the paper's
+    model; only validation rows are protected), a constant feature appended for the bias, and every row
+    scaled to unit norm (a per-record map).
     """
-    X, y = load_breast_cancer(return_X_y=True)
-    X_train, X_val, y_train, y_val = train_test_split(X, y, test_size=0.5, stratify=y, random_state=seed)
-    mean, std = X_train.mean(axis=0), X_train.std(axis=0)
+    if not 0 < validation_fraction < 1:
+        raise ValueError(f"validation_fraction must lie strictly between 0 and 1, got {validation_fraction}")
+    order = rng.permutation(len(y))
+    cut = len(y) - round(validation_fraction * len(y))
+    if cut < 2 or cut > len(y) - 1:
+        raise ValueError("the split leaves an empty training or validation part; use more rows")
+    train, val = order[:cut], order[cut:]
+    mean, std = X[train].mean(axis=0), X[train].std(axis=0)
+    std = np.where(std > 0, std, 1.0)
 
     def prepare(A: np.ndarray) -> np.ndarray:
         return unit_rows(np.hstack([(A - mean) / std, np.ones((len(A), 1))]))
 
-    return LogisticValidationTask(prepare(X_train), y_train, prepare(X_val), y_val, score)
+    return LogisticValidationTask(prepare(X[train]), y[train], prepare(X[val]), y[val], score)
+
+
+def breast_cancer_task(score: Score = "accuracy", seed: int = 0) -> LogisticValidationTask:
+    """scikit-learn's breast-cancer data, split half/half at random (fixed ``seed``), see :func:`split_task`."""
+    X, y = load_breast_cancer(return_X_y=True)
+    return split_task(X, y, validation_fraction=0.5, rng=np.random.default_rng(seed), score=score)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize
-from scipy.special import expit, log1p
+from scipy.special import expit
 
 from shared.validation_tasks import SIGMOID_LIPSCHITZ, breast_cancer_task
 
@@ -16,17 +15,13 @@ def task():
 
 
 def test_weights_minimise_equation_9(task):
-    lam = 1e-2
+    """∇[λ/2 ‖w‖² + (1/n) Σ log(1 + e^(−y wᵀx))] = λw − (1/n) Σ y x σ(−y wᵀx) vanishes at w_λ (C = 1/(λn))."""
     X, signs = task.X_train, 2.0 * task.y_train - 1.0
-
-    def objective(w):  # λ/2 ‖w‖² + (1/n) Σ log(1 + e^(−y wᵀx)), and its gradient
-        margins = signs * (X @ w)
-        value = lam / 2 * w @ w + np.mean(log1p(np.exp(-margins)))
-        gradient = lam * w - X.T @ (signs * expit(-margins)) / len(signs)
-        return value, gradient
-
-    direct = minimize(objective, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B", options={"gtol": 1e-12}).x
-    assert np.allclose(task.weights(lam), direct, atol=1e-4)
+    for lam in (1e-3, 1e-2, 1.0):
+        w = task.weights(lam)
+        gradient = lam * w - X.T @ (signs * expit(-signs * (X @ w))) / len(signs)
+        assert np.linalg.norm(gradient) < 1e-7
+        assert np.linalg.norm(lam * w) > 1e-3  # not trivially zero: the two terms balance
 
 
 def test_theorem_7_stability_holds_on_the_learner(task):
@@ -42,7 +37,7 @@ def test_scores_lie_in_the_unit_interval_and_accuracy_is_high(task):
     accuracy = task.evaluate(1e-3, "accuracy")
     assert 0.9 < accuracy <= 1.0
     assert 0.0 <= task(1e-3) <= 1.0
-    assert task.validation_size == 285
+    assert task.validation_size == 284  # round(0.5 · 569), half to even
 
 
 def test_rows_beyond_unit_norm_are_refused(task):
