@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 
 from curator_service import __version__, audit, datasets, keys, ledger, reconstruction, releases, sessions
 from curator_service.db import Database, migrate
@@ -54,4 +55,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for module in (datasets, releases, reconstruction, keys, sessions, ledger, audit, jobs_api):
         app.include_router(module.router)
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            document = get_openapi(title=app.title, version=app.version, description=app.description,
+                                   routes=app.routes)
+            datasets.add_registration_schema(document)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app

@@ -195,6 +195,15 @@ _REGISTRATION_BODY = {
 }
 
 
+def add_registration_schema(document: dict) -> None:
+    """Puts ``DatasetFromPath`` (the JSON registration body declared by hand above) into the components."""
+    schema = DatasetFromPath.model_json_schema(ref_template="#/components/schemas/{model}")
+    components = document.setdefault("components", {}).setdefault("schemas", {})
+    for name, definition in schema.pop("$defs", {}).items():
+        components.setdefault(name, definition)
+    components.setdefault("DatasetFromPath", schema)
+
+
 @router.post(
     "/v1/datasets",
     status_code=201,

@@ -1,0 +1,51 @@
+"""``pobo-curator`` admin commands against a live server, including the manual-answer flow."""
+
+from __future__ import annotations
+
+import httpx
+from typer.testing import CliRunner
+
+from curator_service.cli import app
+from tests.curator_service.conftest import ADMIN, bearer, synthetic_table, table_csv
+
+runner = CliRunner()
+
+
+def test_admin_commands_drive_a_manual_session(live_server, tmp_path):
+    url = live_server()
+    X, y = synthetic_table(20)
+    csv = tmp_path / "lab.csv"
+    csv.write_text(table_csv(X, y))
+    common = ["--url", url, "--token", ADMIN]
+
+    def run(*args: str) -> str:
+        result = runner.invoke(app, [*args, *common], env={"COLUMNS": "250"})
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    out = run("dataset", "add", str(csv), "--name", "lab", "--features", "a,b,c", "--evaluator", "manual",
+              "--epsilon", "2", "--delta", "1e-4", "--lower", "0,0,0", "--upper", "1,1,1")
+    assert "lab" in out and "registered" in out
+    assert "0 / 2" in run("dataset", "list")
+    assert "gaussian" in run("release", "create", "--dataset", "1", "--epsilon", "1", "--dim", "2", "--seed", "3")
+    out = run("key", "create", "--name", "acme", "--release", "1", "--max-queries", "5")
+    token = out.split("stored):")[1].split()[0]
+    with httpx.Client(base_url=url, headers=bearer(token)) as modeler:
+        session = modeler.post("/v1/releases/1/sessions").json()
+        pending = modeler.post(f"/v1/sessions/{session['id']}/queries", json={"indices": [4]}).json()["results"][0]
+        assert pending["status"] == "pending"
+        out = run("queries", "pending")
+        assert "pending queries" in out and str(pending["query_id"]) in out
+        run("queries", "answer", str(pending["query_id"]), "3.5")
+        assert modeler.get(f"/v1/sessions/{session['id']}/queries").json()["queries"][0]["value"] == 3.5
+    assert "release of inputs (gaussian)" in run("ledger")
+    assert "reconstruction audit" in run("audit", "reconstruction", "--release", "1", "--known", "5", "--seed", "0")
+
+
+def test_errors_are_printed_as_the_server_sentence(live_server):
+    url = live_server()
+    result = runner.invoke(app, ["release", "create", "--dataset", "9", "--epsilon", "1", "--url", url,
+                                 "--token", ADMIN])
+    assert result.exit_code == 1 and "not_found" in result.output and "dataset with id 9" in result.output
+    result = runner.invoke(app, ["dataset", "list", "--url", url, "--token", "wrong"])
+    assert result.exit_code == 1 and "unauthorized" in result.output

@@ -1,0 +1,123 @@
+"""The jobs framework, exercised through the built-in ``dp-mean`` kind."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from curator_service.jobs import KINDS, JobKind
+from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
+
+
+def _wait(client, job_id, headers=None, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
+        if job["status"] in ("succeeded", "failed", "cancelled"):
+            return job
+        assert time.monotonic() < deadline, job
+        time.sleep(0.05)
+
+
+def test_dp_mean_is_charged_at_submission_and_released(client):
+    dataset = register(client, budget={"epsilon": 1.0, "delta": 1e-4})
+    params = {"column": "y", "lower": -2.0, "upper": 2.0, "epsilon": 0.5, "seed": 1}
+    job = client.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": dataset["id"], "params": params})
+    assert job.status_code == 202, job.text
+    ledger = client.get("/v1/ledger").json()
+    assert [(e["job_id"], e["epsilon"], e["delta"]) for e in ledger] == [(job.json()["id"], 0.5, 0.0)]
+    done = _wait(client, job.json()["id"])
+    assert done["status"] == "succeeded" and done["progress"] == 1.0
+    assert done["result"]["sensitivity"] == pytest.approx(4.0 / 40)
+    assert abs(done["result"]["mean"]) < 5  # clipped mean in [-2, 2] plus Laplace(0.2) noise
+    # The second submission would overdraw: refused, nothing queued.
+    again = client.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": dataset["id"],
+                                          "params": {**params, "epsilon": 0.6}})
+    assert_error(again, 409, "budget_exceeded")
+    assert len(client.get("/v1/jobs").json()) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "words"),
+    [
+        ({"kind": "nope", "dataset_id": 1}, 422, "validation_error", ["'nope'", "dp-mean"]),
+        ({"kind": "dp-mean"}, 422, "validation_error", ["dataset_id"]),
+        ({"kind": "dp-mean", "dataset_id": 1, "params": {"column": "y", "lower": 1, "upper": 0, "epsilon": 1}}, 422,
+         "validation_error", ["upper"]),
+        ({"kind": "dp-mean", "dataset_id": 1, "params": {"column": "zz", "lower": 0, "upper": 1, "epsilon": 1}}, 422,
+         "validation_error", ["'zz'"]),
+        ({"kind": "dp-mean", "dataset_id": 1, "params": {"column": "y", "lower": 0, "upper": 1}}, 422,
+         "validation_error", ["params.epsilon", "required"]),
+        ({"kind": "dp-mean", "dataset_id": 9, "params": {}}, 404, "not_found", ["dataset"]),
+    ],
+)
+def test_bad_job_submissions(client, body, status, code, words):
+    register(client)
+    assert_error(client.post("/v1/jobs", json=body), status, code, *words)
+    assert client.get("/v1/jobs").json() == [] and client.get("/v1/ledger").json() == []
+
+
+def test_modeler_jobs_are_scoped_to_its_releases_and_its_own(client):
+    first, second = register(client, name="first"), register(client, name="second")
+    rel = release(client, first["id"])
+    key = modeler_key(client, [rel["id"]])
+    headers = bearer(key["token"])
+    params = {"column": "y", "lower": 0, "upper": 1, "epsilon": 0.1}
+    assert_error(client.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": second["id"], "params": params},
+                             headers=headers), 403, "forbidden", f"dataset {second['id']}")
+    own = client.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": first["id"], "params": params},
+                      headers=headers).json()
+    admins = client.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": first["id"], "params": params}).json()
+    assert [j["id"] for j in client.get("/v1/jobs", headers=headers).json()] == [own["id"]]
+    assert_error(client.get(f"/v1/jobs/{admins['id']}", headers=headers), 403, "forbidden")
+    assert _wait(client, own["id"], headers)["status"] == "succeeded"
+
+
+def test_curator_only_kinds_refuse_modelers(client, monkeypatch):
+    secret = JobKind(name="front", description="curator only", cost=lambda p, d: (0.0, 0.0),
+                     run=lambda ctx: {"front": []}, needs_dataset=False)
+    monkeypatch.setitem(KINDS, "front", secret)
+    dataset = register(client)
+    key = modeler_key(client, [release(client, dataset["id"])["id"]])
+    assert_error(client.post("/v1/jobs", json={"kind": "front"}, headers=bearer(key["token"])), 403, "forbidden",
+                 "curator")
+    job = client.post("/v1/jobs", json={"kind": "front"}).json()
+    assert _wait(client, job["id"])["result"] == {"front": []}
+    assert [e["job_id"] for e in client.get("/v1/ledger").json()] == [None]  # the release's; a free job adds none
+
+
+def test_cancel_a_running_job_keeps_its_charge(client, monkeypatch):
+    started = threading.Event()
+
+    def run(ctx):
+        ctx.progress(0.25, "working")
+        started.set()
+        while True:
+            ctx.check_cancelled()
+            time.sleep(0.02)
+
+    monkeypatch.setitem(KINDS, "slow", JobKind(name="slow", description="waits", cost=lambda p, d: (0.3, 0.0),
+                                               run=run))
+    dataset = register(client)
+    job = client.post("/v1/jobs", json={"kind": "slow", "dataset_id": dataset["id"]}).json()
+    assert started.wait(10)
+    assert client.get(f"/v1/jobs/{job['id']}").json()["progress"] == 0.25
+    client.post(f"/v1/jobs/{job['id']}/cancel")
+    done = _wait(client, job["id"])
+    assert done["status"] == "cancelled" and "stays charged" in done["message"]
+    assert [e["job_id"] for e in client.get("/v1/ledger").json()] == [job["id"]]
+
+
+def test_a_failing_job_reports_its_type_not_its_message(client, monkeypatch):
+    def run(ctx):
+        raise ValueError(f"row value {ctx.table.features[0, 0]!r}")
+
+    monkeypatch.setitem(KINDS, "boom", JobKind(name="boom", description="fails", cost=lambda p, d: (0.1, 0.0),
+                                               run=run))
+    dataset = register(client)
+    job = client.post("/v1/jobs", json={"kind": "boom", "dataset_id": dataset["id"]}).json()
+    done = _wait(client, job["id"])
+    assert done["status"] == "failed" and "ValueError" in done["message"] and "row value" not in done["message"]
+    assert_error(client.post(f"/v1/jobs/{job['id']}/cancel"), 409, "conflict", "failed")
