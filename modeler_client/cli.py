@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from modeler_client.commands import info, plot, run
+from modeler_client.commands import dp_bo, info, plot, run
 
 app = typer.Typer(
     name="pobo-modeler",
@@ -20,6 +20,7 @@ app = typer.Typer(
 run.register(app)
 plot.register(app)
 info.register(app)
+dp_bo.register(app)
 
 if __name__ == "__main__":
     app()

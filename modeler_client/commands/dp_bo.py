@@ -1,0 +1,97 @@
+"""``pobo-modeler dp-bo``: ask the curator for Kusner et al.'s private best hyperparameter and accuracy.
+
+Submits a ``dp-bo`` job (logistic regression on the curator's table, GP-UCB over a public grid of log10 λ,
+then λ̃ by the exponential mechanism and ṽ by the Laplace mechanism), waits with a progress bar and
+prints the two released numbers. The job costs the dataset (2ε, 2δ).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from shared.schemas import JobCreate, JobOut
+
+from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors
+
+FINISHED = ("succeeded", "failed", "cancelled")
+
+
+@reports_api_errors
+def dp_bo(
+    url: Url,
+    token: Token,
+    label_column: Annotated[str, typer.Option(help="The curator's column of 0/1 labels.")],
+    release: Annotated[int | None, typer.Option(help="A release in your scope; its dataset is tuned.")] = None,
+    dataset: Annotated[int | None, typer.Option(help="The dataset id (instead of --release).")] = None,
+    epsilon: Annotated[float, typer.Option(help="ε of each release (the job costs 2ε).")] = 1.0,
+    delta: Annotated[float, typer.Option(help="δ of each release (the job costs 2δ).")] = 1e-6,
+    iterations: Annotated[int, typer.Option(help="T, the GP-UCB steps on the curator.")] = 20,
+    log10_lambda_min: Annotated[float, typer.Option(help="Smallest log10 λ of the public grid.")] = -6.0,
+    log10_lambda_max: Annotated[float, typer.Option(help="Largest log10 λ of the public grid.")] = 0.0,
+    grid_points: Annotated[int, typer.Option(help="Points of the public grid Λ.")] = 25,
+    validation_fraction: Annotated[float, typer.Option(help="Share of rows in the validation part.")] = 0.5,
+    seed: Annotated[int | None, typer.Option(help="Research mode only: reproducible split and noise.")] = None,
+    poll: Annotated[float, typer.Option(help="Seconds between status checks.")] = 0.5,
+    wait: Annotated[float, typer.Option(help="Give up waiting after this many seconds (the job keeps running).")] = 3600.0,
+    timeout: Timeout = 30.0,
+    retries: Retries = 3,
+) -> None:
+    """Private best regularisation λ̃ and validation accuracy ṽ of logistic regression on the curator's data."""
+    if (release is None) == (dataset is None):
+        err_console.print("[bold red]error[/]: give exactly one of --release and --dataset")
+        raise typer.Exit(2)
+    if grid_points < 2 or not log10_lambda_max > log10_lambda_min:
+        err_console.print("[bold red]error[/]: the grid needs --grid-points >= 2 and --log10-lambda-max > --log10-lambda-min")
+        raise typer.Exit(2)
+    client = connect(url, token, timeout, retries)
+    dataset_id = dataset if dataset is not None else client.release(release).dataset_id
+    params = {
+        "label_column": label_column, "epsilon": epsilon, "delta": delta, "iterations": iterations,
+        "log10_lambda": np.linspace(log10_lambda_min, log10_lambda_max, grid_points).tolist(),
+        "validation_fraction": validation_fraction, "seed": seed,
+    }
+    job = client.api.post("/v1/jobs", JobCreate(kind="dp-bo", dataset_id=dataset_id, params=params), model=JobOut)
+    console.print(f"job {job.id} submitted; charged ε = {job.epsilon:g}, δ = {job.delta:g} to dataset {dataset_id}")
+    job = follow(client, job, poll, wait)
+    if job.status != "succeeded":
+        err_console.print(f"[bold red]job {job.id} {job.status}[/]: {job.message}")
+        raise typer.Exit(1)
+    console.print(result_table(job))
+
+
+def follow(client, job: JobOut, poll: float, wait: float) -> JobOut:
+    """Poll the job until it finishes, showing its progress and message."""
+    deadline = time.monotonic() + wait
+    columns = (TextColumn("[bold]dp-bo[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+               TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(job.status, total=1.0)
+        while job.status not in FINISHED:
+            if time.monotonic() > deadline:
+                err_console.print(f"[yellow]still {job.status} after {wait:g} s; check later with GET /v1/jobs/{job.id}[/]")
+                raise typer.Exit(3)
+            time.sleep(poll)
+            job = client.api.get(f"/v1/jobs/{job.id}", model=JobOut)
+            bar.update(task, completed=job.progress, description=job.message or job.status)
+    return job
+
+
+def result_table(job: JobOut) -> Table:
+    result = job.result or {}
+    table = Table(title=f"dp-bo job {job.id}: released", show_header=False)
+    table.add_row("λ̃ (private best regularisation)", f"{result['lambda']:.6g}  (log10 λ = {result['log10_lambda']:g})")
+    table.add_row("ṽ (private best validation accuracy)", f"{result['validation_accuracy']:.6g}")
+    table.add_row("privacy cost", f"ε = {result['epsilon']:g}, δ = {result['delta']:g}")
+    table.add_row("noise scale of ṽ", f"{result['value_noise_scale']:.4g}")
+    table.add_row("guarantee", result["guarantee"])
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    app.command("dp-bo")(dp_bo)

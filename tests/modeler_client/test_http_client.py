@@ -1,0 +1,129 @@
+"""ApiClient's error model and retry policy, against a tiny scripted HTTP server on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import shared.http_client as http_client
+from shared.http_client import ApiClient, ApiError, ServerUnreachable
+
+
+class ScriptedServer:
+    """Answers requests with the scripted (status, body, headers) in order; records what it received."""
+
+    def __init__(self, script: list[tuple[int, object, dict]]) -> None:
+        self.script = list(script)
+        self.received: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                outer.received.append(
+                    {"method": self.command, "path": self.path, "headers": dict(self.headers),
+                     "body": self.rfile.read(length) if length else b""}
+                )
+                status, body, headers = outer.script.pop(0) if outer.script else (200, {"ok": True}, {})
+                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_DELETE = _answer
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def sleeps(monkeypatch) -> list[float]:
+    """The backoff delays the client asked for (recorded instead of slept)."""
+    delays: list[float] = []
+    monkeypatch.setattr(http_client.time, "sleep", delays.append)
+    return delays
+
+
+def serve(script):
+    return ScriptedServer(script)
+
+
+def test_get_is_retried_on_5xx_with_exponential_backoff_then_succeeds(sleeps):
+    server = serve([(503, {"detail": "busy", "code": "internal_error"}, {})] * 3 + [(200, {"n": 1}, {})])
+    try:
+        api = ApiClient(server.url, "secret", retries=3, backoff=0.5, max_backoff=1.5)
+        assert api.get("/thing") == {"n": 1}
+        assert len(server.received) == 4
+        assert sleeps == [0.5, 1.0, 1.5]  # 0.5·2^k capped at max_backoff
+        assert server.received[0]["headers"]["Authorization"] == "Bearer secret"
+    finally:
+        server.close()
+
+
+def test_post_without_request_id_is_not_retried_on_5xx(sleeps):
+    server = serve([(500, {"detail": "boom", "code": "internal_error"}, {})])
+    try:
+        with pytest.raises(ApiError) as caught:
+            ApiClient(server.url, "t", retries=3).post("/v1/sessions/1/queries", {"indices": [1]})
+        assert caught.value.status == 500 and len(server.received) == 1 and sleeps == []
+    finally:
+        server.close()
+
+
+def test_post_with_request_id_is_retried_and_sends_the_same_body(sleeps):
+    server = serve([(502, b"bad gateway", {"Content-Type": "text/plain"}), (200, {"results": []}, {})])
+    try:
+        body = {"indices": [3], "request_id": "run-7"}
+        assert ApiClient(server.url, "t", retries=2, backoff=0.1).post("/q", body) == {"results": []}
+        assert [json.loads(r["body"]) for r in server.received] == [body, body]
+        assert sleeps == [0.1]
+    finally:
+        server.close()
+
+
+def test_retry_after_header_sets_the_delay(sleeps):
+    server = serve([(503, {"detail": "later", "code": "internal_error"}, {"Retry-After": "2"}), (200, {}, {})])
+    try:
+        ApiClient(server.url, retries=1, backoff=0.1, max_backoff=5).get("/x")
+        assert sleeps == [2.0]
+    finally:
+        server.close()
+
+
+def test_error_body_becomes_api_error_with_the_servers_sentence(sleeps):
+    sentence = "epsilon must be > 0; give a positive epsilon for the release"
+    server = serve([(422, {"detail": sentence, "code": "validation_error"}, {}), (404, b"<html>nope</html>", {})])
+    try:
+        api = ApiClient(server.url, "t")
+        with pytest.raises(ApiError) as caught:
+            api.post("/v1/datasets/1/releases", {"epsilon": 0})
+        assert (caught.value.status, caught.value.code, str(caught.value)) == (422, "validation_error", sentence)
+        with pytest.raises(ApiError) as caught:
+            api.get("/missing")  # 4xx is never retried, and a non-JSON body still gives a sentence
+        assert caught.value.code == "not_found" and "404" in caught.value.detail and len(server.received) == 2
+    finally:
+        server.close()
+
+
+def test_unreachable_server_retries_even_a_post_because_nothing_was_sent(sleeps):
+    server = serve([])
+    url = server.url
+    server.close()  # nothing listens there any more: connection refused
+    with pytest.raises(ServerUnreachable) as caught:
+        ApiClient(url, retries=2, backoff=0.01).post("/v1/keys", {"name": "k"})
+    assert caught.value.status == 0 and "3 attempt(s)" in str(caught.value) and sleeps == [0.01, 0.02]

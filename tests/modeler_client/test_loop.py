@@ -1,0 +1,93 @@
+"""The remote loop against a real curator: it optimises, follows the goal, resumes exactly, never pays twice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from modeler_client.client import ModelerClient
+from modeler_client.loop import RemoteGPUCB
+from modeler_client.runfile import InFlight, RunRecord, RunSettings
+
+
+class Crash(Exception):
+    """Stands for the modeler's process dying at a chosen moment."""
+
+
+def crash_after(answers: int):
+    def handler(event) -> None:
+        if event.kind == "answer" and len(event.record.done()) == answers:
+            raise Crash
+
+    return handler
+
+
+def charged(client, curator, bowl) -> int:
+    """Queries charged to the fixture's key so far (the curator's view of the key)."""
+    with curator.admin() as admin:
+        return next(k["used_queries"] for k in admin.get("/v1/keys") if bowl["release"].id in k["release_ids"])
+
+
+def test_json_pages_and_npy_give_the_same_inputs(bowl, curator):
+    client = ModelerClient(curator.url, bowl["token"])
+    Z = client.inputs(bowl["release"].id)
+    assert Z.shape == (150, 2)
+    np.testing.assert_array_equal(client.inputs(bowl["release"].id, binary=False, page_size=40), Z)
+
+
+@pytest.mark.parametrize("goal", ["maximize", "minimize"])
+def test_the_loop_finds_the_best_row_in_the_direction_of_the_goal(curator, tmp_path, goal):
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-3, 3, size=(120, 2))
+    bowl = 5.0 - np.sum((X - 1.0) ** 2, axis=1)
+    y = bowl if goal == "maximize" else -bowl
+    dataset = curator.register_table(f"bowl-{goal}", X, ["a", "b"], evaluator={"kind": "column", "column": "y"},
+                                     budget=(5.0, 1e-3), extra_columns={"y": y}, goal=goal)
+    release = curator.release(dataset.id, "po-gp-ucb", 1.0, 1e-5, dim=2, seed=2)
+    assert release.goal == goal
+    client = ModelerClient(curator.url, curator.issue_key([release.id], 100).token)
+    record = RemoteGPUCB.start(client, release.id, RunSettings(iterations=20), tmp_path / "run.json").run()
+    sign = 1.0 if goal == "maximize" else -1.0
+    queried = sign * np.array([q.value for q in record.done()])
+    assert np.max(queried) > np.max(sign * y) - 0.5  # within 1.5% of the value range of the best row
+    assert np.median(queried) > np.median(sign * y)  # its queries lean towards the goal, not away from it
+    curve = record.best_so_far()
+    assert np.all(np.diff(curve) >= 0) if goal == "maximize" else np.all(np.diff(curve) <= 0)
+
+
+def test_a_resumed_run_makes_exactly_the_choices_of_an_uninterrupted_one(bowl, curator, tmp_path):
+    client = ModelerClient(curator.url, bowl["token"])
+    settings = RunSettings(iterations=10, refit_every=3)
+    charged_before = charged(client, curator, bowl)
+    whole = RemoteGPUCB.start(client, bowl["release"].id, settings, tmp_path / "whole.json").run()
+    broken = RemoteGPUCB.start(client, bowl["release"].id, settings, tmp_path / "broken.json", on_event=crash_after(5))
+    with pytest.raises(Crash):
+        broken.run()
+    assert len(RunRecord.load(tmp_path / "broken.json").done()) == 5
+    resumed = RemoteGPUCB.resume(client, tmp_path / "broken.json").run()
+    assert [q.index for q in resumed.queries] == [q.index for q in whole.queries]
+    assert resumed.hyperparameter_history == whole.hyperparameter_history
+    assert len(client.queries(resumed.session_id)) == 10
+    assert charged(client, curator, bowl) - charged_before == 20  # two runs of 10, none paid twice
+
+
+@pytest.mark.parametrize("in_flight", [True, False])
+def test_resume_recovers_answers_the_server_stored_but_the_run_file_lost(bowl, curator, tmp_path, in_flight):
+    client = ModelerClient(curator.url, bowl["token"])
+    path = tmp_path / "run.json"
+    charged_before = charged(client, curator, bowl)
+    record = RemoteGPUCB.start(client, bowl["release"].id, RunSettings(iterations=4), path).run()
+    # The process died after the server answered query 4 but before the run file recorded it.
+    lost = record.queries.pop()
+    record.finished = False
+    record.settings.iterations = 6
+    if in_flight:
+        record.in_flight = InFlight(iteration=lost.iteration, request_id=lost.request_id, indices=[lost.index])
+    record.save(path)
+    events = []
+    resumed = RemoteGPUCB.resume(client, path, on_event=events.append).run()
+    assert resumed.queries[3].query_id == lost.query_id and resumed.queries[3].value == lost.value
+    assert [q.iteration for q in resumed.queries] == [1, 2, 3, 4, 5, 6]
+    assert any(e.kind == "recovered" for e in events)
+    assert len(client.queries(resumed.session_id)) == 6
+    assert charged(client, curator, bowl) - charged_before == 6  # the lost answer was not paid for again
