@@ -158,3 +158,18 @@ def test_ard_fitting_finds_the_irrelevant_dimension():
     ls = fitted.kernel.lengthscale
     assert ls.shape == (2,) and ls[1] > 5 * ls[0]
     assert fitted.prior_mean == pytest.approx(y.mean())
+
+
+def test_any_kernel_object_works_like_the_built_in_one():
+    # scikit-learn kernels have __call__(A, B) and diag(A): the generic path must agree with the fast one.
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    rng = np.random.default_rng(8)
+    C = rng.normal(size=(150, 2))
+    fast = CandidatePosterior(C, SquaredExponential(0.8, 1.5), noise_variance=0.01)
+    generic = CandidatePosterior(C, ConstantKernel(1.5) * RBF(0.8), noise_variance=0.01)
+    for i, y in [(4, 1.0), (90, -0.5), (4, 1.2)]:
+        fast.observe(i, y)
+        generic.observe(i, y)
+    np.testing.assert_allclose(fast.mean, generic.mean, atol=1e-10)
+    np.testing.assert_allclose(fast.variance, generic.variance, atol=1e-10)
