@@ -67,8 +67,8 @@ def main() -> None:
         iterations.append(tuned.selection.iterations)
         selected.append(tuned.selection.index)
         for K in (1, 3, 10):
-            picks = rng.choice(len(candidates), size=K, replace=False)
-            models = [train(candidates[i], total / K, 1000 * rep + int(i)) for i in picks]
+            picks = rng.choice(len(candidates), size=min(K, len(candidates)), replace=False)
+            models = [train(candidates[i], total / len(picks), 1000 * rep + int(i)) for i in picks]
             best = models[int(np.argmax([m.score(*validation) for m in models]))]
             rows[f"random K={K}"].append(best.score(*test))
 
