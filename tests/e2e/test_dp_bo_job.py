@@ -1,0 +1,66 @@
+"""End-to-end: ``pobo-modeler dp-bo`` against a real ``pobo-curator serve`` — submit, wait, print λ̃ and ṽ;
+the dataset's ledger is charged (2ε, 2δ); only the two releases and public parameters come back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+from shared.http_client import ApiError
+from shared.schemas import JobOut
+
+RESULT_KEYS = {"log10_lambda", "lambda", "index", "validation_accuracy", "epsilon", "delta", "selection_sensitivity",
+               "value_sensitivity", "value_noise_scale", "iterations", "validation_size", "dataset_kernel",
+               "info_gain_bound", "guarantee"}
+
+
+def modeler(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "modeler_client.cli", "dp-bo", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+
+
+def test_dp_bo_through_the_cli(curator):
+    X, y = load_breast_cancer(return_X_y=True)
+    columns = [f"f{j}" for j in range(X.shape[1])]
+    dataset = curator.register_table(f"cancer-{uuid.uuid4().hex[:8]}", X, columns,
+                                     evaluator={"kind": "column", "column": "label"}, budget=(10.0, 1e-3),
+                                     extra_columns={"label": y})
+    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=4, seed=1)
+    key = curator.issue_key([release.id], max_queries=10)
+    common = ["--url", curator.url, "--token", key.token, "--release", str(release.id)]
+
+    done = modeler(*common, "--label-column", "label", "--epsilon", "2", "--delta", "1e-5", "--iterations", "6",
+                   "--grid-points", "9", "--seed", "3")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "λ̃" in done.stdout and "ṽ" in done.stdout and "ε = 4, δ = 2e-05" in done.stdout
+
+    with curator.admin() as api:
+        ledger = api.get("/v1/ledger")
+        jobs = [JobOut.model_validate(j) for j in api.get("/v1/jobs")]
+    job = next(j for j in jobs if j.kind == "dp-bo" and j.dataset_id == dataset.id)
+    assert job.status == "succeeded" and (job.epsilon, job.delta) == (4.0, 2e-5)
+    assert [(e["epsilon"], e["delta"]) for e in ledger if e["job_id"] == job.id] == [(4.0, 2e-5)]
+    assert set(job.result) == RESULT_KEYS  # no trace, no observed value, no row
+    grid = np.linspace(-6.0, 0.0, 9)
+    assert job.result["log10_lambda"] == grid[job.result["index"]]
+    assert job.result["validation_size"] == round(0.5 * len(y))
+
+
+def test_bad_label_column_is_refused_and_not_charged(curator):
+    X, y = load_breast_cancer(return_X_y=True)
+    dataset = curator.register_table(f"cancer-{uuid.uuid4().hex[:8]}", X[:60, :3], ["a", "b", "c"],
+                                     evaluator={"kind": "column", "column": "label"}, budget=(10.0, 1e-3),
+                                     extra_columns={"label": y[:60]})
+    params = {"label_column": "nope", "log10_lambda": [-2.0, 0.0], "iterations": 2, "epsilon": 1.0, "delta": 1e-5}
+    with curator.admin() as api:
+        before = api.get("/v1/ledger")
+        with pytest.raises(ApiError) as refused:
+            api.post("/v1/jobs", {"kind": "dp-bo", "dataset_id": dataset.id, "params": params})
+        assert refused.value.status == 422 and "label_column 'nope' is not in the dataset" in refused.value.detail
+        assert api.get("/v1/ledger") == before
