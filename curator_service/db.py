@@ -33,7 +33,7 @@ def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite files get WAL, ``synchronous=FULL``, foreign keys and a busy timeout."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True)
+        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=40)  # uvicorn runs 40 threads
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
