@@ -172,9 +172,11 @@ def plot(results: list[dict], path: Path) -> None:
         loss_ax.set(xscale="log", xlabel="ε", ylabel="f(λ*) − f(λ̃)", title=f"{result['dataset']}: hyperparameter")
         value_ax.plot(eps, [r["expected_value_error"] for r in result["by_epsilon"]], "o-", label="private ṽ (exact mean)")
         value_ax.plot(eps, [r["theorem4_bound"] for r in result["by_epsilon"]], "^--", label="Theorem 4 bound (95%)")
-        value_ax.axhline(result["non_private"]["value_error"], ls="--", c="k", label="non-private max v_t")
+        exact = result["non_private"]["value_error"]
+        if exact > 0:  # a zero (max v_t hit f(λ*) exactly) has no place on a log axis: it goes in the title
+            value_ax.axhline(exact, ls="--", c="k", label="non-private max v_t")
         value_ax.set(xscale="log", yscale="log", xlabel="ε", ylabel="|ṽ − f(λ*)|",
-                     title=f"{result['dataset']}: validation accuracy")
+                     title=f"{result['dataset']}: validation accuracy (non-private error {exact:.2g})")
         for ax in (loss_ax, value_ax):
             ax.legend(fontsize=7)
     fig.tight_layout()
