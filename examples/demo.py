@@ -14,7 +14,10 @@
    GP-UCB loop over HTTP on each release, prints a comparison table and writes one PNG per table.
 4. Stops the server, also on error or Ctrl-C.
 
-Run: ``.venv/bin/python examples/demo.py [--quick] [--out-dir build/demo]``.
+Run: ``.venv/bin/python examples/demo.py [--quick] [--out-dir build/demo]``. With ``--url`` it uses a
+running curator instead (admin token from ``POBO_ADMIN_TOKEN``; no seeds, so production mode works; the
+``po-gp-ucb`` releases are skipped when the operator has not enabled uncertified mechanisms); that is
+what the docker-compose ``modeler-demo`` service does.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import math  # noqa: E402
 import tempfile  # noqa: E402
+import uuid  # noqa: E402
+from contextlib import ExitStack  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -38,10 +43,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table  # noqa: E402
 
 from modeler_client.client import ModelerClient  # noqa: E402
-from modeler_client.local_curator import LocalCurator  # noqa: E402
+from modeler_client.local_curator import CuratorAdmin, LocalCurator  # noqa: E402
 from modeler_client.loop import RemoteGPUCB  # noqa: E402
 from modeler_client.plot import plot_runs  # noqa: E402
 from modeler_client.runfile import RunRecord, RunSettings  # noqa: E402
+from shared.http_client import ApiError  # noqa: E402
 from shared.datasets.synthetic import synthetic_gp_problem  # noqa: E402
 
 console = Console()
@@ -51,6 +57,7 @@ console = Console()
 DIABETES_LOWER = [0, 1, 10, 40, 50, 20, 10, 1, 2, 40]
 DIABETES_UPPER = [100, 2, 60, 200, 400, 300, 120, 10, 8, 200]
 DELTA = 1e-5
+RUN_TAG = uuid.uuid4().hex[:6]  # dataset names are unique per server; the demo may run twice on one
 
 
 @dataclass
@@ -65,11 +72,11 @@ class DemoTable:
     iterations: int
 
 
-def register_synthetic(curator: LocalCurator, size: int, iterations: int) -> DemoTable:
+def register_synthetic(curator: CuratorAdmin, size: int, iterations: int) -> DemoTable:
     problem = synthetic_gp_problem(seed=0, size=size)
     noise_std = math.sqrt(problem.noise_variance)
     dataset = curator.register_table(
-        "synthetic-gp",
+        f"synthetic-gp-{RUN_TAG}",
         problem.X,
         ["x1", "x2"],
         evaluator={"kind": "column", "column": "f", "noise_std": noise_std},
@@ -79,13 +86,13 @@ def register_synthetic(curator: LocalCurator, size: int, iterations: int) -> Dem
     return DemoTable("synthetic-gp", dataset.id, 2, problem.optimum, problem.signal_std, iterations)
 
 
-def register_diabetes(curator: LocalCurator, iterations: int) -> DemoTable:
+def register_diabetes(curator: CuratorAdmin, iterations: int) -> DemoTable:
     from sklearn.datasets import load_diabetes
 
     data = load_diabetes(scaled=False)
     columns = list(data.feature_names)
     dataset = curator.register_table(
-        "diabetes",
+        f"diabetes-{RUN_TAG}",
         data.data,
         columns,
         evaluator={"kind": "column", "column": "progression"},
@@ -108,22 +115,45 @@ def run_release(client: ModelerClient, release_id: int, table: DemoTable, out_di
     return loop.run()
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller grid and fewer iterations")
     parser.add_argument("--out-dir", type=Path, default=Path("build/demo"), help="where run files and PNGs go")
-    args = parser.parse_args()
+    parser.add_argument("--url", help="use this running curator (admin token from POBO_ADMIN_TOKEN)")
+    return parser
+
+
+def make_releases(curator: CuratorAdmin, tables: list[DemoTable], seed: int | None) -> list:
+    """(table, release) pairs; the uncertified mechanism is skipped where the operator disabled it."""
+    releases = []
+    for table in tables:
+        for mechanism, epsilon in (("gaussian", 1.0), ("gaussian", 8.0), ("po-gp-ucb", 4.0)):
+            dim = table.dim if mechanism == "gaussian" else "auto"
+            try:
+                releases.append((table, curator.release(table.dataset_id, mechanism, epsilon, DELTA, dim, seed)))
+            except ApiError as exc:
+                if exc.code != "uncertified_mechanism_disabled":
+                    raise
+                console.print(f"[yellow]skipping {mechanism} on {table.name}: {exc.detail}[/]")
+    return releases
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     size, iterations = (30, 12) if args.quick else (60, 30)
 
-    with tempfile.TemporaryDirectory(prefix="pobo-demo-") as data_dir, LocalCurator(data_dir) as curator:
-        console.print(f"curator running at {curator.url} (data in {data_dir})")
+    with ExitStack() as stack:
+        if args.url:
+            curator = CuratorAdmin(args.url, os.environ["POBO_ADMIN_TOKEN"])
+            seed = None
+        else:
+            data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="pobo-demo-"))
+            curator = stack.enter_context(LocalCurator(data_dir))
+            seed = 1  # research mode: reproducible releases
+        console.print(f"curator at {curator.url}")
         tables = [register_synthetic(curator, size, iterations), register_diabetes(curator, iterations)]
-        releases = []  # (table, release)
-        for table in tables:
-            for mechanism, epsilon in (("gaussian", 1.0), ("gaussian", 8.0), ("po-gp-ucb", 4.0)):
-                dim = table.dim if mechanism == "gaussian" else "auto"
-                releases.append((table, curator.release(table.dataset_id, mechanism, epsilon, DELTA, dim=dim, seed=1)))
+        releases = make_releases(curator, tables, seed)
         key = curator.issue_key([release.id for _, release in releases], max_queries=10_000, name="demo modeler")
         client = ModelerClient(curator.url, key.token)
 

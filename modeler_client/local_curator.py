@@ -1,4 +1,5 @@
-"""A throwaway curator on loopback, for the demo, examples and end-to-end tests.
+"""A throwaway curator on loopback, for the demo, examples and end-to-end tests, and the curator's
+setup steps over HTTP (``CuratorAdmin``) that the demo also runs against a deployed service.
 
 It runs the real ``pobo-curator serve`` command in a subprocess (so nothing of the service is imported
 here: the modeler's package depends on the curator only through its command line and HTTP API), on a
@@ -43,45 +44,19 @@ def curator_command() -> list[str]:
     return [found]
 
 
-class LocalCurator:
-    """``pobo-curator serve`` on ``127.0.0.1:<free port>`` with data in ``data_dir``.
+class CuratorAdmin:
+    """The curator's setup steps over HTTP (register a table, release it, issue a key), for demos and tests.
 
-    ``env`` adds to (and overrides) the inherited environment; by default uncertified mechanisms are
-    enabled and the mode is ``research`` (seeds allowed), as the local demo needs.
+    The ``pobo-curator`` admin commands do the same from a shell; this is their Python equivalent.
     """
 
-    def __init__(
-        self,
-        data_dir: str | os.PathLike[str],
-        *,
-        port: int | None = None,
-        env: Mapping[str, str] | None = None,
-        startup_timeout: float = 60.0,
-    ) -> None:
-        self.data_dir = Path(data_dir)
-        self.port = port or free_port()
-        self.admin_token = secrets.token_urlsafe(24)
-        inherited = {k: v for k, v in os.environ.items() if k != "POBO_DATABASE_URL"}  # SQLite unless asked
-        self.env = {
-            **inherited,
-            "POBO_ADMIN_TOKEN": self.admin_token,
-            "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "true",
-            "POBO_MODE": "research",
-            **(env or {}),
-        }
-        self.startup_timeout = startup_timeout
-        self.process: subprocess.Popen | None = None
-        self.log_path = self.data_dir / "curator.log"
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def __init__(self, url: str, admin_token: str) -> None:
+        self.url = url.rstrip("/")
+        self.admin_token = admin_token
 
     def admin(self, **options) -> ApiClient:
         """An API client with the admin token."""
         return ApiClient(self.url, self.admin_token, **options)
-
-    # --- the curator's admin steps, over HTTP -----------------------------------------------------------
 
     def register_table(
         self,
@@ -120,7 +95,9 @@ class LocalCurator:
 
     def release(self, dataset_id: int, mechanism: str, epsilon: float, delta: float, dim: int | str = "auto",
                 seed: int | None = None) -> ReleaseOut:
-        body = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "dim": dim, "seed": seed}
+        body = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "dim": dim}
+        if seed is not None:  # seeds are for research mode only; production refuses them
+            body["seed"] = seed
         with self.admin() as api:
             return api.post(f"{API_PREFIX}/datasets/{dataset_id}/releases", body, model=ReleaseOut)
 
@@ -128,6 +105,37 @@ class LocalCurator:
         body = {"name": name, "release_ids": release_ids, "max_queries": max_queries}
         with self.admin() as api:
             return api.post(f"{API_PREFIX}/keys", body, model=KeyCreated)
+
+
+class LocalCurator(CuratorAdmin):
+    """``pobo-curator serve`` on ``127.0.0.1:<free port>`` with data in ``data_dir``.
+
+    ``env`` adds to (and overrides) the inherited environment; by default uncertified mechanisms are
+    enabled and the mode is ``research`` (seeds allowed), as the local demo needs.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        port: int | None = None,
+        env: Mapping[str, str] | None = None,
+        startup_timeout: float = 60.0,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        super().__init__(f"http://127.0.0.1:{self.port}", secrets.token_urlsafe(24))
+        inherited = {k: v for k, v in os.environ.items() if k != "POBO_DATABASE_URL"}  # SQLite unless asked
+        self.env = {
+            **inherited,
+            "POBO_ADMIN_TOKEN": self.admin_token,
+            "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "true",
+            "POBO_MODE": "research",
+            **(env or {}),
+        }
+        self.startup_timeout = startup_timeout
+        self.process: subprocess.Popen | None = None
+        self.log_path = self.data_dir / "curator.log"
 
     # --- the process ----------------------------------------------------------------------------------
 
