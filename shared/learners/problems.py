@@ -1,0 +1,126 @@
+"""The privacy–utility problems of the DPareto paper, as :class:`shared.dpareto.ParetoProblem` objects.
+
+* :func:`svt_problem` (§2.2): Algorithm 1 on m = 100 binary queries with exactly 10 positives;
+  λ = (C ∈ [1, 30], b ∈ [1e-2, 1e2] log); ε in closed form; utility = mean F₁ over R = 50 runs, each
+  with a random query order.
+* :func:`output_perturbation_problem` (§2.2): output-perturbation logistic regression on Adult;
+  λ = (γ ∈ [1e-4, 1] log, σ ∈ [0.1, 10] log); ε from the exact Gaussian mechanism at δ = 1e-6;
+  utility = mean test accuracy over R = 50 noise draws.
+* :func:`adult_dpsgd_problem` (§4): DP-SGD / DP-Adam logistic regression or linear SVM on Adult over
+  Table 1's domain (epochs, lot size, learning rate, noise variance σ², clipping norm), with Table 4's
+  random-sampling distributions; ε by :func:`shared.accounting.dpsgd_epsilon` at δ = 1e-5.
+
+The oracles use *common random numbers*: one seeded set of unit noise draws (and query orders) is
+reused for every λ, so each oracle is a deterministic function of λ and methods are compared on the
+same function. That noise is research noise for measuring utility — nothing here is released.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from shared.accounting import dpsgd_epsilon, gaussian_mechanism_epsilon, svt_epsilon
+from shared.datasets.adult import load_adult
+from shared.dpareto import Hyperparameter, ParetoProblem
+from shared.learners.dpsgd import DPSGDClassifier
+from shared.learners.output_perturbation import regularized_logistic_minimizer
+from shared.learners.svt import f1_scores, svt_from_unit_noise
+from shared.noise import noise_source
+
+ANTI_IDEAL = (10.0, 1.0)  # the paper's v† (§4.1): ε ≤ 10, any error
+
+
+def svt_problem(*, queries: int = 100, positives: int = 10, runs: int = 50, seed: int = 0) -> ParetoProblem:
+    """SVT with the F₁ utility; the same query orders and unit Laplace draws for every (C, b)."""
+    rng = np.random.default_rng(seed)
+    truth = np.zeros(queries)
+    truth[:positives] = 1.0
+    answers = np.array([rng.permutation(truth) for _ in range(runs)])
+    unit = noise_source(int(rng.integers(2**31)))
+    threshold_noise, query_noise = unit.laplace(1.0, runs), unit.laplace(1.0, (runs, queries))
+
+    def oracle(params: dict[str, float]) -> tuple[float, float]:
+        bound, level = params["C"], params["b"]
+        released = svt_from_unit_noise(answers, threshold_noise, query_noise, level, bound)
+        return svt_epsilon(level, bound), 1.0 - float(f1_scores(answers, released).mean())
+
+    space = (Hyperparameter("C", 1.0, 30.0), Hyperparameter("b", 1e-2, 1e2, log=True))
+    return ParetoProblem("svt", space, oracle, ANTI_IDEAL)
+
+
+def output_perturbation_problem(*, runs: int = 50, delta: float = 1e-6, seed: int = 0) -> ParetoProblem:
+    """Output-perturbation logistic regression on Adult (raises ``DatasetUnavailable`` without it)."""
+    X, y = load_adult("train")
+    X_test, y_test = load_adult("test")
+    n = len(X)
+    unit = noise_source(seed).gaussian(1.0, (X.shape[1], runs))
+    noise_margins = X_test @ unit  # test margins of the unit noise directions, (n_test, R)
+    correct_sign = 2.0 * y_test - 1.0
+
+    @lru_cache(maxsize=None)
+    def clean_margins(regularization: float) -> np.ndarray:
+        return X_test @ regularized_logistic_minimizer(X, y, regularization)
+
+    def oracle(params: dict[str, float]) -> tuple[float, float]:
+        gamma, sigma = params["gamma"], params["sigma"]
+        margins = clean_margins(gamma)[:, None] + sigma * noise_margins
+        accuracy = float(np.mean((margins > 0) == (correct_sign[:, None] > 0)))
+        return gaussian_mechanism_epsilon(sigma, 2.0 / (n * gamma), delta), 1.0 - accuracy
+
+    space = (Hyperparameter("gamma", 1e-4, 1.0, log=True), Hyperparameter("sigma", 0.1, 10.0, log=True))
+    return ParetoProblem("output_perturbation", space, oracle, ANTI_IDEAL)
+
+
+DPSGD_SPACE = (  # Table 1, ADULT rows
+    Hyperparameter("epochs", 1, 64, integer=True),
+    Hyperparameter("lot_size", 8, 512, log=True, integer=True),
+    Hyperparameter("learning_rate", 5e-4, 5e-2, log=True),
+    Hyperparameter("noise_variance", 0.1, 16.0, log=True),
+    Hyperparameter("clip_norm", 0.1, 4.0, log=True),
+)
+
+
+def _shifted_exponential(rng: np.random.Generator, rate: float, shift: float, low: float, high: float) -> float:
+    while not low <= (value := shift + rng.exponential(1.0 / rate)) <= high:
+        pass
+    return float(value)
+
+
+def table4_sampler(rng: np.random.Generator) -> dict[str, float]:
+    """Table 4's random-sampling distributions for ADULT, restricted to Table 1's domain (Table 4 accepts
+    learning rates up to 1e-1, Table 1 stops at 5e-2; all methods must search the same Λ)."""
+    while not 8 <= (lot := round(rng.normal(128.0, 64.0))) <= 512:
+        pass
+    return {
+        "epochs": float(rng.integers(1, 65)),
+        "lot_size": float(lot),
+        "learning_rate": _shifted_exponential(rng, 10.0, 1e-3, 1e-3, 5e-2),
+        "noise_variance": _shifted_exponential(rng, 0.1, 0.1, 0.1, 16.0),
+        "clip_norm": _shifted_exponential(rng, 0.1, 0.1, 0.1, 4.0),
+    }
+
+
+def adult_dpsgd_problem(
+    loss: str = "logistic", optimizer: str = "sgd", *, runs: int = 1, delta: float = 1e-5, seed: int = 0
+) -> ParetoProblem:
+    """DP-SGD/DP-Adam on Adult: ``loss`` "logistic" (LogReg) or "hinge" (SVM), ``optimizer`` "sgd"/"adam".
+
+    The noise variance σ² of Table 1 is the hyperparameter; the learner's noise multiplier is σ.
+    Utility = mean test accuracy over ``runs`` trainings (seeded lots and noise, the same per λ).
+    """
+    X, y = load_adult("train")
+    X_test, y_test = load_adult("test")
+
+    def oracle(params: dict[str, float]) -> tuple[float, float]:
+        sigma = float(np.sqrt(params["noise_variance"]))
+        model = DPSGDClassifier(learning_rate=params["learning_rate"], batch_size=int(params["lot_size"]),
+                                epochs=int(params["epochs"]), noise_multiplier=sigma,
+                                clip_norm=params["clip_norm"], loss=loss, optimizer=optimizer)
+        accuracies = [model.fit(X, y, noise_source(seed + r), rng=np.random.default_rng(seed + r)).score(X_test, y_test)
+                      for r in range(runs)]
+        return dpsgd_epsilon(len(X), model.batch_size, model.epochs, sigma, delta), 1.0 - float(np.mean(accuracies))
+
+    name = f"{'logreg' if loss == 'logistic' else 'svm'}_{optimizer}"
+    return ParetoProblem(name, DPSGD_SPACE, oracle, ANTI_IDEAL, sampler=table4_sampler)

@@ -1,0 +1,83 @@
+"""The DPareto loop and its baselines on the paper's SVT example (cheap oracle, exact front by grid)."""
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from shared.dpareto import Hyperparameter, ParetoProblem, dpareto, grid_search, random_search
+from shared.learners.problems import svt_problem, table4_sampler
+
+
+@pytest.fixture(autouse=True)
+def single_threaded_blas():
+    with threadpool_limits(1):  # 2 shared cores: threaded BLAS only spins in the small GP fits
+        yield
+
+
+@pytest.fixture(scope="module")
+def svt():
+    return svt_problem()
+
+
+def test_hyperparameter_maps_round_trip_and_round_integers():
+    h = Hyperparameter("lot", 8, 512, log=True, integer=True)
+    assert h.from_unit(0) == 8 and h.from_unit(1) == 512 and h.from_unit(0.5) == 64
+    g = Hyperparameter("rate", 1e-3, 1e-1, log=True)
+    assert g.to_unit(g.from_unit(0.3)) == pytest.approx(0.3)
+
+
+def test_table4_sampler_stays_in_table1_domain():
+    rng = np.random.default_rng(0)
+    draws = [table4_sampler(rng) for _ in range(300)]
+    lots = np.array([d["lot_size"] for d in draws])
+    assert lots.min() >= 8 and lots.max() <= 512 and 100 < np.median(lots) < 160
+    assert all(5e-4 <= d["learning_rate"] <= 5e-2 and 0.1 <= d["noise_variance"] <= 16 for d in draws)
+
+
+def test_dpareto_shares_initial_points_with_random_and_records_everything(svt):
+    calls = []
+    progress = lambda method, done, total, evaluation: calls.append((method, done, total))
+    bo = dpareto(svt, initial_points=6, iterations=6, rng=3, progress=progress)
+    rs = random_search(svt, evaluations=12, rng=3)
+    assert [e.params for e in bo.evaluations[:6]] == [e.params for e in rs.evaluations[:6]]
+    assert len(bo.evaluations) == 12 and len(bo.overhead_seconds) == 6
+    assert calls[-1] == ("dpareto", 12, 12)
+    trace = bo.hypervolume_trace()
+    assert np.all(np.diff(trace) >= 0) and trace[-1] == pytest.approx(bo.hypervolume())
+    for e in bo.evaluations:  # BO proposals stay inside Λ
+        assert 1 <= e.params["C"] <= 30 and 1e-2 <= e.params["b"] <= 1e2
+    front = bo.front()
+    assert np.all(np.diff(front[:, 0]) > 0) and np.all(np.diff(front[:, 1]) < 0)
+    assert [[e.epsilon, e.error] for e in bo.front_evaluations()] == front.tolist()
+    assert bo.to_dict()["hypervolume"] == pytest.approx(bo.hypervolume())
+
+
+def test_grid_search_covers_the_corners(svt):
+    result = grid_search(svt, points_per_dimension=3)
+    params = [(e.params["C"], e.params["b"]) for e in result.evaluations]
+    assert len(params) == 9 and (1.0, 1e-2) in params and params[-1] == pytest.approx((30.0, 1e2))
+
+
+def test_dpareto_finds_a_known_front_on_a_toy_problem():
+    # ε = e^{4(1−x)}/20, error = x²·(0.5 + y) / 1.5: the front is y = 0, so every point with y > 0 is wasted.
+    def oracle(p):
+        return np.exp(4 * (1 - p["x"])) / 20, p["x"] ** 2 * (0.5 + p["y"]) / 1.5
+
+    problem = ParetoProblem("toy", (Hyperparameter("x", 0, 1), Hyperparameter("y", 0, 1)), oracle)
+    exact = grid_search(ParetoProblem("toy", problem.space[:1], lambda p: oracle({**p, "y": 0.0})),
+                        points_per_dimension=400).hypervolume()
+    bo = dpareto(problem, initial_points=5, iterations=15, rng=0)
+    rs = random_search(problem, evaluations=20, rng=0)
+    assert bo.hypervolume() >= 0.95 * exact and bo.hypervolume() > rs.hypervolume()
+
+
+@pytest.mark.slow
+def test_svt_dpareto_reaches_95_percent_of_exact_and_beats_random(svt):
+    exact = grid_search(svt, points_per_dimension=200).hypervolume()
+    wins, reached = 0, 0
+    for seed in range(10):
+        bo = dpareto(svt, initial_points=16, iterations=64, rng=seed).hypervolume()
+        rs = random_search(svt, evaluations=80, rng=seed).hypervolume()
+        wins += bo > rs
+        reached += bo >= 0.95 * exact
+    assert reached == 10 and wins >= 8
