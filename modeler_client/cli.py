@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from modeler_client.commands import dp_bo, info, plot, run
+from modeler_client.commands import dp_bo, dp_tune, dpareto, info, plot, run
 
 app = typer.Typer(
     name="pobo-modeler",
@@ -21,6 +21,8 @@ run.register(app)
 plot.register(app)
 info.register(app)
 dp_bo.register(app)
+dp_tune.register(app)
+dpareto.register(app)
 
 if __name__ == "__main__":
     app()

@@ -1,0 +1,83 @@
+"""``pobo-modeler dpareto``: a DPareto privacy–utility front of a DP learner on the curator's table.
+
+For trusted analysts holding curator credentials: the front is NOT differentially private (the DPareto
+paper's threat model), so the service runs it for the curator role only and charges nothing to the
+ledger. Prints the front and saves a plot of every evaluated point with the front.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, reports_api_errors
+from modeler_client.commands.jobs import run_job
+
+
+@reports_api_errors
+def dpareto(
+    url: Url,
+    token: Token,
+    dataset: Annotated[int, typer.Option(help="The dataset id (curator credentials required).")],
+    label_column: Annotated[str, typer.Option(help="The curator's column of 0/1 labels.")],
+    loss: Annotated[str, typer.Option(help="logistic (logistic regression) or hinge (linear SVM).")] = "logistic",
+    optimizer: Annotated[str, typer.Option(help="sgd or adam.")] = "sgd",
+    initial_points: Annotated[int, typer.Option(help="k₀ random hyperparameter settings.")] = 8,
+    iterations: Annotated[int, typer.Option(help="k HVPoI steps after them.")] = 16,
+    max_epochs: Annotated[int, typer.Option(help="Upper end of the epochs range.")] = 64,
+    delta: Annotated[float, typer.Option(help="δ at which ε is reported.")] = 1e-5,
+    seed: Annotated[int | None, typer.Option(help="Research mode only: reproducible split and search.")] = None,
+    out: Annotated[Path, typer.Option(help="Where to save the front plot (PNG); the JSON goes beside it.")] = Path("dpareto.png"),
+    poll: Annotated[float, typer.Option(help="Seconds between status checks.")] = 0.5,
+    wait: Annotated[float, typer.Option(help="Give up waiting after this many seconds (the job keeps running).")] = 3600.0,
+    timeout: Timeout = 30.0,
+    retries: Retries = 3,
+) -> None:
+    """Map the privacy–utility Pareto front of DP-SGD/DP-Adam on a dataset (not DP: trusted analysts only)."""
+    client = connect(url, token, timeout, retries)
+    params = {"label_column": label_column, "loss": loss, "optimizer": optimizer, "initial_points": initial_points,
+              "iterations": iterations, "max_epochs": max_epochs, "delta": delta, "seed": seed}
+    job = run_job(client, "dpareto", dataset, params, poll=poll, wait=wait)
+    result = job.result or {}
+    console.print(f"[bold yellow]{result.get('warning', '')}[/]")
+    table = Table(title=f"dpareto job {job.id}: front ({len(result['front'])} of {len(result['points'])} points, "
+                        f"hypervolume {result['hypervolume']:.3f})")
+    for column in ("ε", "error", "epochs", "lot", "learning rate", "σ²", "clip"):
+        table.add_column(column)
+    for point in result["front"]:
+        q = point["params"]
+        table.add_row(f"{point['epsilon']:.3g}", f"{point['error']:.3f}", f"{q['epochs']:.0f}", f"{q['lot_size']:.0f}",
+                      f"{q['learning_rate']:.3g}", f"{q['noise_variance']:.3g}", f"{q['clip_norm']:.3g}")
+    console.print(table)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    save_plot(result, out)
+    console.print(f"saved {out} and {out.with_suffix('.json')}")
+
+
+def save_plot(result: dict, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    points = [(p["epsilon"], p["error"]) for p in result["points"]]
+    front = [(p["epsilon"], p["error"]) for p in result["front"]]
+    ax.scatter(*zip(*points), s=12, alpha=0.5, label="evaluated settings")
+    ax.step(*zip(*front), where="post", color="tab:red", label="Pareto front")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"ε (δ = {result['delta']:g})")
+    ax.set_ylabel("held-out error")
+    ax.set_title("DPareto front — not DP, trusted analysts only")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("dpareto")(dpareto)
