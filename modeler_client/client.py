@@ -15,6 +15,8 @@ from shared.schemas import (
     API_PREFIX,
     Health,
     InputsPage,
+    JobCreate,
+    JobOut,
     QueryList,
     QueryRequest,
     QueryResponse,
@@ -107,6 +109,15 @@ class ModelerClient:
         """
         body = QueryRequest(indices=[int(i) for i in indices], request_id=request_id or uuid.uuid4().hex)
         return self.api.post(f"{API_PREFIX}/sessions/{session_id}/queries", body, model=QueryResponse).results
+
+    # --- curator-side jobs (Kusner, Ding, DPareto) ------------------------------------------------------
+
+    def submit_job(self, kind: str, dataset_id: int | None, params: dict) -> JobOut:
+        """Submit a curator-side job; its (ε, δ) is charged to the dataset's ledger at submission."""
+        return self.api.post(f"{API_PREFIX}/jobs", JobCreate(kind=kind, dataset_id=dataset_id, params=params), model=JobOut)
+
+    def job(self, job_id: int) -> JobOut:
+        return self.api.get(f"{API_PREFIX}/jobs/{job_id}", model=JobOut)
 
     def queries(self, session_id: int) -> list[QueryResult]:
         """Every query of the session, in the order they were made (what a resumed run reconciles with)."""

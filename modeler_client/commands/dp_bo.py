@@ -7,19 +7,16 @@ prints the two released numbers. The job costs the dataset (2ε, 2δ).
 
 from __future__ import annotations
 
-import time
 from typing import Annotated
 
 import numpy as np
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from shared.schemas import JobCreate, JobOut
+from shared.schemas import JobOut
 
 from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors
-
-FINISHED = ("succeeded", "failed", "cancelled")
+from modeler_client.commands.jobs import run_job
 
 
 @reports_api_errors
@@ -56,30 +53,8 @@ def dp_bo(
         "log10_lambda": np.linspace(log10_lambda_min, log10_lambda_max, grid_points).tolist(),
         "validation_fraction": validation_fraction, "seed": seed,
     }
-    job = client.api.post("/v1/jobs", JobCreate(kind="dp-bo", dataset_id=dataset_id, params=params), model=JobOut)
-    console.print(f"job {job.id} submitted; charged ε = {job.epsilon:g}, δ = {job.delta:g} to dataset {dataset_id}")
-    job = follow(client, job, poll, wait)
-    if job.status != "succeeded":
-        err_console.print(f"[bold red]job {job.id} {job.status}[/]: {job.message}")
-        raise typer.Exit(1)
+    job = run_job(client, "dp-bo", dataset_id, params, poll=poll, wait=wait)
     console.print(result_table(job))
-
-
-def follow(client, job: JobOut, poll: float, wait: float) -> JobOut:
-    """Poll the job until it finishes, showing its progress and message."""
-    deadline = time.monotonic() + wait
-    columns = (TextColumn("[bold]dp-bo[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-               TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(job.status, total=1.0)
-        while job.status not in FINISHED:
-            if time.monotonic() > deadline:
-                err_console.print(f"[yellow]still {job.status} after {wait:g} s; check later with GET /v1/jobs/{job.id}[/]")
-                raise typer.Exit(3)
-            time.sleep(poll)
-            job = client.api.get(f"/v1/jobs/{job.id}", model=JobOut)
-            bar.update(task, completed=job.progress, description=job.message or job.status)
-    return job
 
 
 def result_table(job: JobOut) -> Table:

@@ -96,4 +96,6 @@ KIND = JobKind(
                 "logistic regression; costs max_iterations·epsilon + final_epsilon.",
     cost=cost,
     run=run,
+    # Everything it returns is a charged DP release, so a modeler in scope may ask for it, as for dp-bo.
+    roles=frozenset({"curator", "modeler"}),
 )

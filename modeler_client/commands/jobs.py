@@ -1,0 +1,44 @@
+"""What the job commands (``dp-bo``, ``dp-tune``, ``dpareto``) share: submit, follow with progress, fail loudly."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from shared.schemas import JobOut
+
+from modeler_client.client import ModelerClient
+from modeler_client.commands.common import console, err_console
+
+FINISHED = ("succeeded", "failed", "cancelled")
+
+
+def run_job(client: ModelerClient, kind: str, dataset_id: int | None, params: dict[str, Any], *,
+            poll: float, wait: float) -> JobOut:
+    """Submit a ``kind`` job, follow it to the end with a progress bar and return it if it succeeded.
+
+    Exits 1 when the job failed or was cancelled and 3 when it is still running after ``wait`` seconds
+    (the job keeps running on the curator; its charge stays on the ledger either way).
+    """
+    job = client.submit_job(kind, dataset_id, params)
+    target = f"dataset {dataset_id}" if dataset_id is not None else "the curator"
+    console.print(f"{kind} job {job.id} submitted; charged ε = {job.epsilon:g}, δ = {job.delta:g} to {target}")
+    deadline = time.monotonic() + wait
+    columns = (TextColumn(f"[bold]{kind}[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+               TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(job.status, total=1.0)
+        while job.status not in FINISHED:
+            if time.monotonic() > deadline:
+                err_console.print(f"[yellow]still {job.status} after {wait:g} s; check later with GET /v1/jobs/{job.id}[/]")
+                raise typer.Exit(3)
+            time.sleep(poll)
+            job = client.job(job.id)
+            bar.update(task, completed=job.progress, description=job.message or job.status)
+    if job.status != "succeeded":
+        err_console.print(f"[bold red]{kind} job {job.id} {job.status}[/]: {job.message}")
+        raise typer.Exit(1)
+    return job
