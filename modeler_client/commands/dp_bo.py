@@ -16,7 +16,7 @@ from rich.table import Table
 from shared.schemas import JobOut
 
 from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors
-from modeler_client.commands.jobs import run_job
+from modeler_client.commands.jobs import Dataset, Poll, Release, Wait, job_dataset, run_job
 
 
 @reports_api_errors
@@ -24,8 +24,8 @@ def dp_bo(
     url: Url,
     token: Token,
     label_column: Annotated[str, typer.Option(help="The curator's column of 0/1 labels.")],
-    release: Annotated[int | None, typer.Option(help="A release in your scope; its dataset is tuned.")] = None,
-    dataset: Annotated[int | None, typer.Option(help="The dataset id (instead of --release).")] = None,
+    release: Release = None,
+    dataset: Dataset = None,
     epsilon: Annotated[float, typer.Option(help="ε of each release (the job costs 2ε).")] = 1.0,
     delta: Annotated[float, typer.Option(help="δ of each release (the job costs 2δ).")] = 1e-6,
     iterations: Annotated[int, typer.Option(help="T, the GP-UCB steps on the curator.")] = 20,
@@ -34,20 +34,17 @@ def dp_bo(
     grid_points: Annotated[int, typer.Option(help="Points of the public grid Λ.")] = 25,
     validation_fraction: Annotated[float, typer.Option(help="Share of rows in the validation part.")] = 0.5,
     seed: Annotated[int | None, typer.Option(help="Research mode only: reproducible split and noise.")] = None,
-    poll: Annotated[float, typer.Option(help="Seconds between status checks.")] = 0.5,
-    wait: Annotated[float, typer.Option(help="Give up waiting after this many seconds (the job keeps running).")] = 3600.0,
+    poll: Poll = 0.5,
+    wait: Wait = 3600.0,
     timeout: Timeout = 30.0,
     retries: Retries = 3,
 ) -> None:
     """Private best regularisation λ̃ and validation accuracy ṽ of logistic regression on the curator's data."""
-    if (release is None) == (dataset is None):
-        err_console.print("[bold red]error[/]: give exactly one of --release and --dataset")
-        raise typer.Exit(2)
     if grid_points < 2 or not log10_lambda_max > log10_lambda_min:
         err_console.print("[bold red]error[/]: the grid needs --grid-points >= 2 and --log10-lambda-max > --log10-lambda-min")
         raise typer.Exit(2)
     client = connect(url, token, timeout, retries)
-    dataset_id = dataset if dataset is not None else client.release(release).dataset_id
+    dataset_id = job_dataset(client, release, dataset)
     params = {
         "label_column": label_column, "epsilon": epsilon, "delta": delta, "iterations": iterations,
         "log10_lambda": np.linspace(log10_lambda_min, log10_lambda_max, grid_points).tolist(),

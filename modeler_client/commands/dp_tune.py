@@ -18,8 +18,8 @@ from rich.table import Table
 
 from shared.schemas import JobOut
 
-from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors
-from modeler_client.commands.jobs import run_job
+from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, reports_api_errors
+from modeler_client.commands.jobs import Dataset, Poll, Release, Wait, job_dataset, run_job
 
 
 def _numbers(text: str, kind: type) -> list:
@@ -31,8 +31,8 @@ def dp_tune(
     url: Url,
     token: Token,
     label_column: Annotated[str, typer.Option(help="The curator's column of 0/1 labels.")],
-    release: Annotated[int | None, typer.Option(help="A release in your scope; its dataset is tuned.")] = None,
-    dataset: Annotated[int | None, typer.Option(help="The dataset id (instead of --release).")] = None,
+    release: Release = None,
+    dataset: Dataset = None,
     learning_rates: Annotated[str, typer.Option(help="Comma-separated DP-SGD learning rates.")] = "0.05,0.2,1.0",
     batch_sizes: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = "64,256",
     epochs: Annotated[str, typer.Option(help="Comma-separated epoch counts.")] = "2,5",
@@ -47,15 +47,12 @@ def dp_tune(
     final_epsilon: Annotated[float, typer.Option(help="ε of the final DP-SGD training.")] = 1.0,
     final_delta: Annotated[float, typer.Option(help="δ of the final DP-SGD training.")] = 1e-5,
     seed: Annotated[int | None, typer.Option(help="Research mode only: reproducible parts and noise.")] = None,
-    poll: Annotated[float, typer.Option(help="Seconds between status checks.")] = 0.5,
-    wait: Annotated[float, typer.Option(help="Give up waiting after this many seconds (the job keeps running).")] = 3600.0,
+    poll: Poll = 0.5,
+    wait: Wait = 3600.0,
     timeout: Timeout = 30.0,
     retries: Retries = 3,
 ) -> None:
     """Private hyperparameter selection and a DP-SGD logistic regression, at a cost independent of the grid size."""
-    if (release is None) == (dataset is None):
-        err_console.print("[bold red]error[/]: give exactly one of --release and --dataset")
-        raise typer.Exit(2)
     if candidates is not None:
         grid = json.loads(candidates.read_text())
     else:
@@ -66,7 +63,7 @@ def dp_tune(
             )
         ]
     client = connect(url, token, timeout, retries)
-    dataset_id = dataset if dataset is not None else client.release(release).dataset_id
+    dataset_id = job_dataset(client, release, dataset)
     params = {
         "label_column": label_column, "candidates": grid, "k": k, "epsilon": epsilon, "u0": u0, "g": g,
         "max_iterations": max_iterations, "final_epsilon": final_epsilon, "final_delta": final_delta, "seed": seed,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -14,6 +14,19 @@ from modeler_client.client import ModelerClient
 from modeler_client.commands.common import console, err_console
 
 FINISHED = ("succeeded", "failed", "cancelled")
+
+Release = Annotated[int | None, typer.Option(help="A release in your scope; the job runs on its dataset.")]
+Dataset = Annotated[int | None, typer.Option(help="The dataset id (instead of --release).")]
+Poll = Annotated[float, typer.Option(help="Seconds between status checks.")]
+Wait = Annotated[float, typer.Option(help="Give up waiting after this many seconds (the job keeps running).")]
+
+
+def job_dataset(client: ModelerClient, release: int | None, dataset: int | None) -> int:
+    """The dataset a job runs on: given directly, or the dataset of a release in the key's scope."""
+    if (release is None) == (dataset is None):
+        err_console.print("[bold red]error[/]: give exactly one of --release and --dataset")
+        raise typer.Exit(2)
+    return dataset if dataset is not None else client.release(release).dataset_id
 
 
 def run_job(client: ModelerClient, kind: str, dataset_id: int | None, params: dict[str, Any], *,
