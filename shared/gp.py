@@ -140,8 +140,8 @@ class CandidatePosterior:
             # matrix-vector product plus elementwise work on n numbers. Stored r × n, for which the
             # product streams contiguous rows (about twice as fast as n × r with small r).
             kernel.scale(C[:1])  # validates the dimensions without an n × r temporary
-            scaled_t = np.ascontiguousarray(C.T)
-            scaled_t /= np.reshape(kernel.lengthscale, (-1, 1))
+            scaled_t = np.empty((C.shape[1], len(C)))  # a fresh array: the caller's C is never modified
+            np.divide(C.T, np.reshape(kernel.lengthscale, (-1, 1)), out=scaled_t)
             scaled_t -= scaled_t.mean(axis=1, keepdims=True)
             self._sq_norms = np.einsum("ij,ij->j", scaled_t, scaled_t)
             self._scaled_t = scaled_t

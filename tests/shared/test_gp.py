@@ -173,3 +173,20 @@ def test_any_kernel_object_works_like_the_built_in_one():
         generic.observe(i, y)
     np.testing.assert_allclose(fast.mean, generic.mean, atol=1e-10)
     np.testing.assert_allclose(fast.variance, generic.variance, atol=1e-10)
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_candidates_are_never_modified(layout):
+    # A grid built by meshgrid(...).reshape(2, -1).T is F-ordered; the fast path must not scale it in place.
+    g = np.linspace(0, 3, 12)
+    C = np.array(np.meshgrid(g, g)).reshape(2, -1).T
+    C = np.ascontiguousarray(C) if layout == "C" else np.asfortranarray(C)
+    original = C.copy()
+    kernel = SquaredExponential(np.array([0.7, 1.3]), 1.0)
+    post = CandidatePosterior(C, kernel, noise_variance=1e-4)
+    for i, y in [(0, 0.3), (77, -1.0), (143, 0.5)]:
+        post.observe(i, y)
+    np.testing.assert_array_equal(C, original)
+    mean, var, _ = closed_form(original, kernel, 1e-4, 0.0, [0, 77, 143], np.array([0.3, -1.0, 0.5]))
+    np.testing.assert_allclose(post.mean, mean, atol=1e-8)
+    np.testing.assert_allclose(post.variance, np.maximum(var, 0), atol=1e-8)
