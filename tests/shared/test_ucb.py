@@ -169,3 +169,22 @@ def test_run_gp_ucb_with_noise_is_seeded():
 def test_needs_a_kernel_or_its_hyperparameters():
     with pytest.raises(ValueError, match="lengthscale"):
         GPUCB(np.zeros((3, 1)), noise_variance=0.1, delta=0.1)
+
+
+def test_long_run_on_the_papers_grid_stays_exact():
+    # The paper's setting (SE, l = 1.25, σ_y² = 1, σ_n² = 1e-5, inputs of norm ≤ 25) on a coarser grid:
+    # GP-UCB revisits points, K(X_t, X_t) + σ_n² I becomes ill-conditioned (cond ≈ 2e6 here), and the rank-one
+    # posterior must still equal a direct solve.
+    g = np.linspace(0, 25 / np.sqrt(2), 40)
+    C = np.array(np.meshgrid(g, g)).reshape(2, -1).T
+    rng = np.random.default_rng(9)
+    f = np.sin(C[:, 0] / 3) + np.cos(C[:, 1] / 4) + 0.3 * np.sin(C[:, 0] * C[:, 1] / 20)
+    engine = GPUCB(C, lengthscale=1.25, signal_variance=1.0, noise_variance=1e-5, delta=0.05)
+    for _ in range(200):
+        i = engine.suggest()
+        engine.observe(i, f[i] + 1e-3 * rng.standard_normal())
+    post = engine.posterior
+    assert len(set(post.observed_indices.tolist())) < 200  # repeats happened
+    mean, var = brute_force_posterior(C, engine.kernel, 1e-5, 0.0, post.observed_indices, post.observed_values)
+    np.testing.assert_allclose(post.mean, mean, atol=1e-8)
+    np.testing.assert_allclose(post.variance, np.maximum(var, 0), atol=1e-8)
