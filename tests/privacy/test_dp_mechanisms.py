@@ -139,8 +139,10 @@ def test_gaussian_release_with_the_safe_sampler_is_dp():
     edges = _edges(-spread, release.sensitivity + spread, 16)
     assert delta_hat(a, b, epsilon, edges) <= bound(epsilon, delta, edges, samples)
     assert np.std(a) == pytest.approx(release.noise_std, rel=0.03)
-    under, under_b, _ = _release_projections(8 * epsilon, samples, 5, source=OpenDPNoise(), d=2, r=2)
-    assert delta_hat(under, under_b, epsilon, edges) > bound(epsilon, delta, edges, samples)
+    # OpenDP cannot be seeded, so this control must fail by a wide margin, not on a lucky draw: noise for
+    # 32ε leaves the two output distributions almost disjoint (δ̂ near 1 against a bound near 0.25).
+    under, under_b, _ = _release_projections(32 * epsilon, samples, 5, source=OpenDPNoise(), d=2, r=2)
+    assert delta_hat(under, under_b, epsilon, edges) > 2 * bound(epsilon, delta, edges, samples)
 
 
 # --- exponential mechanism / noisy max -----------------------------------------------------------
