@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# Two cores: a threaded BLAS fighting a server subprocess made small GP fits 3-4x slower.
+export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: install demo test test-slow test-postgres bench clean
 
@@ -18,7 +20,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-## The default suite (well under 15 minutes on 2 cores). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
+## The default suite (about 10 minutes on 2 cores). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
 test: $(STAMP)
 	$(PY) -m pytest -q
 
