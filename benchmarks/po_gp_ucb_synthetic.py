@@ -39,7 +39,7 @@ from rich.table import Table
 from shared.datasets.synthetic import Problem, branin_problem, kronecker_factor_error, synthetic_gp_problem
 from shared.gp import fit_hyperparameters
 from shared.kernels import SquaredExponential
-from shared.projection import omega, po_gp_ucb_release
+from shared.projection import po_gp_ucb_release
 from shared.projection.po_gp_ucb import centred_gram
 from shared.ucb import run_gp_ucb
 

@@ -17,35 +17,15 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from shared.errors import CODE_BY_STATUS, ApiError
 from shared.schemas import ErrorBody
 
 logger = logging.getLogger("curator_service")
 
-_CODE_BY_STATUS = {
-    400: "validation_error",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "validation_error",
-    409: "conflict",
-    413: "payload_too_large",
-    415: "validation_error",
-    422: "validation_error",
-}
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody, "description": code} for status, code in _CODE_BY_STATUS.items() if status != 405
+    status: {"model": ErrorBody, "description": code} for status, code in CODE_BY_STATUS.items() if status != 405
 }
-
-
-class ApiError(Exception):
-    """An error answer: HTTP ``status``, machine ``code`` (``shared.schemas.ErrorCode``) and a sentence."""
-
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.detail = detail
 
 
 class PayloadTooLarge(StarletteHTTPException):
@@ -99,7 +79,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = _CODE_BY_STATUS.get(exc.status_code, "internal_error" if exc.status_code >= 500 else "validation_error")
+        code = CODE_BY_STATUS.get(exc.status_code, "internal_error" if exc.status_code >= 500 else "validation_error")
         detail = exc.detail if isinstance(exc.detail, str) else "the request could not be processed"
         if exc.status_code == 404 and detail == "Not Found":
             detail = "there is no such endpoint; see /docs for the API"

@@ -26,32 +26,12 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from shared.errors import CODE_BY_STATUS, ApiError
+
 Model = TypeVar("Model", bound=BaseModel)
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-_CODE_BY_STATUS = {
-    400: "validation_error",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    409: "conflict",
-    413: "payload_too_large",
-    422: "validation_error",
-}
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
-
-
-class ApiError(Exception):
-    """An error answer of the curator service: HTTP ``status``, machine ``code`` and the server's sentence."""
-
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.detail = detail
-
-    def __repr__(self) -> str:
-        return f"ApiError(status={self.status}, code={self.code!r}, detail={self.detail!r})"
 
 
 class ServerUnreachable(ApiError):
@@ -64,7 +44,7 @@ class ServerUnreachable(ApiError):
 def error_from_response(response: httpx.Response) -> ApiError:
     """The :class:`ApiError` an error response stands for; falls back to a sentence when the body is not ours."""
     status = response.status_code
-    code = _CODE_BY_STATUS.get(status, "internal_error" if status >= 500 else "http_error")
+    code = CODE_BY_STATUS.get(status, "internal_error" if status >= 500 else "http_error")
     detail = f"the server answered HTTP {status} {response.reason_phrase}".rstrip()
     try:
         body = response.json()

@@ -77,6 +77,24 @@ class JobContext:
             raise JobCancelled
 
 
+def check_label_column(dataset: DatasetInfo | None, column: str) -> None:
+    """For ``cost``: the label column must be a column of the dataset and not one of its features."""
+    if dataset is None:
+        return
+    if column not in dataset.columns:
+        raise ValueError(f"label_column {column!r} is not in the dataset; the columns are {list(dataset.columns)}")
+    if column in dataset.feature_columns:
+        raise ValueError("label_column must not be one of the feature columns")
+
+
+def binary_labels(table: RawTable, column: str) -> np.ndarray:
+    """For ``run``: the label column as 0/1 integers, or :class:`JobFailed` with a sentence."""
+    labels = table.columns[column]
+    if labels.dtype.kind not in "fiu" or not np.all((labels == 0) | (labels == 1)):
+        raise JobFailed(f"column {column!r} must hold labels 0 and 1 only")
+    return labels.astype(np.int64)
+
+
 @dataclass(frozen=True)
 class JobKind:
     """One kind of job. ``roles``: who may submit and see it (``{"curator"}``, or also ``"modeler"``)."""

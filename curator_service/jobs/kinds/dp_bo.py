@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from curator_service.jobs import DatasetInfo, JobCancelled, JobContext, JobFailed, JobKind
+from curator_service.jobs import DatasetInfo, JobCancelled, JobContext, JobKind, binary_labels, check_label_column
 from shared import dpbo
 from shared.validation_tasks import split_task
 
@@ -64,11 +64,7 @@ def validation_size(n: int, fraction: float) -> int:
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
     parsed = DpBoParams.model_validate(params)
     if dataset is not None:
-        if parsed.label_column not in dataset.columns:
-            raise ValueError(f"label_column {parsed.label_column!r} is not in the dataset; the columns are "
-                             f"{list(dataset.columns)}")
-        if parsed.label_column in dataset.feature_columns:
-            raise ValueError("label_column must not be one of the feature columns")
+        check_label_column(dataset, parsed.label_column)
         m = validation_size(dataset.n, parsed.validation_fraction)
         if m < 1 or dataset.n - m < 2:
             raise ValueError(f"validation_fraction {parsed.validation_fraction} of {dataset.n} rows leaves an empty "
@@ -78,11 +74,9 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
 
 def run(ctx: JobContext) -> dict[str, Any]:
     params = DpBoParams.model_validate(ctx.params)
-    labels = ctx.table.columns[params.label_column]
-    if labels.dtype.kind not in "fiu" or not np.all((labels == 0) | (labels == 1)):
-        raise JobFailed(f"column {params.label_column!r} must hold labels 0 and 1 only")
+    labels = binary_labels(ctx.table, params.label_column)
     ctx.progress(0.0, "splitting the rows into training and validation parts")
-    task = split_task(ctx.table.features, labels.astype(np.int64), validation_fraction=params.validation_fraction,
+    task = split_task(ctx.table.features, labels, validation_fraction=params.validation_fraction,
                       rng=ctx.rng)
     m, grid = task.validation_size, np.asarray(params.log10_lambda, dtype=float)
     prior = dpbo.GPPrior(params.lengthscale, params.signal_std, params.prior_mean)

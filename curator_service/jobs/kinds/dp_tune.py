@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind
+from curator_service.jobs import DatasetInfo, JobContext, JobKind, binary_labels, check_label_column
 from shared.dptune import PrivateLogisticRegression, tune_and_train
 
 
@@ -48,11 +47,7 @@ class DpTuneParams(BaseModel):
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
     parsed = DpTuneParams.model_validate(params)
     if dataset is not None:
-        if parsed.label_column not in dataset.columns:
-            raise ValueError(f"label_column {parsed.label_column!r} is not in the dataset; the columns are "
-                             f"{list(dataset.columns)}")
-        if parsed.label_column in dataset.feature_columns:
-            raise ValueError("label_column must not be one of the feature columns")
+        check_label_column(dataset, parsed.label_column)
         if dataset.n < 4 * parsed.k:
             raise ValueError(f"k = {parsed.k} parts need at least {4 * parsed.k} rows; the dataset has {dataset.n}")
     return parsed.max_iterations * parsed.epsilon + parsed.final_epsilon, parsed.final_delta
@@ -60,13 +55,11 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
 
 def run(ctx: JobContext) -> dict[str, Any]:
     params = DpTuneParams.model_validate(ctx.params)
-    labels = ctx.table.columns[params.label_column]
-    if labels.dtype.kind not in "fiu" or not np.all((labels == 0) | (labels == 1)):
-        raise JobFailed(f"column {params.label_column!r} must hold labels 0 and 1 only")
+    labels = binary_labels(ctx.table, params.label_column)
     candidates = [PrivateLogisticRegression(**c.model_dump()) for c in params.candidates]
     ctx.progress(0.05, f"training {len(candidates)} candidates on {params.k} parts")
     tuned = tune_and_train(
-        ctx.table.features, labels.astype(np.int64), candidates, k=params.k, epsilon=params.epsilon, u0=params.u0,
+        ctx.table.features, labels, candidates, k=params.k, epsilon=params.epsilon, u0=params.u0,
         g=params.g, max_iterations=params.max_iterations, final_epsilon=params.final_epsilon,
         final_delta=params.final_delta, noise=ctx.noise, rng=ctx.rng, private_parts=params.private_parts,
     )

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind
+from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind, binary_labels, check_label_column
 from shared.accounting import dpsgd_epsilon
 from shared.dpareto import Hyperparameter, ParetoProblem, dpareto
 from shared.learners import DPSGDClassifier
@@ -48,17 +48,14 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
         low, high = getattr(parsed, name)
         if not 0 < low <= high:
             raise ValueError(f"{name} must be a range [low, high] with 0 < low ≤ high")
-    if dataset is not None and parsed.label_column not in dataset.columns:
-        raise ValueError(f"label_column {parsed.label_column!r} is not in the dataset; the columns are {list(dataset.columns)}")
+    check_label_column(dataset, parsed.label_column)
     return 0.0, 0.0
 
 
 def run(ctx: JobContext) -> dict[str, Any]:
     p = DparetoParams.model_validate(ctx.params)
-    labels = ctx.table.columns[p.label_column]
-    if labels.dtype.kind not in "fiu" or not np.all((labels == 0) | (labels == 1)):
-        raise JobFailed(f"column {p.label_column!r} must hold labels 0 and 1 only")
-    X, y = np.asarray(ctx.table.features, dtype=float), labels.astype(np.int64)
+    labels = binary_labels(ctx.table, p.label_column)
+    X, y = np.asarray(ctx.table.features, dtype=float), labels
     order = ctx.rng.permutation(len(X))
     n_test = max(1, int(round(p.test_fraction * len(X))))
     test, train = order[:n_test], order[n_test:]
