@@ -10,10 +10,11 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from curator_service.datasets import cached_table
-from curator_service.errors import log_unexpected
+from curator_service.errors import ApiError, log_unexpected
 from curator_service.jobs import KINDS, DatasetInfo, JobCancelled, JobContext, JobFailed
 from curator_service.ledger import budget_status
 from curator_service.models import Dataset, Job, utcnow
+from curator_service.releases import refuse_seed_in_production
 from shared.noise import noise_source
 
 INTERRUPTED = "the service stopped while this job was running; its privacy budget stays charged; submit it again"
@@ -77,13 +78,18 @@ class JobRunner:
             job = session.get(Job, job_id)
             if job is None or job.status != "queued":
                 return
+            seed = job.params.get("seed")
+            try:  # submission refused it already; this catches a job queued in research mode, run in production
+                refuse_seed_in_production(self.app.state.settings, seed)
+            except ApiError as exc:
+                job.status, job.message, job.finished_at = "failed", exc.detail, utcnow()
+                return
             job.status = "running"
             kind = KINDS[job.kind]
             info = table = None
             if job.dataset_id is not None:
                 dataset = session.get(Dataset, job.dataset_id)
                 info, table = dataset_info(session, dataset), cached_table(self.app, dataset)
-            seed = job.params.get("seed")
             ctx = JobContext(
                 job_id=job_id, params=dict(job.params), dataset=info, table=table, epsilon=job.epsilon,
                 delta=job.delta, noise=noise_source(seed), rng=np.random.default_rng(seed),

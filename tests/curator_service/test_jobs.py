@@ -8,6 +8,7 @@ import time
 import pytest
 
 from curator_service.jobs import KINDS, JobKind
+from curator_service.jobs.runner import JobRunner
 from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
 
 
@@ -121,3 +122,24 @@ def test_a_failing_job_reports_its_type_not_its_message(client, monkeypatch):
     done = _wait(client, job["id"])
     assert done["status"] == "failed" and "ValueError" in done["message"] and "row value" not in done["message"]
     assert_error(client.post(f"/v1/jobs/{job['id']}/cancel"), 409, "conflict", "failed")
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_seed_in_job_params_is_refused_in_production(make_client, kind):
+    client = make_client(mode="production")
+    dataset = register(client)
+    response = client.post("/v1/jobs", json={"kind": kind, "dataset_id": dataset["id"], "params": {"seed": 1}})
+    assert_error(response, 403, "seed_refused", "production", "'seed'")
+    assert client.get("/v1/jobs").json() == [] and client.get("/v1/ledger").json() == []
+
+
+def test_a_seeded_job_queued_in_research_mode_does_not_run_in_production(make_client, monkeypatch):
+    monkeypatch.setattr(JobRunner, "submit", lambda self, job_id: None)  # the service dies before it runs
+    research = make_client()
+    dataset = register(research)
+    params = {"column": "y", "lower": 0, "upper": 1, "epsilon": 0.1, "seed": 1}
+    job = research.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": dataset["id"], "params": params}).json()
+    monkeypatch.undo()
+    production = make_client(mode="production")  # same data directory: recovery runs the queued job
+    done = _wait(production, job["id"])
+    assert done["status"] == "failed" and "production" in done["message"] and done["result"] is None
