@@ -68,7 +68,7 @@ class Health(_Model):
 class Budget(_Model):
     """A total privacy budget (ε, δ) for one dataset."""
 
-    epsilon: float = Field(gt=0, description="Total ε; must be > 0.")
+    epsilon: float = Field(gt=0, allow_inf_nan=False, description="Total ε; must be finite and > 0.")
     delta: float = Field(ge=0, lt=1, description="Total δ; must be in [0, 1).")
 
 
@@ -171,7 +171,7 @@ class DatasetOut(_Model):
 
 class ReleaseCreate(_Model):
     mechanism: Mechanism
-    epsilon: float = Field(gt=0, description="ε charged for this release; must be > 0.")
+    epsilon: float = Field(gt=0, allow_inf_nan=False, description="ε charged for this release; must be finite and > 0.")
     delta: float = Field(gt=0, lt=1, description="δ charged for this release; must be in (0, 1).")
     dim: int | Literal["auto"] = Field(
         default="auto",

@@ -64,6 +64,9 @@ def _cost(kind: JobKind, body: JobCreate, session: Session) -> tuple[float, floa
     except ValueError as exc:
         raise ApiError(422, "validation_error", f"bad params for job kind {kind.name!r}: {exc}") from None
     epsilon, delta = float(epsilon), float(delta)
+    if math.isinf(epsilon):
+        raise ApiError(422, "validation_error", f"bad params for job kind {kind.name!r}: they give an infinite "
+                       "privacy cost; use finite epsilon values")
     if not (math.isfinite(epsilon) and epsilon >= 0 and 0 <= delta < 1):
         raise RuntimeError(f"job kind {kind.name!r} returned an invalid cost")
     if (epsilon > 0 or delta > 0) and body.dataset_id is None:

@@ -169,3 +169,21 @@ def test_unknown_ids_are_404_in_the_error_model(client):
     assert_error(client.get("/v1/releases/7"), 404, "not_found", "release", "7")
     assert_error(client.post("/v1/queries/5/answer", json={"value": 1.0}), 404, "not_found", "query")
     assert_error(client.get("/v1/nowhere"), 404, "not_found", "/docs")
+
+
+def test_an_infinite_epsilon_is_a_validation_error_everywhere(client):
+    """Python's JSON reader takes ``Infinity``; an infinite ε must be refused as bad input, never charged."""
+    dataset = register(client)
+    headers = {"content-type": "application/json"}
+    spec = json.dumps({**dataset_spec(name="unbounded"), "budget": {"epsilon": 1.0, "delta": 1e-3}})
+    body = spec.replace('"epsilon": 1.0', '"epsilon": Infinity')
+    registration = client.post("/v1/datasets", files={"file": ("data.csv", GOOD_CSV, "text/csv")}, data={"spec": body})
+    assert_error(registration, 422, "validation_error", "'spec.budget.epsilon'")
+    release_body = '{"mechanism": "gaussian", "epsilon": Infinity, "delta": 1e-5, "dim": 2}'
+    assert_error(client.post(f"/v1/datasets/{dataset['id']}/releases", content=release_body, headers=headers),
+                 422, "validation_error", "'epsilon'")
+    job_body = ('{"kind": "dp-mean", "dataset_id": %d, "params": {"column": "y", "lower": 0, "upper": 1, '
+                '"epsilon": Infinity}}' % dataset["id"])
+    assert_error(client.post("/v1/jobs", content=job_body, headers=headers), 422, "validation_error", "infinite")
+    assert [d["name"] for d in client.get("/v1/datasets").json()] == ["synthetic"]
+    assert client.get("/v1/ledger").json() == [] and client.get("/v1/jobs").json() == []
