@@ -130,3 +130,12 @@ def test_reconstruction_audit_breaks_po_gp_ucb_but_not_gaussian(client):
     assert set(po_report) >= {"known", "max_relative_error", "median_relative_error", "rms_error", "noise_std"}
     assert_error(client.post(f"/v1/releases/{po['id']}/audits/reconstruction", json={"known": 3}), 422,
                  "validation_error", "d + 1 = 4")
+
+
+def test_reconstruction_audit_refuses_a_seed_in_production(make_client):
+    client = make_client(mode="production")
+    rel = release(client, register(client)["id"], seed=None)
+    url = f"/v1/releases/{rel['id']}/audits/reconstruction"
+    assert_error(client.post(url, json={"known": 4, "seed": 0}), 403, "seed_refused", "production", "'seed'")
+    assert client.post(url, json={"known": 4}).status_code == 200
+    assert [e["action"] for e in client.get("/v1/audit").json()].count("release.audit_reconstruction") == 1
