@@ -24,7 +24,7 @@ from curator_service.ledger import budget_status, charge, check_affordable
 from curator_service.models import Dataset, Release
 from curator_service.settings import Settings
 from curator_service.storage import RawTable, decode_matrix, encode_matrix
-from shared.noise import noise_source
+from shared.noise import seeded_streams
 from shared.projection import gaussian_release, largest_r, po_gp_ucb_release
 from shared.scaling import apply_scaling
 from shared.schemas import CERTIFIED_MECHANISMS, UNCERTIFIED_WARNING, InputsPage, ReleaseCreate, ReleaseOut, ScalingSpec
@@ -62,8 +62,8 @@ def compute_release(X: np.ndarray, body: ReleaseCreate) -> ComputedRelease:
     d = X.shape[1]
     if body.mechanism == "gaussian":
         r = min(d, AUTO_DIM_CAP) if body.dim == "auto" else body.dim
-        out = gaussian_release(X, body.epsilon, body.delta, r, np.random.default_rng(body.seed),
-                               noise=noise_source(body.seed))
+        noise, rng = seeded_streams(body.seed)
+        out = gaussian_release(X, body.epsilon, body.delta, r, rng, noise=noise)
         return ComputedRelease(Z=out.Z, dim=r, noise_std=float(out.noise_std), sensitivity=float(out.sensitivity))
     r = body.dim if body.dim != "auto" else (largest_r(X, body.epsilon, body.delta, d) or min(d, AUTO_DIM_CAP))
     out = po_gp_ucb_release(X, body.epsilon, body.delta, r, np.random.default_rng(body.seed))

@@ -136,6 +136,15 @@ def noise_source(seed: int | None) -> NoiseSource:
     return OpenDPNoise() if seed is None else SeededNoise(seed)
 
 
+def seeded_streams(seed: int | None) -> tuple[NoiseSource, np.random.Generator]:
+    """The privacy-noise source for ``seed`` and an independent generator for everything else (M, splits).
+
+    Two generators built from the same seed draw the same numbers, so the noise would repeat M or the lots;
+    spawning keeps the streams independent and still reproducible."""
+    noise_rng, rng = np.random.default_rng(seed).spawn(2)
+    return (noise_source(None) if seed is None else SeededNoise(noise_rng)), rng
+
+
 def _grid_exponent(sensitivity: float) -> int:
     return math.floor(math.log2(_positive(sensitivity, "sensitivity"))) - GRID_BITS
 

@@ -15,7 +15,7 @@ from curator_service.jobs import KINDS, DatasetInfo, JobCancelled, JobContext, J
 from curator_service.ledger import budget_status
 from curator_service.models import Dataset, Job, utcnow
 from curator_service.releases import refuse_seed_in_production
-from shared.noise import noise_source
+from shared.noise import seeded_streams
 
 INTERRUPTED = "the service stopped while this job was running; its privacy budget stays charged; submit it again"
 
@@ -90,9 +90,10 @@ class JobRunner:
             if job.dataset_id is not None:
                 dataset = session.get(Dataset, job.dataset_id)
                 info, table = dataset_info(session, dataset), cached_table(self.app, dataset)
+            noise, rng = seeded_streams(seed)
             ctx = JobContext(
                 job_id=job_id, params=dict(job.params), dataset=info, table=table, epsilon=job.epsilon,
-                delta=job.delta, noise=noise_source(seed), rng=np.random.default_rng(seed),
+                delta=job.delta, noise=noise, rng=rng,
                 progress=lambda fraction, message=None: self._update(
                     job_id, progress=min(1.0, max(0.0, float(fraction))), message=message
                 ),

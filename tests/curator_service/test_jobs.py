@@ -143,3 +143,15 @@ def test_a_seeded_job_queued_in_research_mode_does_not_run_in_production(make_cl
     production = make_client(mode="production")  # same data directory: recovery runs the queued job
     done = _wait(production, job["id"])
     assert done["status"] == "failed" and "production" in done["message"] and done["result"] is None
+
+
+def test_a_seeded_jobs_noise_and_rng_are_independent_streams(client, monkeypatch):
+    def run(ctx):
+        return {"noise": ctx.noise.gaussian(1.0, 4), "rng": ctx.rng.normal(0.0, 1.0, 4)}
+
+    monkeypatch.setitem(KINDS, "streams", JobKind(name="streams", description="draws", cost=lambda p, d: (0.0, 0.0),
+                                                  run=run, needs_dataset=False))
+    results = [_wait(client, client.post("/v1/jobs", json={"kind": "streams", "params": {"seed": 5}}).json()["id"])
+               ["result"] for _ in range(2)]
+    assert results[0] == results[1]  # reproducible
+    assert results[0]["noise"] != results[0]["rng"]

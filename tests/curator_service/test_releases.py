@@ -139,3 +139,15 @@ def test_reconstruction_audit_refuses_a_seed_in_production(make_client):
     assert_error(client.post(url, json={"known": 4, "seed": 0}), 403, "seed_refused", "production", "'seed'")
     assert client.post(url, json={"known": 4}).status_code == 200
     assert [e["action"] for e in client.get("/v1/audit").json()].count("release.audit_reconstruction") == 1
+
+
+def test_a_seeded_release_draws_its_noise_independently_of_m():
+    """With X = 0, Z is the noise G alone; one seed used twice made G's first d rows noise_std · M."""
+    from curator_service.releases import compute_release
+    from shared.schemas import ReleaseCreate
+
+    d, r, seed = 3, 2, 7
+    computed = compute_release(np.zeros((20, d)), ReleaseCreate(mechanism="gaussian", epsilon=1.0, delta=1e-5,
+                                                                dim=r, seed=seed))
+    same_stream_m = np.random.default_rng(seed).standard_normal((d, r))
+    assert not np.allclose(computed.Z[:d] / computed.noise_std, same_stream_m)
