@@ -20,7 +20,9 @@ uses the same initial rows in every setting — and count towards T):
   at three ε). Every run is its own release (its own projection matrix M) and its own key and session.
 * ``gaussian`` at ε ∈ {0.5, 1, 2, 4, 8, 16} with the paper's δ.
 * non-private GP-UCB: the same modeler loop in-process on the paper-preprocessed inputs (Algorithm 1's X,
-  before any projection), as the paper's baseline; random search: uniformly random distinct rows.
+  before any projection), as the paper's baseline; ``non-private-public-scaling``: the same on the
+  publicly scaled features (what ``gaussian`` releases, without noise or projection); random search:
+  uniformly random distinct rows.
 
 The modeler is ``modeler_client``'s loop (``RemoteGPUCB``: GP-UCB with β_t of Algorithm 2, δ' = 0.025 =
 δ_ucb/2, SE kernel, hyperparameters fitted by marginal likelihood every ``REFIT_EVERY`` answers). Simple
@@ -73,6 +75,7 @@ from shared.datasets.sg_property import load_sg_property  # noqa: E402
 from shared.datasets.tables import RealTable  # noqa: E402
 from shared.projection import largest_r, omega  # noqa: E402
 from shared.projection.po_gp_ucb import centred_gram  # noqa: E402
+from shared.scaling import apply_scaling  # noqa: E402
 from shared.schemas import API_PREFIX, DatasetOut, ReleaseOut, ScalingSpec  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -81,8 +84,9 @@ REFIT_EVERY = 10  # the paper gives no schedule; every 10 answers halves the fit
 GAUSSIAN_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 BUDGET = (1e6, 0.99)  # each run is its own release here; a deployment would release once
 LOANS_N = 36_000
+CROSSING_RS = (3, 9, 12, 15, 20, 30)  # the paper's middle table
 
-Method = Literal["po-gp-ucb", "gaussian", "non-private", "random"]
+Method = Literal["po-gp-ucb", "gaussian", "non-private", "non-private-public-scaling", "random"]
 
 
 @dataclass(frozen=True)
@@ -187,7 +191,7 @@ class Plan:
             middle = sorted(tables)[len(tables) // 2]
             tables = {middle: tables[middle]}
             gaussian_eps = (gaussian_eps[0], gaussian_eps[-1])
-        settings = [Setting("non-private", "baseline", self.figure_runs), Setting("random", "baseline", self.figure_runs)]
+        settings = [Setting(m, "baseline", self.figure_runs) for m in ("non-private", "non-private-public-scaling", "random")]
         settings += [Setting("po-gp-ucb", "figure", self.figure_runs, log_epsilon=a, r=experiment.figure_r) for a in figure_eps]
         for a, (rs, _) in tables.items():
             for r in rs:  # the figure already has r = figure_r at its ε (with the figure's runs)
@@ -312,10 +316,9 @@ def in_process_loop(
     return indices, (time.perf_counter() - start) / (settings.iterations - len(initial))
 
 
-def original_inputs_release(ctx: DatasetContext) -> ReleaseOut:
-    """Metadata describing the unprojected inputs to the surrogate, for non-private GP-UCB (nothing is
+def original_inputs_release(ctx: DatasetContext, X: np.ndarray) -> ReleaseOut:
+    """Metadata describing unprojected inputs X to the surrogate, for non-private GP-UCB (nothing is
     released; the surrogate reads only ``goal``, ``dim`` and ``noise_std``)."""
-    X = ctx.paper_inputs
     return ReleaseOut(id=0, dataset_id=ctx.paper_dataset.id, mechanism="po-gp-ucb", certified=False, epsilon=math.inf,
                       delta=0.0, n=X.shape[0], dim=X.shape[1], goal=ctx.table.goal, created_at=datetime.now(UTC))
 
@@ -363,8 +366,9 @@ def one_run(ctx: DatasetContext, setting: Setting, run: int, timed: bool) -> tup
         picks = np.random.default_rng([20_201, run]).choice(rest, size=ctx.iterations - N_INIT, replace=False)
         indices = [*initial, *map(int, picks)]
         return RunResult(indices, ctx.regret(values[indices])), {}
-    if setting.method == "non-private":
-        indices, seconds = in_process_loop(ctx.paper_inputs, original_inputs_release(ctx), ctx.run_settings(), values, initial)
+    if setting.method.startswith("non-private"):
+        X = ctx.paper_inputs if setting.method == "non-private" else apply_scaling(ctx.table.features, ctx.table.scaling)
+        indices, seconds = in_process_loop(X, original_inputs_release(ctx, X), ctx.run_settings(), values, initial)
         return RunResult(indices, ctx.regret(values[indices]), seconds), {}
     release = make_release(ctx, setting, run)
     info = {k: getattr(release, k) for k in ("id", "dim", "omega", "sigma_min", "lifted", "noise_std")}
@@ -549,21 +553,29 @@ def check_claims(results: dict, experiment: Experiment) -> dict:
                                                                            random=random_final)
     for a, (rs, _) in experiment.paper_tables.items():
         row = [find(results, method="po-gp-ucb", log_epsilon=a, r=r) for r in rs]
-        if not all(row):
-            continue
-        values = [final(s) for s in row]
-        best = int(np.argmin([v[0] for v in values]))
-        admissible = [i for i, s in enumerate(row) if not s["lifted"]]
-        name = f"table eps=e^{a}: the largest r with sigma_min >= omega at or near the lowest regret"
-        if not admissible:
-            claims[name] = dict(holds=None, reason="no r in the table has σ_min ≥ ω with our preprocessing",
-                                best_r=rs[best], paper_largest_r=experiment.paper_largest_r[a])
-            continue
-        star = admissible[-1]
-        near = abs(star - best) <= 1 or values[star][0] - values[best][0] <= 2 * math.hypot(values[star][1], values[best][1])
-        claims[name] = dict(holds=bool(near), largest_admissible_r=rs[star], best_r=rs[best],
-                            paper_largest_r=experiment.paper_largest_r[a])
+        if all(row):
+            name = f"table eps=e^{a}: the largest r with sigma_min >= omega at or near the lowest regret"
+            claims[name] = guideline_verdict(rs, row) | dict(paper_largest_r=experiment.paper_largest_r[a])
     return claims
+
+
+def guideline_verdict(rs: Sequence[int], row: Sequence[dict]) -> dict:
+    """Whether the largest r with σ_min ≥ ω in a row of an r table has the lowest S_T, or is next to it,
+    or is within 2 standard errors of it (None when no r in the row has σ_min ≥ ω)."""
+    values = [final(s) for s in row]
+    best = int(np.argmin([v[0] for v in values]))
+    admissible = [i for i, s in enumerate(row) if not s["lifted"]]
+    if not admissible:
+        return dict(holds=None, reason="no r in the table has σ_min ≥ ω with our preprocessing", best_r=rs[best])
+    star = admissible[-1]
+    near = abs(star - best) <= 1 or values[star][0] - values[best][0] <= 2 * math.hypot(values[star][1], values[best][1])
+    return dict(holds=bool(near), largest_admissible_r=rs[star], best_r=rs[best])
+
+
+def crossing_epsilon(ctx: DatasetContext) -> float:
+    """log ε (rounded up to 0.01) at which σ_min ≥ ω first holds at the figure's r on our inputs (ω ∝ 1/ε)."""
+    sigma_min = centred_gram(ctx.paper_inputs).sigma_min
+    return math.ceil(100 * math.log(omega(1.0, ctx.experiment.delta, ctx.experiment.figure_r) / sigma_min)) / 100
 
 
 def print_claims(claims: dict, console: Console) -> None:
@@ -572,6 +584,27 @@ def print_claims(claims: dict, console: Console) -> None:
         mark = "[yellow]not testable[/]" if holds is None else "[green]reproduces[/]" if holds else "[red]does NOT reproduce[/]"
         details = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in verdict.items() if k != "holds"}
         console.print(f"  {mark}: {name} {details}")
+
+
+def report_crossing(all_results: dict, console: Console, command: str) -> None:
+    """The r table at our own crossing ε (``--crossing``): printed, checked, saved as real_data_crossing.json."""
+    claims = {}
+    for key, results in all_results.items():
+        row = sorted(results["settings"], key=lambda s: s["r"])
+        rs = [s["r"] for s in row]
+        a = row[0]["log_epsilon"]
+        table = Table(title=f"{key}: S_{results['iterations']} vs r at ε = e^{a}, where our inputs reach σ_min = ω at "
+                            f"r = {EXPERIMENTS[key].figure_r} (* = σ_min ≥ ω)")
+        table.add_column("")
+        for s in row:
+            table.add_column(f"r={s['r']}{'' if s['lifted'] else '*'}")
+        table.add_row("ours", *[f"{final(s)[0]:.3f}±{final(s)[1]:.3f}" for s in row])
+        table.add_row("runs", *[str(s["runs"]) for s in row])
+        console.print(table)
+        claims[key] = {f"e^{a}: the largest r with sigma_min >= omega at or near the lowest regret": guideline_verdict(rs, row)}
+        print_claims(claims[key], console)
+    out = dict(command=command, n_init=N_INIT, refit_every=REFIT_EVERY, claims=claims, datasets=all_results)
+    (RESULTS / "real_data_crossing.json").write_text(json.dumps(out, indent=1, default=float))
 
 
 def http_overhead(all_results: dict) -> dict:
@@ -621,8 +654,8 @@ def plot(all_results: dict, out: Path) -> None:
                 style = "--" if s["method"] != "po-gp-ucb" else "-"
                 ax.plot(range(1, T + 1), mean, style, label=s["label"] + (" (σ_min≥ω)" if s.get("lifted") is False else ""))
         ax.set(title=f"{key}: simple regret vs iteration (r = {experiment.figure_r})", xlabel="iteration",
-               ylabel="simple regret (σ_y)", yscale="log")
-        ax.grid(alpha=0.3, which="both")
+               ylabel="simple regret (σ_y)")
+        ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
 
         ax = axes[row, 1]
@@ -631,7 +664,7 @@ def plot(all_results: dict, out: Path) -> None:
             chosen.sort(key=lambda s: s[xs])
             ax.errorbar([s[xs] for s in chosen], [final(s)[0] for s in chosen], [final(s)[1] for s in chosen],
                         marker="o", capsize=3, label=f"{method}" + (" (NOT DP)" if method == "po-gp-ucb" else " (certified)"))
-        for method, color in (("non-private", "k"), ("random", "grey")):
+        for method, color in (("non-private", "k"), ("non-private-public-scaling", "tab:brown"), ("random", "grey")):
             ax.axhline(final(find(results, method=method))[0], color=color, ls=":", label=method)
         ax.set(title=f"{key}: S_{T} vs ε", xlabel="ε", ylabel=f"S_{T} (σ_y)", xscale="log")
         ax.grid(alpha=0.3, which="both")
@@ -666,12 +699,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timing-runs", type=int, default=2, help="runs per figure/gaussian setting also timed in-process")
     parser.add_argument("--datasets", nargs="+", choices=sorted(EXPERIMENTS), default=["loans", "property"])
     parser.add_argument("--workers", type=int, default=2, help="runs in flight at once (threads; results unchanged)")
+    parser.add_argument("--crossing", action="store_true",
+                        help="only the r guideline at the ε where OUR inputs cross σ_min = ω at r = 15 (--table-runs runs)")
+    parser.add_argument("--replot", type=Path, help="only redraw the PNG beside this saved JSON, then exit")
     parser.add_argument("--fit-rows", type=int, help="rows for the ARD lengthscale fit (default 500; quick 200)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    if args.replot:
+        plot(json.loads(args.replot.read_text())["datasets"], args.replot.with_suffix(".png"))
+        return
     console = Console(width=max(Console().width, 150))  # tables stay readable in a log file
     runs = args.runs or (2 if args.quick else 20)
     plan = Plan(
@@ -693,7 +732,12 @@ def main(argv: list[str] | None = None) -> None:
             for key in args.datasets:
                 experiment = EXPERIMENTS[key]
                 ctx = prepare_dataset(experiment, experiment.load(), curator, curator.data_dir, plan, console)
-                all_results[key] = run_dataset(ctx, plan, progress, console)
+                crossing = [Setting("po-gp-ucb", "crossing", plan.table_runs, log_epsilon=crossing_epsilon(ctx), r=r)
+                            for r in CROSSING_RS] if args.crossing else None
+                all_results[key] = run_dataset(ctx, plan, progress, console, settings=crossing)
+    if args.crossing:
+        report_crossing(all_results, console, command)
+        return
     for key, results in all_results.items():
         print_results(results, EXPERIMENTS[key], console)
         claims[key] = check_claims(results, EXPERIMENTS[key])
