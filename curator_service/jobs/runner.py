@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from curator_service.datasets import cached_table
 from curator_service.errors import ApiError, log_unexpected
-from curator_service.jobs import KINDS, DatasetInfo, JobCancelled, JobContext, JobFailed
+from curator_service.jobs import KINDS, DatasetInfo, JobCancelled, JobContext, JobFailed, JobKind
 from curator_service.ledger import budget_status
 from curator_service.models import Dataset, Job, utcnow
 from curator_service.releases import refuse_seed_in_production
@@ -74,31 +74,16 @@ class JobRunner:
             return bool(session.scalar(select(Job.cancel_requested).where(Job.id == job_id)))
 
     def _run(self, job_id: int) -> None:
-        with self.db.write() as session:
-            job = session.get(Job, job_id)
-            if job is None or job.status != "queued":
-                return
-            seed = job.params.get("seed")
-            try:  # submission refused it already; this catches a job queued in research mode, run in production
-                refuse_seed_in_production(self.app.state.settings, seed)
-            except ApiError as exc:
-                job.status, job.message, job.finished_at = "failed", exc.detail, utcnow()
-                return
-            job.status = "running"
-            kind = KINDS[job.kind]
-            info = table = None
-            if job.dataset_id is not None:
-                dataset = session.get(Dataset, job.dataset_id)
-                info, table = dataset_info(session, dataset), cached_table(self.app, dataset)
-            noise, rng = seeded_streams(seed)
-            ctx = JobContext(
-                job_id=job_id, params=dict(job.params), dataset=info, table=table, epsilon=job.epsilon,
-                delta=job.delta, noise=noise, rng=rng,
-                progress=lambda fraction, message=None: self._update(
-                    job_id, progress=min(1.0, max(0.0, float(fraction))), message=message
-                ),
-                cancelled=lambda: self._cancel_requested(job_id),
-            )
+        try:
+            started = self._start(job_id)
+        except Exception as exc:  # noqa: BLE001 - a job must never stay queued or running unseen
+            log_unexpected(exc)
+            self._finish(job_id, "failed", f"the job could not start ({type(exc).__name__}); the curator's log says "
+                         "where; its privacy budget stays charged")
+            return
+        if started is None:
+            return
+        kind, ctx = started
         try:
             result = json.loads(json.dumps(kind.run(ctx), allow_nan=False, default=_builtin))
         except JobCancelled:
@@ -113,6 +98,35 @@ class JobRunner:
                 self._finish(job_id, "cancelled", "cancelled; the budget stays charged")
             else:
                 self._finish(job_id, "succeeded", "done", result=result)
+
+    def _start(self, job_id: int) -> tuple[JobKind, JobContext] | None:
+        """Marks a queued job running and builds its context; None when there is nothing to run."""
+        with self.db.write() as session:
+            job = session.get(Job, job_id)
+            if job is None or job.status != "queued":
+                return None
+            seed = job.params.get("seed")
+            try:  # submission refused it already; this catches a job queued in research mode, run in production
+                refuse_seed_in_production(self.app.state.settings, seed)
+            except ApiError as exc:
+                job.status, job.message, job.finished_at = "failed", exc.detail, utcnow()
+                return None
+            kind = KINDS[job.kind]
+            info = table = None
+            if job.dataset_id is not None:
+                dataset = session.get(Dataset, job.dataset_id)
+                info, table = dataset_info(session, dataset), cached_table(self.app, dataset)
+            job.status = "running"
+            noise, rng = seeded_streams(seed)
+            ctx = JobContext(
+                job_id=job_id, params=dict(job.params), dataset=info, table=table, epsilon=job.epsilon,
+                delta=job.delta, noise=noise, rng=rng,
+                progress=lambda fraction, message=None: self._update(
+                    job_id, progress=min(1.0, max(0.0, float(fraction))), message=message
+                ),
+                cancelled=lambda: self._cancel_requested(job_id),
+            )
+        return kind, ctx
 
     def _finish(self, job_id: int, status: str, message: str, result: dict | None = None) -> None:
         fields: dict[str, object] = {"status": status, "message": message, "finished_at": utcnow(), "result": result}

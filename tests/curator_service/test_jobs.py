@@ -155,3 +155,17 @@ def test_a_seeded_jobs_noise_and_rng_are_independent_streams(client, monkeypatch
                ["result"] for _ in range(2)]
     assert results[0] == results[1]  # reproducible
     assert results[0]["noise"] != results[0]["rng"]
+
+
+def test_a_job_that_cannot_start_fails_instead_of_staying_queued(make_client, monkeypatch):
+    monkeypatch.setattr(JobRunner, "submit", lambda self, job_id: None)  # the service dies before it runs
+    monkeypatch.setitem(KINDS, "vanishing", JobKind(name="vanishing", description="removed by an upgrade",
+                                                    cost=lambda p, d: (0.1, 0.0), run=lambda ctx: {}))
+    before = make_client()
+    dataset = register(before)
+    job = before.post("/v1/jobs", json={"kind": "vanishing", "dataset_id": dataset["id"]}).json()
+    monkeypatch.undo()  # restarted without that kind: recovery runs the queued job, which cannot start
+    after = make_client()
+    done = _wait(after, job["id"])
+    assert done["status"] == "failed" and "could not start (KeyError)" in done["message"]
+    assert [e["job_id"] for e in after.get("/v1/ledger").json()] == [job["id"]]
