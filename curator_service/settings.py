@@ -1,12 +1,22 @@
-"""The service's configuration, read from environment variables (``POBO_*``)."""
+"""The service's configuration: ``POBO_*`` environment variables read and validated by pydantic-settings.
+
+Secrets can come from files instead of the environment (Docker/Kubernetes secrets, a file only the service's
+user can read): ``POBO_ADMIN_TOKEN_FILE`` holds the admin token, ``POBO_DATABASE_PASSWORD_FILE`` the database
+password, which is put into ``POBO_DATABASE_URL``. A trailing newline in a secret file is not part of it.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import Field, PositiveInt, model_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources.utils import parse_env_vars
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 Mode = Literal["research", "production"]
 
@@ -19,60 +29,104 @@ def default_data_dir() -> Path:
     return Path(base) / "pobo-curator"
 
 
-def _flag(raw: str, name: str) -> bool:
-    value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off", ""}:
-        return False
-    raise ValueError(f"{name} must be true or false, not {raw!r}")
+def sqlite_url(data_dir: Path) -> str:
+    """The embedded database: ``curator.db`` in the data directory."""
+    return f"sqlite:///{Path(data_dir).expanduser().resolve() / 'curator.db'}"
 
 
-@dataclass(frozen=True)
-class Settings:
+def read_secret(path: Path, variable: str) -> str:
+    """A secret file's content without its trailing newline; an empty or unreadable file is a start error."""
+    try:
+        secret = Path(path).expanduser().read_text().rstrip("\r\n")
+    except OSError as error:
+        raise ValueError(f"{variable}: cannot read {path} ({error.strerror})") from None
+    if not secret:
+        raise ValueError(f"{variable}: {path} is empty")
+    return secret
+
+
+class Settings(BaseSettings):
     """Everything the service needs to start.
 
     ``admin_token``: the curator's bearer token (``None`` disables the admin token; curator keys still work).
     ``mode``: ``production`` (the default) refuses seeds, so every release uses the floating-point-safe
     noise source; ``research`` accepts a seed from the curator (never from a modeler key) for reproducible,
     uncertified releases. Demos, tests and benchmarks opt into research mode explicitly.
+    ``import_root``: the only directory whose files may be registered by server-side path (``None``: uploads only).
+    ``database_url``: SQLAlchemy URL; empty means SQLite in ``data_dir``.
+
+    ``Settings(...)`` takes exactly the values given (and defaults); ``Settings.from_env()`` reads the environment.
     """
 
-    data_dir: Path
-    database_url: str
-    admin_token: str | None = None
+    # Strings from the environment are parsed (``"true"``, ``"8"``), but an unknown field or a float where an
+    # int belongs is refused; empty variables count as unset, as the hand-written parser did.
+    model_config = SettingsConfigDict(env_prefix="POBO_", frozen=True, extra="forbid", env_ignore_empty=True,
+                                      hide_input_in_errors=True)  # a validation error never prints a secret
+
+    data_dir: Path  # default_data_dir() when unset
+    database_url: str = ""
+    database_password_file: Path | None = None
+    admin_token: str | None = Field(default=None, repr=False)
+    admin_token_file: Path | None = None
     allow_uncertified_mechanisms: bool = False
     mode: Mode = "production"
-    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
-    job_workers: int = 1
+    max_upload_bytes: PositiveInt = DEFAULT_MAX_UPLOAD_BYTES
+    job_workers: PositiveInt = 1
+    import_root: Path | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, **_: PydanticBaseSettingsSource
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)  # the environment is read by from_env only, so a test's Settings(...) is hermetic
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
-        """Reads ``POBO_DATA_DIR``, ``POBO_DATABASE_URL``, ``POBO_ADMIN_TOKEN``,
-        ``POBO_ALLOW_UNCERTIFIED_MECHANISMS``, ``POBO_MODE``, ``POBO_MAX_UPLOAD_BYTES`` and
-        ``POBO_JOB_WORKERS``; keyword ``overrides`` (not None) win over the environment."""
-        env = os.environ if environ is None else environ
-        data_dir = Path(env.get("POBO_DATA_DIR") or default_data_dir()).expanduser()
-        mode = env.get("POBO_MODE", "production").strip().lower()
-        if mode not in ("research", "production"):
-            raise ValueError(f"POBO_MODE must be 'research' or 'production', not {mode!r}")
-        settings = cls(
-            data_dir=data_dir,
-            database_url=env.get("POBO_DATABASE_URL") or "",
-            admin_token=env.get("POBO_ADMIN_TOKEN") or None,
-            allow_uncertified_mechanisms=_flag(
-                env.get("POBO_ALLOW_UNCERTIFIED_MECHANISMS", "false"), "POBO_ALLOW_UNCERTIFIED_MECHANISMS"
-            ),
-            mode=mode,  # type: ignore[arg-type]
-            max_upload_bytes=int(env.get("POBO_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)),
-            job_workers=int(env.get("POBO_JOB_WORKERS", 1)),
-        )
-        settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
-        if not settings.database_url:
-            settings = replace(settings, database_url=sqlite_url(settings.data_dir))
-        return settings
+        """Reads ``POBO_<FIELD>`` for every field from ``environ`` (default ``os.environ``); keyword
+        ``overrides`` that are not None win over the environment (an ``admin_token`` override also over
+        ``POBO_ADMIN_TOKEN_FILE``)."""
+        values = MappingEnvSource(cls, os.environ if environ is None else environ)()
+        given = {name: value for name, value in overrides.items() if value is not None}
+        if "admin_token" in given:
+            values.pop("admin_token_file", None)
+        return cls(**{**values, **given})
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_secrets_and_defaults(cls, values: Any) -> Any:
+        if not isinstance(values, dict):
+            return values
+        values = dict(values)
+        if values.get("admin_token_file"):
+            if values.get("admin_token"):
+                raise ValueError("set POBO_ADMIN_TOKEN or POBO_ADMIN_TOKEN_FILE, not both")
+            values["admin_token"] = read_secret(values["admin_token_file"], "POBO_ADMIN_TOKEN_FILE")
+        if values.get("database_password_file"):
+            if not str(values.get("database_url") or "").startswith("postgresql"):
+                raise ValueError("POBO_DATABASE_PASSWORD_FILE needs a PostgreSQL POBO_DATABASE_URL to put it in")
+            password = read_secret(values["database_password_file"], "POBO_DATABASE_PASSWORD_FILE")
+            url = make_url(values["database_url"]).set(password=password)
+            values["database_url"] = url.render_as_string(hide_password=False)
+        values["data_dir"] = Path(values.get("data_dir") or default_data_dir()).expanduser()
+        if not values.get("database_url"):
+            values["database_url"] = sqlite_url(values["data_dir"])
+        try:
+            make_url(values["database_url"])
+        except ArgumentError:
+            raise ValueError("POBO_DATABASE_URL is not a database URL (e.g. postgresql+psycopg://user@host/db)") from None
+        return values
+
+    def __repr_args__(self):  # the database URL may carry the password: never in a log line or traceback
+        for name, value in super().__repr_args__():
+            yield name, make_url(value).render_as_string(hide_password=True) if name == "database_url" else value
 
 
-def sqlite_url(data_dir: Path) -> str:
-    """The embedded database: ``curator.db`` in the data directory."""
-    return f"sqlite:///{Path(data_dir).expanduser().resolve() / 'curator.db'}"
+class MappingEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping instead of ``os.environ`` (tests pass ``{}``)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)

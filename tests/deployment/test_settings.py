@@ -1,0 +1,119 @@
+"""The service's configuration: the same variables and defaults as before pydantic-settings, secrets from
+files, and nothing secret in a repr or a validation error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pydantic
+import pytest
+
+from curator_service.settings import DEFAULT_MAX_UPLOAD_BYTES, Settings, sqlite_url
+
+PG = "postgresql+psycopg://pobo@db.internal:5432/pobo"
+
+
+def test_defaults_are_production_sqlite_in_the_data_dir_and_no_admin_token(tmp_path):
+    settings = Settings.from_env({"POBO_DATA_DIR": str(tmp_path)})
+    assert settings.mode == "production"
+    assert settings.database_url == sqlite_url(tmp_path)
+    assert settings.admin_token is None and settings.import_root is None
+    assert not settings.allow_uncertified_mechanisms
+    assert (settings.max_upload_bytes, settings.job_workers) == (DEFAULT_MAX_UPLOAD_BYTES, 1)
+
+
+def test_every_variable_is_read_and_parsed(tmp_path):
+    settings = Settings.from_env({
+        "POBO_DATA_DIR": str(tmp_path), "POBO_DATABASE_URL": PG, "POBO_ADMIN_TOKEN": "t0k",
+        "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "yes", "POBO_MODE": "research", "POBO_MAX_UPLOAD_BYTES": "1024",
+        "POBO_JOB_WORKERS": "3", "POBO_IMPORT_ROOT": str(tmp_path / "imports"),
+    })
+    assert (settings.database_url, settings.admin_token, settings.mode) == (PG, "t0k", "research")
+    assert settings.allow_uncertified_mechanisms
+    assert (settings.max_upload_bytes, settings.job_workers) == (1024, 3)
+    assert settings.import_root == tmp_path / "imports"
+
+
+def test_empty_variables_count_as_unset_and_overrides_win(tmp_path):
+    env = {"POBO_DATABASE_URL": "", "POBO_ADMIN_TOKEN": "", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "", "POBO_MODE": "research"}
+    settings = Settings.from_env(env, data_dir=tmp_path, mode="production", database_url=None)
+    assert settings.database_url == sqlite_url(tmp_path) and settings.admin_token is None
+    assert settings.mode == "production" and not settings.allow_uncertified_mechanisms
+
+
+def test_constructing_settings_directly_ignores_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("POBO_MODE", "research")
+    monkeypatch.setenv("POBO_ADMIN_TOKEN", "from-env")
+    settings = Settings(data_dir=tmp_path)
+    assert settings.mode == "production" and settings.admin_token is None
+    assert Settings.from_env().mode == "research"  # from_env reads os.environ by default
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("POBO_MODE", "dev"), ("POBO_JOB_WORKERS", "1.5"), ("POBO_JOB_WORKERS", "0"),
+    ("POBO_MAX_UPLOAD_BYTES", "-1"), ("POBO_ALLOW_UNCERTIFIED_MECHANISMS", "maybe"),
+    ("POBO_DATABASE_URL", "not a url"),
+])
+def test_bad_values_stop_the_start_with_the_setting_named(variable, value, tmp_path):
+    with pytest.raises(pydantic.ValidationError) as caught:
+        Settings.from_env({variable: value}, data_dir=tmp_path)
+    field = variable.removeprefix("POBO_").lower()
+    assert field in str(caught.value) or variable in str(caught.value)
+
+
+def test_admin_token_from_a_file_without_its_trailing_newline(tmp_path):
+    secret = tmp_path / "admin_token"
+    secret.write_text("s3cret-token\n")
+    settings = Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path)
+    assert settings.admin_token == "s3cret-token"
+    # An explicit override (the CLI's generated token) wins over the file.
+    assert Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path, admin_token="x").admin_token == "x"
+
+
+@pytest.mark.parametrize("content, message", [(None, "cannot read"), ("\n", "is empty")])
+def test_a_missing_or_empty_secret_file_stops_the_start(tmp_path, content, message):
+    secret = tmp_path / "token"
+    if content is not None:
+        secret.write_text(content)
+    with pytest.raises(pydantic.ValidationError, match=message):
+        Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path)
+
+
+def test_token_and_token_file_together_are_refused_without_echoing_either(tmp_path):
+    secret = tmp_path / "token"
+    secret.write_text("file-secret")
+    with pytest.raises(pydantic.ValidationError, match="not both") as caught:
+        Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret), "POBO_ADMIN_TOKEN": "env-secret"}, data_dir=tmp_path)
+    assert "env-secret" not in str(caught.value)
+
+
+def test_database_password_from_a_file_goes_into_the_url_and_never_into_a_repr(tmp_path):
+    secret = tmp_path / "db_password"
+    secret.write_text("p@ss:w/rd\n")  # characters a URL must escape
+    settings = Settings.from_env({"POBO_DATABASE_URL": PG, "POBO_DATABASE_PASSWORD_FILE": str(secret),
+                                  "POBO_ADMIN_TOKEN": "admin-secret"}, data_dir=tmp_path)
+    from sqlalchemy.engine import make_url
+
+    assert make_url(settings.database_url).password == "p@ss:w/rd"
+    assert make_url(settings.database_url).host == "db.internal"
+    for text in (repr(settings), str(settings)):
+        assert "p@ss" not in text and "p%40ss" not in text and "admin-secret" not in text
+
+
+def test_a_password_file_without_a_postgresql_url_is_refused(tmp_path):
+    secret = tmp_path / "db_password"
+    secret.write_text("pw")
+    with pytest.raises(pydantic.ValidationError, match="PostgreSQL"):
+        Settings.from_env({"POBO_DATABASE_PASSWORD_FILE": str(secret)}, data_dir=tmp_path)
+
+
+def test_a_validation_error_does_not_print_the_database_password(tmp_path):
+    with pytest.raises(pydantic.ValidationError) as caught:
+        Settings.from_env({"POBO_DATABASE_URL": "postgresql+psycopg://u:hunter2@h/db", "POBO_JOB_WORKERS": "x"},
+                          data_dir=tmp_path)
+    assert "hunter2" not in str(caught.value)
+
+
+def test_data_dir_expands_the_home_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert Settings.from_env({"POBO_DATA_DIR": "~/curator"}).data_dir == Path(tmp_path) / "curator"
