@@ -1,0 +1,136 @@
+"""What every console page shares: who is logged in, the CSRF check on forms, rendering and redirects.
+
+A page handler takes :data:`Console` (the API as the logged-in token sees it); a form handler also awaits
+:func:`checked_form`. Refusals of the API become a message on the page, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.templating import Jinja2Templates
+from starlette.datastructures import FormData
+
+from curator_service.console import security
+from curator_service.console.client import Api, ApiRefusal
+
+TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
+
+
+def _number(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+
+
+def _when(value: str | datetime | None) -> str:
+    if value is None:
+        return "—"
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+TEMPLATES.env.filters["num"] = _number
+TEMPLATES.env.filters["when"] = _when
+
+
+class LoginRequired(Exception):
+    """No (valid) console cookie: the handler installed with the console redirects to the login form."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class CsrfRefused(Exception):
+    """A form post without the CSRF token of this browser's cookie."""
+
+
+def console_api(request: Request) -> Api:
+    token = security.session_token(request)
+    if token is None:
+        raise LoginRequired()
+    return Api(request, token)
+
+
+Console = Annotated[Api, Depends(console_api)]
+
+
+def console_key(request: Request) -> bytes:
+    return request.app.state.console_key
+
+
+async def checked_form(request: Request) -> FormData:
+    """The posted form, after checking its CSRF token against this browser's console cookie."""
+    form = await request.form()
+    submitted = form.get("csrf")
+    if not security.csrf_valid(console_key(request), security.bound_cookie(request), submitted if isinstance(submitted, str) else None):
+        raise CsrfRefused()
+    return form
+
+
+def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """The page with its CSRF token and the one-shot message left by the previous redirect."""
+    flash = security.read_flash(request)
+    cookie, new_nonce = security.form_cookie(request)
+    page = TEMPLATES.TemplateResponse(
+        request, template, {"csrf": security.csrf_token(console_key(request), cookie), "flash": flash, **context},
+        status_code=status_code,
+    )
+    if flash:
+        security.forget_flash(page)
+    if new_nonce:
+        security.set_login_nonce(page, cookie)
+    page.headers["Cache-Control"] = "no-store"
+    return page
+
+
+def redirect(path: str, message: str | None = None, kind: str = "notice") -> RedirectResponse:
+    """303 to ``path`` (a console page) with a one-shot message."""
+    response = RedirectResponse(path, status_code=303)
+    if message:
+        security.set_flash(response, message, kind)
+    return response
+
+
+def refused(path: str, refusal: ApiRefusal) -> RedirectResponse:
+    """Back to ``path`` with the API's sentence (401 leads to the login form instead)."""
+    if refusal.status == 401:
+        raise LoginRequired(refusal.detail)
+    return redirect(path, refusal.detail, "error")
+
+
+def field(form: FormData, name: str) -> str:
+    value = form.get(name)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def number(form: FormData, name: str, label: str) -> float:
+    text = field(form, name)
+    try:
+        return float(text)
+    except ValueError:
+        raise ApiRefusal(422, "validation_error", f"{label} must be a number; got {text!r}") from None
+
+
+def whole_number(form: FormData, name: str, label: str) -> int:
+    text = field(form, name)
+    if not text.isdigit():
+        raise ApiRefusal(422, "validation_error", f"{label} must be a whole number ≥ 0; got {text!r}")
+    return int(text)
+
+
+def numbers(form: FormData, name: str, label: str) -> list[float]:
+    """A comma-separated list of numbers."""
+    parts = [p.strip() for p in field(form, name).split(",") if p.strip()]
+    try:
+        return [float(p) for p in parts]
+    except ValueError:
+        raise ApiRefusal(422, "validation_error", f"{label} must be numbers separated by commas") from None

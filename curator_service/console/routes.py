@@ -1,0 +1,343 @@
+"""The console's pages under ``/console``: each reads and acts through the API as the logged-in token.
+
+Datasets (budget gauge, ledger, cumulative ε chart, register a CSV, make a release, raise the budget),
+releases, keys (token shown once, revoke), sessions (queries, best-so-far chart), pending manual queries
+(answer form), jobs (progress, result, DPareto front) and the audit log (filterable).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.datastructures import UploadFile
+
+from curator_service.console import charts, security
+from curator_service.console.client import Api, ApiRefusal
+from curator_service.console.pages import (
+    Console,
+    checked_form,
+    field,
+    number,
+    numbers,
+    redirect,
+    refused,
+    render,
+    whole_number,
+)
+from curator_service.console.reads import list_sessions
+from shared.algorithms.planner import ReleaseSetting, noise_to_spread
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+AUDIT_ROWS = 500
+AUDIT_PAGE = 10_000
+LIVE_JOB_STATES = ("queued", "running")
+
+
+# --- login -----------------------------------------------------------------------------------------------
+
+
+@router.get("", response_class=RedirectResponse)
+def home() -> RedirectResponse:
+    return RedirectResponse("/console/datasets", status_code=303)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request) -> HTMLResponse:
+    return render(request, "login.html")
+
+
+@router.post("/login")
+async def login(request: Request) -> RedirectResponse:
+    form = await checked_form(request)
+    token = field(form, "token")
+    if not token:
+        return redirect("/console/login", "Paste the admin token or a curator key.", "error")
+    try:
+        await Api(request, token).get("/v1/keys")  # curator only: proves the token and its role
+    except ApiRefusal as refusal:
+        message = ("This is a modeler key; the console is the curator's: log in with the admin token or a "
+                   "curator key." if refusal.status == 403 else refusal.detail)
+        return redirect("/console/login", message, "error")
+    response = redirect("/console/datasets", "Logged in.")
+    security.log_in(response, token)
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> RedirectResponse:
+    await checked_form(request)
+    response = redirect("/console/login", "Logged out.")
+    security.log_out(response)
+    return response
+
+
+# --- datasets, ledger, releases ----------------------------------------------------------------------------
+
+
+@router.get("/datasets", response_class=HTMLResponse)
+async def datasets_page(request: Request, api: Console) -> HTMLResponse:
+    datasets = await api.get("/v1/datasets")
+    return render(request, "datasets.html", page="datasets", datasets=datasets, gauge=charts.gauge)
+
+
+def _registration_spec(form) -> dict[str, Any]:
+    """The registration spec from the form's fields (the API validates it and names what to fix)."""
+    columns = [c.strip() for c in field(form, "feature_columns").split(",") if c.strip()]
+    kind = field(form, "evaluator_kind")
+    evaluator = {"kind": "manual"} if kind == "manual" else {"kind": "column", "column": field(form, "measure_column")}
+    if field(form, "scaling_kind") == "identity":
+        scaling: dict[str, Any] = {"kind": "identity"}
+    else:
+        scaling = {"kind": "bounds", "lower": numbers(form, "lower", "Lower bounds"),
+                   "upper": numbers(form, "upper", "Upper bounds"),
+                   "diameter": number(form, "diameter", "The box diameter")}
+    return {"name": field(form, "name"), "feature_columns": columns, "evaluator": evaluator, "scaling": scaling,
+            "budget": {"epsilon": number(form, "epsilon", "Budget ε"), "delta": number(form, "delta", "Budget δ")},
+            "goal": field(form, "goal") or "maximize"}
+
+
+@router.post("/datasets")
+async def register_dataset(request: Request, api: Console) -> RedirectResponse:
+    form = await checked_form(request)
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile) or not upload.filename:
+        return redirect("/console/datasets", "Choose the CSV file to register.", "error")
+    try:
+        spec = _registration_spec(form)
+        dataset = await api.post("/v1/datasets", data={"spec": json.dumps(spec)},
+                                 files={"file": (upload.filename, await upload.read(), "text/csv")})
+    except ApiRefusal as refusal:
+        return refused("/console/datasets", refusal)
+    return redirect(f"/console/datasets/{dataset['id']}",
+                    f"Registered {dataset['name']!r}: {dataset['n']} rows, {dataset['d']} features.")
+
+
+def _epsilon_over_time(dataset: dict, entries: list[dict]):
+    """Cumulative ε spent (charges) against time from registration (0), the current total as a dashed line."""
+    start = datetime.fromisoformat(dataset["created_at"])
+    times, spent, titles, running = [start.timestamp()], [0.0], [f"{start:%Y-%m-%d %H:%M:%S} · registered"], 0.0
+    for entry in (e for e in entries if e["kind"] == "charge"):
+        running += entry["epsilon"]
+        moment = datetime.fromisoformat(entry["created_at"])
+        times.append(moment.timestamp())
+        spent.append(running)
+        titles.append(f"{moment:%Y-%m-%d %H:%M:%S} · {entry['purpose']} · ε {entry['epsilon']:.4g} (total spent "
+                      f"{running:.4g})")
+    total = dataset["budget"]["total_epsilon"]
+    return charts.step_chart(
+        "epsilon-over-time", times, spent, titles, x_label="time (UTC)", y_label="ε spent",
+        x_text=lambda t: datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S"), y_floor=0.0,
+        y_line=(total, f"budget ε {total:.4g}"),
+    )
+
+
+def noise_to_spread_of(release: dict, dataset: dict) -> float | None:
+    """σ_x over the spread of rows uniform in the public box (the planner's ratio); None without a box."""
+    box = (dataset.get("neighbouring_step") or {}).get("box_diameter")
+    parameters = release.get("parameters")
+    if box is None or not parameters:
+        return None
+    setting = ReleaseSetting(n=release["n"], d=dataset["d"], width=box / math.sqrt(dataset["d"]), r=release["dim"])
+    return noise_to_spread(parameters, setting)
+
+
+@router.get("/datasets/{dataset_id}", response_class=HTMLResponse)
+async def dataset_page(request: Request, api: Console, dataset_id: int) -> HTMLResponse:
+    dataset = await api.get(f"/v1/datasets/{dataset_id}")
+    ledger = await api.get("/v1/ledger", dataset_id=dataset_id)
+    releases = [r for r in await api.get("/v1/releases") if r["dataset_id"] == dataset_id]
+    for release in releases:
+        release["noise_to_spread"] = noise_to_spread_of(release, dataset)
+    budget = dataset["budget"]
+    return render(request, "dataset.html", page="datasets", dataset=dataset, ledger=ledger, releases=releases,
+                  gauge=charts.gauge(budget["spent_epsilon"], budget["total_epsilon"]),
+                  chart=_epsilon_over_time(dataset, ledger))
+
+
+@router.post("/datasets/{dataset_id}/releases")
+async def make_release(request: Request, api: Console, dataset_id: int) -> RedirectResponse:
+    form = await checked_form(request)
+    back = f"/console/datasets/{dataset_id}"
+    try:
+        dim_text = field(form, "dim") or "auto"
+        body = {"mechanism": field(form, "mechanism"), "epsilon": number(form, "epsilon", "ε"),
+                "delta": number(form, "delta", "δ"),
+                "dim": dim_text if dim_text == "auto" else whole_number(form, "dim", "The dimension r")}
+        release = await api.post(f"/v1/datasets/{dataset_id}/releases", body)
+    except ApiRefusal as refusal:
+        return refused(back, refusal)
+    badge = "certified" if release["certified"] else "NOT certified"
+    return redirect(back, f"Release {release['id']} made ({release['mechanism']}, {badge}, ε {release['epsilon']:g}).")
+
+
+@router.post("/datasets/{dataset_id}/budget")
+async def raise_budget(request: Request, api: Console, dataset_id: int) -> RedirectResponse:
+    form = await checked_form(request)
+    back = f"/console/datasets/{dataset_id}"
+    try:
+        body = {"epsilon": number(form, "epsilon", "ε"), "delta": number(form, "delta", "δ"),
+                "reason": field(form, "reason")}
+        await api.post(f"/v1/datasets/{dataset_id}/budget", body)
+    except ApiRefusal as refusal:
+        return refused(back, refusal)
+    return redirect(back, "Budget raised (recorded in the ledger).")
+
+
+@router.get("/releases", response_class=HTMLResponse)
+async def releases_page(request: Request, api: Console) -> HTMLResponse:
+    datasets = {d["id"]: d for d in await api.get("/v1/datasets")}
+    releases = await api.get("/v1/releases")
+    for release in releases:
+        release["noise_to_spread"] = noise_to_spread_of(release, datasets[release["dataset_id"]])
+    return render(request, "releases.html", page="releases", releases=releases, datasets=datasets)
+
+
+# --- keys ------------------------------------------------------------------------------------------------
+
+KEY_FIELDS = {"id", "name", "role", "release_ids", "max_queries", "used_queries", "revoked", "created_at"}
+
+
+async def _keys_page(request: Request, api: Api, created: dict | None = None) -> HTMLResponse:
+    keys = await api.get("/v1/keys")
+    for key in keys:  # expiry, caps and permissions, when the service has them
+        key["limits"] = {k: v for k, v in key.items() if k not in KEY_FIELDS and v not in (None, [], {})}
+    return render(request, "keys.html", page="keys", keys=keys, releases=await api.get("/v1/releases"),
+                  created=created)
+
+
+@router.get("/keys", response_class=HTMLResponse)
+async def keys_page(request: Request, api: Console) -> HTMLResponse:
+    return await _keys_page(request, api)
+
+
+@router.post("/keys", response_class=HTMLResponse)
+async def create_key(request: Request, api: Console) -> HTMLResponse:
+    """Renders the token on this response only (not a redirect: it must never sit in a cookie or a URL)."""
+    form = await checked_form(request)
+    try:
+        release_ids = [int(v) for v in form.getlist("release_ids") if isinstance(v, str) and v.isdigit()]
+        body = {"name": field(form, "name"), "role": field(form, "role") or "modeler", "release_ids": release_ids,
+                "max_queries": whole_number(form, "max_queries", "Max queries")}
+        created = await api.post("/v1/keys", body)
+    except ApiRefusal as refusal:
+        return refused("/console/keys", refusal)
+    return await _keys_page(request, api, created=created)
+
+
+@router.post("/keys/{key_id}/revoke")
+async def revoke_key(request: Request, api: Console, key_id: int) -> RedirectResponse:
+    await checked_form(request)
+    try:
+        await api.delete(f"/v1/keys/{key_id}")
+    except ApiRefusal as refusal:
+        return refused("/console/keys", refusal)
+    return redirect("/console/keys", f"Key {key_id} revoked: its sessions stop working.")
+
+
+# --- sessions and pending queries ----------------------------------------------------------------------------
+
+
+@router.get("/sessions", response_class=HTMLResponse)
+async def sessions_page(request: Request, api: Console) -> HTMLResponse:
+    keys = {k["id"]: k for k in await api.get("/v1/keys")}  # curator only: checked before reading the database
+    with request.app.state.db.read() as session:
+        sessions = list_sessions(session)
+    return render(request, "sessions.html", page="sessions", sessions=sessions, keys=keys)
+
+
+def _best_so_far(queries: list[dict], goal: str):
+    answered = [q for q in queries if q["status"] == "done" and q["value"] is not None]
+    pick = max if goal == "maximize" else min
+    xs, best, titles, current = [], [], [], None
+    for number_, query in enumerate(answered, start=1):
+        current = query["value"] if current is None else pick(current, query["value"])
+        xs.append(float(number_))
+        best.append(current)
+        titles.append(f"answer {number_} (query {query['query_id']}): {query['value']:.6g}; best so far {current:.6g}")
+    return charts.step_chart("best-so-far", xs, best, titles, x_label="answered queries",
+                             y_label=f"best so far ({goal})")
+
+
+@router.get("/sessions/{session_id}", response_class=HTMLResponse)
+async def session_page(request: Request, api: Console, session_id: int) -> HTMLResponse:
+    status = await api.get(f"/v1/sessions/{session_id}")
+    queries = (await api.get(f"/v1/sessions/{session_id}/queries"))["queries"]
+    release = await api.get(f"/v1/releases/{status['release_id']}")
+    return render(request, "session.html", page="sessions", session=status, queries=queries, release=release,
+                  chart=_best_so_far(queries, release["goal"]))
+
+
+@router.get("/queries", response_class=HTMLResponse)
+async def pending_page(request: Request, api: Console) -> HTMLResponse:
+    pending = (await api.get("/v1/queries"))["queries"]
+    names = {d["id"]: d["name"] for d in await api.get("/v1/datasets")}
+    return render(request, "queries.html", page="queries", pending=pending, names=names)
+
+
+@router.post("/queries/{query_id}/answer")
+async def answer_query(request: Request, api: Console, query_id: int) -> RedirectResponse:
+    form = await checked_form(request)
+    try:
+        await api.post(f"/v1/queries/{query_id}/answer", {"value": number(form, "value", "The measured value")})
+    except ApiRefusal as refusal:
+        return refused("/console/queries", refusal)
+    return redirect("/console/queries", f"Query {query_id} answered; the modeler's client gets the value.")
+
+
+# --- jobs and audit ----------------------------------------------------------------------------------------
+
+
+@router.get("/jobs", response_class=HTMLResponse)
+async def jobs_page(request: Request, api: Console) -> HTMLResponse:
+    jobs = sorted(await api.get("/v1/jobs"), key=lambda j: j["id"], reverse=True)
+    live = any(j["status"] in LIVE_JOB_STATES for j in jobs)
+    return render(request, "jobs.html", page="jobs", jobs=jobs, refresh=live)
+
+
+def _front(result: dict | None):
+    if not result or "front" not in result or "points" not in result:
+        return None
+    return charts.front_chart("pareto-front", [(p["epsilon"], p["error"]) for p in result["points"]],
+                              [(p["epsilon"], p["error"]) for p in result["front"]], x_label="ε",
+                              y_label="classification error")
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+async def job_page(request: Request, api: Console, job_id: int) -> HTMLResponse:
+    job = await api.get(f"/v1/jobs/{job_id}")
+    result = job.get("result")
+    return render(request, "job.html", page="jobs", job=job, front=_front(result),
+                  result_text=json.dumps(result, indent=2) if result is not None else None,
+                  refresh=job["status"] in LIVE_JOB_STATES)
+
+
+@router.post("/jobs/{job_id}/cancel")
+async def cancel_job(request: Request, api: Console, job_id: int) -> RedirectResponse:
+    await checked_form(request)
+    try:
+        await api.post(f"/v1/jobs/{job_id}/cancel")
+    except ApiRefusal as refusal:
+        return refused(f"/console/jobs/{job_id}", refusal)
+    return redirect(f"/console/jobs/{job_id}", f"Cancellation of job {job_id} requested.")
+
+
+@router.get("/audit", response_class=HTMLResponse)
+async def audit_page(request: Request, api: Console, actor: str = "", action: str = "",
+                     target: str = "") -> HTMLResponse:
+    """The newest :data:`AUDIT_ROWS` events whose actor, action and target contain the filters (any case)."""
+    events: list[dict] = []
+    while len(page := await api.get("/v1/audit", offset=len(events), limit=AUDIT_PAGE)) > 0:
+        events += page
+        if len(page) < AUDIT_PAGE:
+            break
+    wanted = {"actor": actor.strip().lower(), "action": action.strip().lower(), "target": target.strip().lower()}
+    matching = [e for e in reversed(events)
+                if all(text in (e.get(name) or "").lower() for name, text in wanted.items())]
+    return render(request, "audit.html", page="audit", events=matching[:AUDIT_ROWS], total=len(matching),
+                  filters=wanted, shown=AUDIT_ROWS)
