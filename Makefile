@@ -6,12 +6,12 @@ STAMP := $(VENV)/.installed-stamp
 # Two cores: a threaded BLAS fighting a server subprocess made small GP fits 3-4x slower.
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: install demo test test-slow test-postgres bench clean
+.PHONY: install demo test test-slow test-postgres bench fuzz image lock clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,postgres]"
+	$(PY) -m pip install --quiet -e ".[curator,dev,postgres]"
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -32,6 +32,20 @@ test-slow: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/po_gp_ucb_synthetic.py
 	$(PY) benchmarks/speed_gp_ucb.py
+
+## Schemathesis against a live curator as a modeler and as the admin; figures printed, findings in build/fuzz/.
+fuzz: $(STAMP)
+	$(PY) tools/fuzz_api.py --examples 100 --seed 0 --findings build/fuzz/findings.md
+
+## Builds the image with buildah (no Docker engine needed) and runs it as docker-compose wires it (root).
+image: $(STAMP)
+	PY=$(PY) tools/image/check_image.sh
+
+## requirements.lock: every dependency of the image, pinned with hashes (pip-tools in a throwaway venv).
+lock:
+	$(PYTHON) -m venv build/piptools && build/piptools/bin/pip install --quiet "pip-tools>=7.4"
+	build/piptools/bin/pip-compile --quiet --strip-extras --generate-hashes --allow-unsafe --build-deps-for wheel \
+	  --extra curator --extra postgres --no-emit-index-url --no-emit-find-links --output-file requirements.lock pyproject.toml
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,221 @@
+"""Fuzz the curator's HTTP API with Schemathesis, as a modeler and as the admin, and count what broke.
+
+Starts ``pobo-curator serve`` on loopback (production mode, the deployment default; SQLite, or PostgreSQL
+with ``--database-url``), registers a small table, makes a certified release and issues a modeler key so
+that generated ids can hit real objects, then runs ``schemathesis run`` against the live ``/openapi.json``
+once per token (modeler first: the admin run may revoke the modeler's key), seeded and bounded by
+``--examples`` per operation. Prints one figures line per role and in total:
+
+    requests (from the HAR log), 5xx responses, schema violations (a response whose status, content type,
+    headers or body the OpenAPI does not document), other check failures (e.g. invalid input accepted).
+
+Writes every distinct failure (check, operation, status, example request, why) to ``--findings`` as
+Markdown. Exit status: 0, unless ``POBO_FUZZ_STRICT=1`` and there was a 5xx, a schema violation or fewer
+requests than ``--min-requests`` (the findings are being fixed; CI reports them until the switch is flipped).
+
+Run: ``.venv/bin/python tools/fuzz_api.py --examples 100 --seed 0 --findings build/fuzz/findings.md``
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from modeler_client.local_curator import LocalCurator
+
+# Schemathesis checks whose failure means the response contradicts the published OpenAPI.
+SCHEMA_CHECKS = {"status_code_conformance", "content_type_conformance", "response_headers_conformance",
+                 "response_schema_conformance"}
+
+
+@dataclass
+class Finding:
+    check: str
+    code: str
+    operation: str
+    status: int | None
+    title: str
+    message: str
+    request: str
+    response: str
+    count: int = 1
+
+
+@dataclass
+class RoleResult:
+    role: str
+    requests: int = 0
+    statuses: Counter = field(default_factory=Counter)
+    findings: dict[tuple, Finding] = field(default_factory=dict)
+
+    @property
+    def server_errors(self) -> int:
+        return sum(count for status, count in self.statuses.items() if status >= 500)
+
+    def failures(self, schema: bool) -> int:
+        return sum(f.count for f in self.findings.values() if (f.check in SCHEMA_CHECKS) == schema
+                   and f.check != "not_a_server_error")
+
+
+def seed_fixtures(curator: LocalCurator) -> str:
+    """A 40 × 3 table, one certified release and a modeler key for it; returns the key's token."""
+    rows = np.random.default_rng(0).uniform(0.0, 1.0, size=(40, 3))
+    dataset = curator.register_table(
+        "fuzz", rows, ["a", "b", "c"], evaluator={"kind": "column", "column": "y"}, budget=(1e3, 0.5),
+        extra_columns={"y": rows.sum(axis=1)},
+        scaling={"kind": "bounds", "lower": [0.0] * 3, "upper": [1.0] * 3, "diameter": 1.0},
+    )
+    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, 3)
+    return curator.issue_key([release.id], max_queries=10**6, name="fuzz modeler").token
+
+
+def run_schemathesis(url: str, token: str, role: str, args: argparse.Namespace, report_dir: Path) -> RoleResult:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    har, ndjson = report_dir / f"{role}.har.json", report_dir / f"{role}.ndjson"
+    command = [
+        str(Path(sys.executable).with_name("schemathesis")), "run", f"{url}/openapi.json",
+        "--header", f"Authorization: Bearer {token}",
+        "--checks", "all", "--max-examples", str(args.examples), "--seed", str(args.seed),
+        "--workers", str(args.workers), "--request-timeout", "60", "--generation-database", "none",
+        "--report", "har,ndjson", "--report-har-path", str(har), "--report-ndjson-path", str(ndjson),
+        "--no-color", "--warnings", "off",
+    ]
+    if args.max_time:
+        command += ["--max-time", str(args.max_time)]
+    with open(report_dir / f"{role}.log", "w") as log:
+        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
+    result = RoleResult(role)
+    if har.exists():
+        entries = json.loads(har.read_text())["log"]["entries"]
+        result.requests = len(entries)
+        result.statuses = Counter(entry["response"]["status"] for entry in entries)
+    if ndjson.exists():
+        collect_findings(ndjson, result)
+    return result
+
+
+def collect_findings(ndjson: Path, result: RoleResult) -> None:
+    """Every failed check of every scenario, deduplicated by (check, operation, status, title)."""
+    for line in ndjson.read_text().splitlines():
+        event = json.loads(line)
+        recorder = event.get("ScenarioFinished", {}).get("recorder", {})
+        for case_id, checks in recorder.get("checks", {}).items():
+            interaction = recorder.get("interactions", {}).get(case_id) or {}
+            response = interaction.get("response") or {}
+            for check in checks:
+                if check["status"] == "success":
+                    continue
+                failure = (check.get("failure_info") or {}).get("failure") or {}
+                status = response.get("status_code")
+                key = (check["name"], failure.get("operation", recorder.get("label")), status, failure.get("title"))
+                if key in result.findings:
+                    result.findings[key].count += 1
+                    continue
+                result.findings[key] = Finding(
+                    check=check["name"], code=failure.get("code", ""), operation=key[1], status=status,
+                    title=failure.get("title", ""), message=failure.get("message", "").strip(),
+                    request=describe_request(interaction.get("request") or {}),
+                    response=decode(response.get("content"))[:400],
+                )
+
+
+def decode(payload: object) -> str:
+    if isinstance(payload, dict) and "$base64" in payload:
+        return base64.b64decode(payload["$base64"]).decode("utf-8", errors="replace")
+    return "" if payload is None else str(payload)
+
+
+def describe_request(request: dict) -> str:
+    body = decode(request.get("body"))
+    return f"{request.get('method', '?')} {request.get('uri', '?')}" + (f"\n    body: {body[:400]}" if body else "")
+
+
+def server_tracebacks(log: Path) -> Counter:
+    """The last line of every traceback in the server's log (exception type and message)."""
+    lines, last = Counter(), None
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+        if line.startswith("Traceback"):
+            last = None
+        elif last is None and line and not line.startswith((" ", "Traceback", "INFO", "WARNING", "ERROR", "The above",
+                                                              "During handling", "+", "|")):
+            lines[line[:200]] += 1
+            last = line
+    return lines
+
+
+def write_findings(path: Path, results: list[RoleResult], tracebacks: Counter, header: str) -> None:
+    out = [f"# Fuzzing findings\n\n{header}\n"]
+    for result in results:
+        out.append(f"\n## As {result.role}: {result.requests} requests, {result.server_errors} 5xx, "
+                   f"{result.failures(schema=True)} schema violations, {result.failures(schema=False)} other failures\n")
+        out.append(f"Statuses: {dict(sorted(result.statuses.items()))}\n")
+        for finding in sorted(result.findings.values(), key=lambda f: (f.check, f.operation, str(f.status))):
+            out.append(f"\n### {finding.operation} → {finding.status}: {finding.title} ({finding.check}, "
+                       f"{finding.code}, ×{finding.count})\n\n```\n{finding.request}\n→ {finding.status} "
+                       f"{finding.response}\n```\n\nWhy: {finding.message}\n")
+    if tracebacks:
+        out.append("\n## Exceptions in the server's log (last line of each traceback)\n\n")
+        out.extend(f"- ×{count}: `{line}`\n" for line, count in tracebacks.most_common())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(out))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=100, help="Schemathesis examples per operation and role")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--max-time", type=int, help="seconds per role (Schemathesis stops its phases then)")
+    parser.add_argument("--database-url", help="run the server on this database (default: SQLite)")
+    parser.add_argument("--min-requests", type=int, default=5000, help="strict mode fails below this many requests")
+    parser.add_argument("--findings", type=Path, default=Path("build/fuzz/findings.md"))
+    parser.add_argument("--report-dir", type=Path, help="Schemathesis reports (default: a temporary directory)")
+    return parser
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    strict = os.environ.get("POBO_FUZZ_STRICT") == "1"
+    env = {"POBO_MODE": "production", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "false"}
+    if args.database_url:
+        env["POBO_DATABASE_URL"] = args.database_url
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pobo-fuzz-") as scratch:
+        report_dir = args.report_dir or Path(scratch) / "reports"
+        with LocalCurator(Path(scratch) / "curator", env=env) as curator:
+            modeler_token = seed_fixtures(curator)
+            results = [run_schemathesis(curator.url, modeler_token, "modeler", args, report_dir),
+                       run_schemathesis(curator.url, curator.admin_token, "admin", args, report_dir)]
+        tracebacks = server_tracebacks(curator.log_path)
+        backend = "PostgreSQL" if args.database_url else "SQLite"
+        header = (f"`tools/fuzz_api.py --examples {args.examples} --seed {args.seed}` on {backend}, "
+                  f"{time.monotonic() - started:.0f} s.")
+        write_findings(args.findings, results, tracebacks, header)
+    requests = sum(r.requests for r in results)
+    server_errors = sum(r.server_errors for r in results)
+    violations = sum(r.failures(schema=True) for r in results)
+    for r in results:
+        print(f"fuzz as {r.role}: {r.requests} requests, {r.server_errors} 5xx, "
+              f"{r.failures(schema=True)} schema violations, {r.failures(schema=False)} other check failures")
+    print(f"fuzz total: {requests} requests, {server_errors} 5xx, {violations} schema violations "
+          f"({len(tracebacks)} distinct server exceptions; details in {args.findings})")
+    failed = server_errors > 0 or violations > 0 or requests < args.min_requests
+    if failed and strict:
+        print("POBO_FUZZ_STRICT=1: failing on the findings above")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
