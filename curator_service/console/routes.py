@@ -118,6 +118,12 @@ async def register_dataset(request: Request, api: Console) -> RedirectResponse:
                     f"Registered {dataset['name']!r}: {dataset['n']} rows, {dataset['d']} features.")
 
 
+def _clock(span_seconds: float):
+    """Tick labels for a time axis spanning ``span_seconds``: dates past two days, else the time of day."""
+    pattern = "%Y-%m-%d" if span_seconds > 2 * 86400 else "%H:%M:%S" if span_seconds > 8 else "%H:%M:%S.%f"
+    return lambda t: datetime.fromtimestamp(t, UTC).strftime(pattern).removesuffix("000")
+
+
 def _epsilon_over_time(dataset: dict, entries: list[dict]):
     """Cumulative ε spent (charges) against time from registration (0), the current total as a dashed line."""
     start = datetime.fromisoformat(dataset["created_at"])
@@ -132,7 +138,7 @@ def _epsilon_over_time(dataset: dict, entries: list[dict]):
     total = dataset["budget"]["total_epsilon"]
     return charts.step_chart(
         "epsilon-over-time", times, spent, titles, x_label="time (UTC)", y_label="ε spent",
-        x_text=lambda t: datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S"), y_floor=0.0,
+        x_text=_clock(times[-1] - times[0]), y_floor=0.0,
         y_line=(total, f"budget ε {total:.4g}"),
     )
 
