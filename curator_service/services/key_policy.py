@@ -1,0 +1,149 @@
+"""A key's policy: an (ε, δ) cap across everything it triggers, the job kinds it may run, and an expiry.
+
+* **Cap.** A key's spend is the sum of the ledger charges whose actor is the key (releases a curator key creates,
+  jobs any key submits), on every dataset; a charge that would take it past the cap is refused (409
+  ``budget_exceeded``) and nothing is stored. Composition is basic (sums), like the datasets' budgets.
+* **Jobs.** A modeler key runs only the job kinds its policy lists (none by default: it cannot spend a dataset's
+  budget); a curator key runs every kind unless its policy lists fewer. Anything else is a 403.
+* **Expiry.** From ``expires_at`` on the key authenticates nothing (401), like a revoked key.
+
+The cap and the job permission are enforced when the ledger and the jobs table are written (a ``before_flush``
+check on every session), like a database constraint: whichever service adds a charge or a job, the release path,
+any job kind present or future, the console, it holds inside the same transaction, with the key's row locked so
+concurrent charges of one key on different datasets cannot both pass.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+from sqlalchemy import event, select
+from sqlalchemy.orm import Session
+
+from curator_service.jobs import KINDS
+from curator_service.persistence.db import get_or_404
+from curator_service.persistence.governance import KeyPolicy as PolicyRow
+from curator_service.persistence.models import ApiKey, Job, LedgerEntry, utcnow
+from curator_service.services.ledger import _fits
+from shared.api.errors import ApiError
+from shared.api.governance import KeyPolicy, KeyPolicyOut
+
+KEY_ACTOR_PREFIX = "key:"
+
+
+def key_id_of_actor(actor: str | None) -> int | None:
+    """The key id in an actor ``key:<id>:<name>`` (:attr:`Principal.actor`); None for the admin or no actor."""
+    if not actor or not actor.startswith(KEY_ACTOR_PREFIX):
+        return None
+    return int(actor.split(":", 2)[1])
+
+
+def check_policy(role: str, policy: KeyPolicy) -> None:
+    """422 with a sentence for a policy that names unknown job kinds, gives a modeler a curator-only kind, or has
+    already expired."""
+    for name in policy.jobs or ():
+        kind = KINDS.get(name)
+        if kind is None:
+            raise ApiError(422, "validation_error", f"'jobs' names {name!r}, which is not a job kind on this server; "
+                           f"the kinds are {sorted(KINDS)}")
+        if role not in kind.roles:
+            raise ApiError(422, "validation_error", f"'jobs' names {name!r}, which is for the "
+                           f"{' or '.join(sorted(kind.roles))} role only; leave it out of a {role} key's jobs")
+    if policy.expires_at is not None and as_utc(policy.expires_at) <= utcnow():
+        raise ApiError(422, "validation_error", "'expires_at' is not in the future; give a later moment "
+                       "(ISO 8601, UTC when no zone is given)")
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A moment with no zone is read as UTC."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def store_policy(session: Session, key: ApiKey, policy: KeyPolicy) -> None:
+    """Sets the key's policy (validated first; replaces an earlier one)."""
+    check_policy(key.role, policy)
+    row = session.get(PolicyRow, key.id) or PolicyRow(key_id=key.id)
+    row.epsilon_cap, row.delta_cap = policy.epsilon_cap, policy.delta_cap
+    row.jobs = None if policy.jobs is None else sorted(set(policy.jobs))
+    row.expires_at = None if policy.expires_at is None else as_utc(policy.expires_at)
+    session.add(row)
+
+
+def allowed_jobs(role: str, row: PolicyRow | None) -> list[str]:
+    """The job kinds a key may run: its policy's list, else every kind for a curator key and none for a modeler."""
+    if row is not None and row.jobs is not None:
+        return list(row.jobs)
+    return sorted(KINDS) if role == "curator" else []
+
+
+def spent(session: Session, key: ApiKey) -> tuple[float, float]:
+    """(ε, δ) of every ledger charge this key triggered, on every dataset."""
+    rows = session.execute(select(LedgerEntry.epsilon, LedgerEntry.delta)
+                           .where(LedgerEntry.actor.startswith(f"{KEY_ACTOR_PREFIX}{key.id}:", autoescape=True),
+                                  LedgerEntry.kind == "charge")).all()
+    return math.fsum(e for e, _ in rows), math.fsum(d for _, d in rows)
+
+
+def policy_out(session: Session, key: ApiKey) -> KeyPolicyOut:
+    row = session.get(PolicyRow, key.id)
+    spent_epsilon, spent_delta = spent(session, key)
+    return KeyPolicyOut(
+        key_id=key.id, role=key.role, epsilon_cap=row and row.epsilon_cap, delta_cap=row and row.delta_cap,
+        jobs=allowed_jobs(key.role, row), expires_at=row and row.expires_at, spent_epsilon=spent_epsilon,
+        spent_delta=spent_delta,
+    )
+
+
+def check_live(session: Session, key: ApiKey) -> None:
+    """401 for a revoked or expired key."""
+    if key.revoked:
+        raise ApiError(401, "unauthorized", "this key was revoked; ask the curator for a new key")
+    row = session.get(PolicyRow, key.id)
+    if row is not None and row.expires_at is not None and row.expires_at <= utcnow():
+        raise ApiError(401, "unauthorized", f"this key expired at {row.expires_at.isoformat()}; ask the curator "
+                       "for a new key")
+
+
+def _check_job(session: Session, job: Job) -> None:
+    key = session.get(ApiKey, job.key_id)
+    allowed = allowed_jobs(key.role, session.get(PolicyRow, key.id))
+    if job.kind not in allowed:
+        raise ApiError(403, "forbidden", f"this key may not run job kind {job.kind!r} (it may run: "
+                       f"{', '.join(allowed) or 'no job kind'}); ask the curator for a key that allows it "
+                       f"(pobo-curator key create --jobs {job.kind})")
+
+
+def _check_cap(session: Session, key_id: int, charges: list[LedgerEntry]) -> None:
+    key = get_or_404(session, ApiKey, key_id, lock=True)  # serialises this key's charges on every dataset
+    row = session.get(PolicyRow, key_id)
+    if row is None or (row.epsilon_cap is None and row.delta_cap is None):
+        return
+    spent_epsilon, spent_delta = spent(session, key)
+    epsilon, delta = math.fsum(c.epsilon for c in charges), math.fsum(c.delta for c in charges)
+    cap_epsilon = math.inf if row.epsilon_cap is None else row.epsilon_cap
+    cap_delta = math.inf if row.delta_cap is None else row.delta_cap
+    if not (_fits(spent_epsilon, epsilon, cap_epsilon) and _fits(spent_delta, delta, cap_delta)):
+        purpose = "; ".join(c.purpose for c in charges)
+        raise ApiError(409, "budget_exceeded",
+                       f"{purpose} costs (epsilon={epsilon:g}, delta={delta:g}) but this key's own cap "
+                       f"(epsilon={cap_epsilon:g}, delta={cap_delta:g}) leaves only "
+                       f"(epsilon={max(0.0, cap_epsilon - spent_epsilon):g}, "
+                       f"delta={max(0.0, cap_delta - spent_delta):g}); ask for less, or ask the curator for a key "
+                       "with a larger cap (pobo-curator key create --epsilon-cap/--delta-cap)")
+
+
+@event.listens_for(Session, "before_flush")
+def _enforce_key_policies(session: Session, _context: object, _instances: object) -> None:
+    """Before new jobs and ledger charges are written: the submitting key may run the kind, and its charges fit
+    its cap. Raising here rolls back the whole transaction (nothing charged, nothing queued)."""
+    charges_by_key: dict[int, list[LedgerEntry]] = {}
+    for row in list(session.new):
+        if isinstance(row, Job) and row.key_id is not None:
+            _check_job(session, row)
+        elif isinstance(row, LedgerEntry) and row.kind in (None, "charge"):
+            key_id = key_id_of_actor(row.actor)
+            if key_id is not None:
+                charges_by_key.setdefault(key_id, []).append(row)
+    for key_id, charges in sorted(charges_by_key.items()):
+        _check_cap(session, key_id, charges)

@@ -1,0 +1,116 @@
+"""Wire models of issue 14's governance per key and the lab workflow.
+
+A key's **policy**: an (ε, δ) cap of its own, summed over every ledger charge it triggers (releases it creates,
+jobs it submits) on every dataset; the job kinds it may run; an expiry. The **lab workflow**: the curator's own
+row-identifier column (an MRN; never sent to a modeler), answers by identifier (one by one or from a CSV),
+"cannot measure" and corrections with a reason. Of these, a modeler only ever sees its own key's policy.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from shared.api.schemas import FILE_ROW, KeyCreate, QueryResult, _Model
+
+REASON_MAX_LENGTH = 150
+"""A reason is kept in the audit log's target (240 characters) beside the query and its old and new values."""
+
+
+class KeyPolicy(_Model):
+    """What a key may spend and run, and until when. Every field is optional: null leaves the role's default."""
+
+    epsilon_cap: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False,
+        description="The most ε this key may spend, summed over every ledger charge it triggers (releases it "
+                    "creates, jobs it submits) on every dataset; null: no cap of its own (the datasets' budgets "
+                    "still hold).")
+    delta_cap: float | None = Field(default=None, ge=0, lt=1, description="The same for δ; null: no cap.")
+    jobs: list[str] | None = Field(
+        default=None, max_length=100,
+        description="The job kinds this key may run; null: the role's default (a curator key every kind, a "
+                    "modeler key none: it cannot spend a dataset's budget).")
+    expires_at: datetime | None = Field(
+        default=None, description="From this moment the key authenticates nothing (401); ISO 8601, UTC when it "
+                                  "names no zone.")
+
+
+class KeyCreateWithPolicy(KeyCreate, KeyPolicy):
+    """``POST /v1/keys``: the key and, optionally, its policy."""
+
+
+class KeyPolicyOut(_Model):
+    """A key's policy as it applies, and what the key has spent against its caps."""
+
+    key_id: int
+    role: Literal["modeler", "curator"]
+    epsilon_cap: float | None
+    delta_cap: float | None
+    jobs: list[str] = Field(description="The job kinds this key may run (the role's default filled in).")
+    expires_at: datetime | None
+    spent_epsilon: float = Field(description="ε of every ledger charge this key triggered, on every dataset.")
+    spent_delta: float
+
+
+class IdentifierColumn(_Model):
+    """``PUT /v1/datasets/{id}/identifier-column``: the column of the registered table that identifies a row for
+    the curator (e.g. the MRN). Stored on the curator only; never a feature, never sent to a modeler."""
+
+    column: str = Field(min_length=1, max_length=200)
+
+
+class IdentifierColumnOut(_Model):
+    dataset_id: int
+    column: str
+
+
+class WorkItem(_Model):
+    """A pending manual query as the lab sees it: the row by the curator's own identifier (and file row)."""
+
+    query_id: int
+    identifier: str = Field(description="The row's value in the identifier column (its file row number when the "
+                                        "dataset has none).")
+    row: int = Field(description=FILE_ROW)
+    session_id: int
+    created_at: datetime
+
+
+class Worklist(_Model):
+    """``GET /v1/datasets/{id}/worklist``: the dataset's pending manual queries, oldest first."""
+
+    dataset_id: int
+    identifier_column: str | None = Field(description="null: rows are identified by their file row number.")
+    queries: list[WorkItem]
+
+
+class IdentifiedAnswer(_Model):
+    """A measurement for the pending queries of the row with this identifier (every pending query of that row)."""
+
+    identifier: str = Field(min_length=1, max_length=200, description="The row's value in the identifier "
+                            "column, or its file row number when the dataset has no identifier column.")
+    value: float
+
+
+class IdentifiedAnswers(_Model):
+    """``POST /v1/datasets/{id}/answers`` (``POST /v1/datasets/{id}/answers/csv`` takes the same as a CSV)."""
+
+    answers: list[IdentifiedAnswer] = Field(min_length=1, max_length=100_000)
+
+
+class AnswersOut(_Model):
+    answered: list[QueryResult] = Field(description="Every query answered, in the order of the answers given.")
+
+
+class CannotMeasure(_Model):
+    """``POST /v1/queries/{id}/cannot-measure``: the lab cannot measure this row; the query keeps its one charge."""
+
+    reason: str = Field(min_length=1, max_length=REASON_MAX_LENGTH, description="Kept in the audit log.")
+
+
+class Correction(_Model):
+    """``POST /v1/queries/{id}/correct``: replace a wrong answer; the audit log keeps the old value and the reason."""
+
+    value: float
+    reason: str = Field(min_length=1, max_length=REASON_MAX_LENGTH)
