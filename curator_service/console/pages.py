@@ -71,7 +71,8 @@ async def checked_form(request: Request) -> FormData:
     """The posted form, after checking its CSRF token against this browser's console cookie."""
     form = await request.form()
     submitted = form.get("csrf")
-    if not security.csrf_valid(console_key(request), security.bound_cookie(request), submitted if isinstance(submitted, str) else None):
+    if not isinstance(submitted, str) or not security.csrf_valid(console_key(request), security.bound_cookie(request),
+                                                                submitted):
         raise CsrfRefused()
     return form
 

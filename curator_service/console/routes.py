@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -37,6 +38,17 @@ router = APIRouter(prefix="/console", include_in_schema=False)
 AUDIT_ROWS = 500
 AUDIT_PAGE = 10_000
 LIVE_JOB_STATES = ("queued", "running")
+
+
+async def act(back: str, call: Callable[[], Awaitable[Any]], done: Callable[[Any], str],
+              to: Callable[[Any], str] | None = None) -> RedirectResponse:
+    """Runs ``call`` (form parsing and the API request); back to ``back`` with the API's sentence if refused, else
+    to ``to(result)`` (default ``back``) with ``done(result)``."""
+    try:
+        result = await call()
+    except ApiRefusal as refusal:
+        return refused(back, refusal)
+    return redirect(to(result) if to else back, done(result))
 
 
 # --- login -----------------------------------------------------------------------------------------------
@@ -108,14 +120,14 @@ async def register_dataset(request: Request, api: Console) -> RedirectResponse:
     upload = form.get("file")
     if not isinstance(upload, UploadFile) or not upload.filename:
         return redirect("/console/datasets", "Choose the CSV file to register.", "error")
-    try:
-        spec = _registration_spec(form)
-        dataset = await api.post("/v1/datasets", data={"spec": json.dumps(spec)},
-                                 files={"file": (upload.filename, await upload.read(), "text/csv")})
-    except ApiRefusal as refusal:
-        return refused("/console/datasets", refusal)
-    return redirect(f"/console/datasets/{dataset['id']}",
-                    f"Registered {dataset['name']!r}: {dataset['n']} rows, {dataset['d']} features.")
+    content = await upload.read()
+    return await act(
+        "/console/datasets",
+        lambda: api.post("/v1/datasets", data={"spec": json.dumps(_registration_spec(form))},
+                         files={"file": (upload.filename, content, "text/csv")}),
+        lambda d: f"Registered {d['name']!r}: {d['n']} rows, {d['d']} features.",
+        to=lambda d: f"/console/datasets/{d['id']}",
+    )
 
 
 def _clock(span_seconds: float):
@@ -169,30 +181,30 @@ async def dataset_page(request: Request, api: Console, dataset_id: int) -> HTMLR
 @router.post("/datasets/{dataset_id}/releases")
 async def make_release(request: Request, api: Console, dataset_id: int) -> RedirectResponse:
     form = await checked_form(request)
-    back = f"/console/datasets/{dataset_id}"
-    try:
-        dim_text = field(form, "dim") or "auto"
-        body = {"mechanism": field(form, "mechanism"), "epsilon": number(form, "epsilon", "ε"),
+
+    def body() -> dict[str, Any]:
+        dim = field(form, "dim") or "auto"
+        return {"mechanism": field(form, "mechanism"), "epsilon": number(form, "epsilon", "ε"),
                 "delta": number(form, "delta", "δ"),
-                "dim": dim_text if dim_text == "auto" else whole_number(form, "dim", "The dimension r")}
-        release = await api.post(f"/v1/datasets/{dataset_id}/releases", body)
-    except ApiRefusal as refusal:
-        return refused(back, refusal)
-    badge = "certified" if release["certified"] else "NOT certified"
-    return redirect(back, f"Release {release['id']} made ({release['mechanism']}, {badge}, ε {release['epsilon']:g}).")
+                "dim": dim if dim == "auto" else whole_number(form, "dim", "The dimension r")}
+
+    return await act(
+        f"/console/datasets/{dataset_id}", lambda: api.post(f"/v1/datasets/{dataset_id}/releases", body()),
+        lambda r: f"Release {r['id']} made ({r['mechanism']}, {'certified' if r['certified'] else 'NOT certified'}, "
+                  f"ε {r['epsilon']:g}).",
+    )
 
 
 @router.post("/datasets/{dataset_id}/budget")
 async def raise_budget(request: Request, api: Console, dataset_id: int) -> RedirectResponse:
     form = await checked_form(request)
-    back = f"/console/datasets/{dataset_id}"
-    try:
-        body = {"epsilon": number(form, "epsilon", "ε"), "delta": number(form, "delta", "δ"),
-                "reason": field(form, "reason")}
-        await api.post(f"/v1/datasets/{dataset_id}/budget", body)
-    except ApiRefusal as refusal:
-        return refused(back, refusal)
-    return redirect(back, "Budget raised (recorded in the ledger).")
+    return await act(
+        f"/console/datasets/{dataset_id}",
+        lambda: api.post(f"/v1/datasets/{dataset_id}/budget", {"epsilon": number(form, "epsilon", "ε"),
+                                                                "delta": number(form, "delta", "δ"),
+                                                                "reason": field(form, "reason")}),
+        lambda _: "Budget raised (recorded in the ledger).",
+    )
 
 
 @router.get("/releases", response_class=HTMLResponse)
@@ -239,11 +251,8 @@ async def create_key(request: Request, api: Console) -> HTMLResponse:
 @router.post("/keys/{key_id}/revoke")
 async def revoke_key(request: Request, api: Console, key_id: int) -> RedirectResponse:
     await checked_form(request)
-    try:
-        await api.delete(f"/v1/keys/{key_id}")
-    except ApiRefusal as refusal:
-        return refused("/console/keys", refusal)
-    return redirect("/console/keys", f"Key {key_id} revoked: its sessions stop working.")
+    return await act("/console/keys", lambda: api.delete(f"/v1/keys/{key_id}"),
+                     lambda _: f"Key {key_id} revoked: its sessions stop working.")
 
 
 # --- sessions and pending queries ----------------------------------------------------------------------------
@@ -289,11 +298,11 @@ async def pending_page(request: Request, api: Console) -> HTMLResponse:
 @router.post("/queries/{query_id}/answer")
 async def answer_query(request: Request, api: Console, query_id: int) -> RedirectResponse:
     form = await checked_form(request)
-    try:
-        await api.post(f"/v1/queries/{query_id}/answer", {"value": number(form, "value", "The measured value")})
-    except ApiRefusal as refusal:
-        return refused("/console/queries", refusal)
-    return redirect("/console/queries", f"Query {query_id} answered; the modeler's client gets the value.")
+    return await act(
+        "/console/queries",
+        lambda: api.post(f"/v1/queries/{query_id}/answer", {"value": number(form, "value", "The measured value")}),
+        lambda _: f"Query {query_id} answered; the modeler's client gets the value.",
+    )
 
 
 # --- jobs and audit ----------------------------------------------------------------------------------------
@@ -326,11 +335,8 @@ async def job_page(request: Request, api: Console, job_id: int) -> HTMLResponse:
 @router.post("/jobs/{job_id}/cancel")
 async def cancel_job(request: Request, api: Console, job_id: int) -> RedirectResponse:
     await checked_form(request)
-    try:
-        await api.post(f"/v1/jobs/{job_id}/cancel")
-    except ApiRefusal as refusal:
-        return refused(f"/console/jobs/{job_id}", refusal)
-    return redirect(f"/console/jobs/{job_id}", f"Cancellation of job {job_id} requested.")
+    return await act(f"/console/jobs/{job_id}", lambda: api.post(f"/v1/jobs/{job_id}/cancel"),
+                     lambda _: f"Cancellation of job {job_id} requested.")
 
 
 @router.get("/audit", response_class=HTMLResponse)

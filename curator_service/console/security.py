@@ -76,7 +76,7 @@ def csrf_token(key: bytes, cookie_value: str) -> str:
 def csrf_valid(key: bytes, cookie_value: str | None, submitted: str | None) -> bool:
     if not cookie_value or not submitted:
         return False
-    return hmac.compare_digest(csrf_token(key, cookie_value), submitted)
+    return hmac.compare_digest(csrf_token(key, cookie_value).encode(), submitted.encode())  # bytes: any text is safe
 
 
 def set_flash(response: Response, message: str, kind: str = "notice") -> None:

@@ -161,7 +161,7 @@ def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(admin_cons
         before = len(admin.get("/v1/keys").json())
         release_id = admin.get("/v1/releases").json()[0]["id"]
     form = {"name": "forged", "role": "curator", "max_queries": "5", "release_ids": str(release_id)}
-    for csrf in (None, "0" * 64):  # missing, and forged
+    for csrf in (None, "0" * 64, "é" * 64):  # missing, forged, and not even ASCII
         body = form if csrf is None else {**form, "csrf": csrf}
         response = httpx.post(f"{console.curator.url}/console/keys", data=body, cookies=cookies)
         assert response.status_code == 403 and "CSRF" in response.text
