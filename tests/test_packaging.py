@@ -163,3 +163,20 @@ def test_dockerignore_keeps_data_and_environments_out_of_the_image():
         assert entry in ignored
     copied = {args.split()[0] for instruction, args in dockerfile() if instruction == "COPY"}
     assert not copied & set(ignored), "the Dockerfile copies something .dockerignore excludes"
+
+
+def test_the_wheel_carries_every_data_file_the_service_reads(tmp_path):
+    """The image installs a wheel (not the checkout): templates, static files and migrations must be in it."""
+    import subprocess
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(tmp_path), str(ROOT)], check=True, capture_output=True, timeout=300)
+    (wheel,) = tmp_path.glob("pobo-*.whl")
+    packaged = set(zipfile.ZipFile(wheel).namelist())
+    tracked = subprocess.run(["git", "ls-files", "curator_service", "shared", "modeler_client"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+    data_files = [path for path in tracked if not path.endswith(".py") and (ROOT / path).exists()]
+    assert any(path.startswith("curator_service/console/templates/") for path in data_files)
+    missing = [path for path in data_files if path not in packaged]
+    assert not missing, f"not in the wheel: {missing}"

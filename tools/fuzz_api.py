@@ -22,6 +22,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -141,31 +142,45 @@ def describe_request(request: dict) -> str:
     return f"{request.get('method', '?')} {request.get('uri', '?')}" + (f"\n    body: {body[:400]}" if body else "")
 
 
-def server_tracebacks(log: Path) -> Counter:
-    """The last line of every traceback in the server's log (exception type and message)."""
-    lines, last = Counter(), None
-    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
-        if line.startswith("Traceback"):
-            last = None
-        elif last is None and line and not line.startswith((" ", "Traceback", "INFO", "WARNING", "ERROR", "The above",
-                                                              "During handling", "+", "|")):
-            lines[line[:200]] += 1
-            last = line
-    return lines
+def server_exceptions(log: Path) -> Counter:
+    """Each unexpected exception in the server's log, as its type and innermost frame: from a traceback, or
+    from the service's own ``unexpected X (message withheld …)`` entry."""
+    found: Counter = Counter()
+    inside, withheld, frame = False, None, ""
+    for line in (log.read_text(errors="replace").splitlines() if log.exists() else []) + [""]:
+        if line.startswith((" ", "\t")):
+            frame = line.strip() if line.strip().startswith("File ") else frame
+            continue
+        if withheld:
+            found[f"{withheld} at {frame}"] += 1
+            withheld = None
+        if inside and line:
+            found[f"{line.split(':', 1)[0][:100]} at {frame}"] += 1  # the type only: a message may quote data
+            inside = False
+        inside = inside or line.startswith("Traceback (most recent call last)")
+        if match := re.search(r"unexpected (\w+) \(message withheld", line):
+            withheld, frame = match.group(1), ""
+    return found
 
 
 def write_findings(path: Path, results: list[RoleResult], tracebacks: Counter, header: str) -> None:
+    """One section per role; one entry per (check, status), listing each operation with an example."""
     out = [f"# Fuzzing findings\n\n{header}\n"]
     for result in results:
         out.append(f"\n## As {result.role}: {result.requests} requests, {result.server_errors} 5xx, "
-                   f"{result.failures(schema=True)} schema violations, {result.failures(schema=False)} other failures\n")
-        out.append(f"Statuses: {dict(sorted(result.statuses.items()))}\n")
-        for finding in sorted(result.findings.values(), key=lambda f: (f.check, f.operation, str(f.status))):
-            out.append(f"\n### {finding.operation} → {finding.status}: {finding.title} ({finding.check}, "
-                       f"{finding.code}, ×{finding.count})\n\n```\n{finding.request}\n→ {finding.status} "
-                       f"{finding.response}\n```\n\nWhy: {finding.message}\n")
+                   f"{result.failures(schema=True)} schema violations, {result.failures(schema=False)} other failures\n\n"
+                   f"Statuses: {dict(sorted(result.statuses.items()))}\n")
+        groups: dict[tuple, list[Finding]] = {}
+        for finding in result.findings.values():
+            groups.setdefault((finding.check, finding.code, finding.title, finding.status), []).append(finding)
+        for (check, code, title, status), findings in sorted(groups.items(), key=lambda item: str(item[0])):
+            out.append(f"\n### {title} → {status} ({check}, {code}): {len(findings)} operation(s)\n\n"
+                       f"Why: {findings[0].message}\n")
+            for finding in sorted(findings, key=lambda f: f.operation):
+                out.append(f"\n- `{finding.operation}` ×{finding.count}\n\n  ```\n  {finding.request}\n"
+                           f"  → {finding.status} {finding.response}\n  ```\n")
     if tracebacks:
-        out.append("\n## Exceptions in the server's log (last line of each traceback)\n\n")
+        out.append("\n## Exceptions in the server's log (type and innermost frame)\n\n")
         out.extend(f"- ×{count}: `{line}`\n" for line, count in tracebacks.most_common())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(out))
@@ -197,7 +212,7 @@ def main() -> int:
             modeler_token = seed_fixtures(curator)
             results = [run_schemathesis(curator.url, modeler_token, "modeler", args, report_dir),
                        run_schemathesis(curator.url, curator.admin_token, "admin", args, report_dir)]
-        tracebacks = server_tracebacks(curator.log_path)
+        tracebacks = server_exceptions(curator.log_path)
         backend = "PostgreSQL" if args.database_url else "SQLite"
         header = (f"`tools/fuzz_api.py --examples {args.examples} --seed {args.seed}` on {backend}, "
                   f"{time.monotonic() - started:.0f} s.")
