@@ -1,0 +1,48 @@
+"""The console's SVG charts and CSRF tokens, without a browser (the browser tests read the same attributes)."""
+
+from __future__ import annotations
+
+import re
+
+from curator_service.console import charts, security
+
+
+def _points(svg: str) -> list[tuple[float, float]]:
+    return [(float(x), float(y)) for x, y in re.findall(r'data-x="([^"]+)" data-y="([^"]+)"', svg)]
+
+
+def test_the_step_chart_draws_every_point_and_holds_each_value_until_the_next():
+    svg = str(charts.step_chart("t", [0.0, 1.0, 3.0], [0.0, 2.0, 2.0], ["a", "b", "c"], x_label="x", y_label="y"))
+    assert _points(svg) == [(0.0, 0.0), (1.0, 2.0), (3.0, 2.0)]
+    (path,) = re.findall(r'<path d="([^"]+)" class="line"/>', svg)
+    assert path.count("V") == 1  # one rise (0 → 2); the equal value after it is a flat step, not a second rise
+    assert str(charts.step_chart("t", [], [], [], x_label="x", y_label="y")).startswith('<p class="empty">')
+
+
+def test_chart_text_is_escaped():
+    svg = str(charts.step_chart("t", [0.0, 1.0], [1.0, 2.0], ["<script>x</script>", "b"], x_label="<b>",
+                                y_label="y"))
+    assert "<script>" not in svg and "&lt;script&gt;" in svg and "<b>" not in svg
+
+
+def test_the_gauge_is_capped_at_full_and_states_the_figures():
+    over = str(charts.gauge(12.0, 10.0))
+    assert "100%" in over and 'data-spent="12.0"' in over and "ε spent 12 of 10" in over
+    assert "gauge-fill" not in str(charts.gauge(0.0, 10.0))
+
+
+def test_the_pareto_chart_marks_exactly_the_front():
+    svg = str(charts.front_chart("f", [(1.0, 0.3), (2.0, 0.2), (3.0, 0.25)], [(1.0, 0.3), (2.0, 0.2)], x_label="ε",
+                                 y_label="error"))
+    front = re.findall(r'class="point front" data-x="([^"]+)" data-y="([^"]+)"', svg)
+    assert sorted((float(x), float(y)) for x, y in front) == [(1.0, 0.3), (2.0, 0.2)]
+
+
+def test_a_csrf_token_is_valid_only_for_its_own_cookie_and_key():
+    key, other_key = security.new_console_key(), security.new_console_key()
+    token = security.csrf_token(key, "cookie-a")
+    assert security.csrf_valid(key, "cookie-a", token)
+    assert not security.csrf_valid(key, "cookie-b", token)  # another browser's form
+    assert not security.csrf_valid(other_key, "cookie-a", token)  # made before a restart
+    assert not security.csrf_valid(key, None, token) and not security.csrf_valid(key, "cookie-a", None)
+    assert not security.csrf_valid(key, "cookie-a", "é" * 64)
