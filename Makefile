@@ -41,11 +41,12 @@ fuzz: $(STAMP)
 image: $(STAMP)
 	PY=$(PY) tools/image/check_image.sh
 
-## requirements.lock: every dependency of the image, pinned with hashes (pip-tools in a throwaway venv).
+## requirements.lock: every dependency of the image (and the build backend), pinned with hashes, for any platform.
 lock:
-	$(PYTHON) -m venv build/piptools && build/piptools/bin/pip install --quiet "pip-tools>=7.4"
-	build/piptools/bin/pip-compile --quiet --strip-extras --generate-hashes --allow-unsafe --build-deps-for wheel \
-	  --extra curator --extra postgres --no-emit-index-url --no-emit-find-links --output-file requirements.lock pyproject.toml
+	$(PYTHON) -m venv build/uv && build/uv/bin/pip install --quiet "uv>=0.5"
+	printf 'setuptools>=68  # the build backend: the image installs the project with --no-build-isolation\n' | \
+	  build/uv/bin/uv pip compile pyproject.toml - --extra curator --extra postgres --generate-hashes --universal \
+	  --python-version 3.11 --custom-compile-command "make lock" --quiet -o requirements.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

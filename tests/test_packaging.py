@@ -180,3 +180,27 @@ def test_the_wheel_carries_every_data_file_the_service_reads(tmp_path):
     assert any(path.startswith("curator_service/console/templates/") for path in data_files)
     missing = [path for path in data_files if path not in packaged]
     assert not missing, f"not in the wheel: {missing}"
+
+
+def test_the_lockfile_pins_with_hashes_every_dependency_the_image_installs():
+    """A dependency added to pyproject.toml but not to requirements.lock would make the image build fail
+    (`--require-hashes`); `make lock` regenerates the file."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + project["optional-dependencies"]["curator"] + \
+        project["optional-dependencies"]["postgres"] + ["setuptools>=68"]
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "requirements.lock").read_text())
+    pinned = {}
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            requirement, *hashes = line.split(" --hash=")
+            name, _, version = requirement.split(";")[0].strip().partition("==")
+            assert version and hashes, f"not pinned with a hash: {line[:80]}"
+            pinned[canonicalize_name(name)] = version
+    for requirement in map(Requirement, wanted):
+        name = canonicalize_name(requirement.name)
+        assert name in pinned, f"{requirement} is not in requirements.lock; run `make lock`"
+        assert requirement.specifier.contains(pinned[name], prereleases=True), \
+            f"requirements.lock pins {name}=={pinned[name]}, outside {requirement}; run `make lock`"
