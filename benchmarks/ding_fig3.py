@@ -19,8 +19,8 @@ import numpy as np
 from ding_common import RESULTS, console, replicate_columns, write_json
 from rich.table import Table
 
-from shared.dptune import Selection, constant_overhead_select
-from shared.noise import noise_source
+from shared.algorithms.ding.dptune import Selection, constant_overhead_select
+from shared.dp.noise import noise_source
 
 K, U0, G = 10, 0.0, 0.01
 K_EPSILONS = (0.5, 5.0, 10.0, 50.0, 100.0)

@@ -20,8 +20,8 @@ from ding_common import RESULTS, console, replicate_columns, write_json
 from rich.progress import track
 from rich.table import Table
 
-from shared.dptune import constant_overhead_select, noiseless_iterations, suggested_cap
-from shared.noise import noise_source
+from shared.algorithms.ding.dptune import constant_overhead_select, noiseless_iterations, suggested_cap
+from shared.dp.noise import noise_source
 
 K = 10
 UNCAPPED = 100_000

@@ -2,7 +2,7 @@
 
 Domain Λ: Table 1 (epochs 1–64, lot 8–512, learning rate 5e-4–5e-2, noise 0.1–16, clipping norm 0.1–4);
 random sampling: Table 4's distributions (restricted to Λ); ε at δ = 1e-5 by
-``shared.accounting.dpsgd_epsilon`` (n = 32,561 rows of adult.data); utility = test accuracy on adult.test
+``shared.dp.accounting.dpsgd_epsilon`` (n = 32,561 rows of adult.data); utility = test accuracy on adult.test
 (16,281 rows); anti-ideal (10, 1) (§4.1). Two choices, defaults as the authors ran it:
 
 * ``--conversion``: "classic" (the authors' RDP→(ε, δ) conversion, so the privacy objective is theirs) or
@@ -33,10 +33,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from shared.accounting import CONVERSIONS, dpsgd_epsilon
+from shared.dp.accounting import CONVERSIONS, dpsgd_epsilon
 from shared.datasets.adult import load_adult
-from shared.dpareto import ParetoProblem, dpareto, random_search
-from shared.learners.problems import adult_dpsgd_problem
+from shared.algorithms.dpareto.optimizer import ParetoProblem, dpareto, random_search
+from shared.algorithms.dpareto.problems import adult_dpsgd_problem
 
 MODELS = (("logistic", "sgd", "LogReg+SGD"), ("logistic", "adam", "LogReg+Adam"), ("hinge", "sgd", "SVM+SGD"))
 DELTA = 1e-5  # adult_dpsgd_problem's default δ (the paper's, §4)

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from shared.dpareto import ParetoResult
+from shared.algorithms.dpareto.optimizer import ParetoResult
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COLOURS = {"dpareto": "tab:red", "random": "tab:blue", "grid": "tab:green", "exact": "black"}

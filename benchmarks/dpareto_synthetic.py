@@ -21,8 +21,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from shared.dpareto import dpareto, grid_search, random_search
-from shared.learners.problems import output_perturbation_problem, svt_problem
+from shared.algorithms.dpareto.optimizer import dpareto, grid_search, random_search
+from shared.algorithms.dpareto.problems import output_perturbation_problem, svt_problem
 
 K0, K = 16, 64
 GRID_SIZES = (2, 3, 4, 5, 6, 7, 8, 9)
@@ -30,7 +30,7 @@ GRID_SIZES = (2, 3, 4, 5, 6, 7, 8, 9)
 
 def fine_grid(problem, shape: tuple[int, int]):
     """The 'exact' front: every point of a shape[0] × shape[1] grid over the (log-)domain."""
-    from shared.dpareto import ParetoResult, _record
+    from shared.algorithms.dpareto.optimizer import ParetoResult, _record
 
     result = ParetoResult("exact", problem.name, problem.anti_ideal)
     for u0 in np.linspace(0, 1, shape[0]):

@@ -1,6 +1,6 @@
 """Kusner et al. (2015) DP-BO on real data: utility of the private λ̃ and ṽ against ε.
 
-Task: L2-regularised logistic regression (the paper's eq. 9, ``shared.validation_tasks``) trained on a
+Task: L2-regularised logistic regression (the paper's eq. 9, ``shared.algorithms.kusner.validation_tasks``) trained on a
 public training split, f_V(λ) = accuracy on the sensitive validation split V; Λ a public grid of
 log10 λ. Datasets: UCI Adult (adult.data → adult.test) and scikit-learn's breast cancer (half/half).
 
@@ -47,10 +47,10 @@ from rich.console import Console  # noqa: E402
 from rich.progress import track  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from shared import dpbo  # noqa: E402
-from shared.mechanisms import exponential_mechanism_probabilities, laplace_mechanism  # noqa: E402
-from shared.noise import SeededNoise  # noqa: E402
-from shared.validation_tasks import (  # noqa: E402
+from shared.algorithms.kusner import dpbo  # noqa: E402
+from shared.dp.mechanisms import exponential_mechanism_probabilities, laplace_mechanism  # noqa: E402
+from shared.dp.noise import SeededNoise  # noqa: E402
+from shared.algorithms.kusner.validation_tasks import (  # noqa: E402
     SIGMOID_LIPSCHITZ,
     SIGMOID_MAX,
     SCORE_RANGE,

@@ -1,8 +1,8 @@
 """Reproduce PO-GP-UCB's synthetic experiments (Kharkovskii, Dai & Low 2020): Fig. 2a, Tables 1–3, and
 Branin-Hoo (Appendix A; its settings are not in our copy of the paper, so ours are stated below).
 
-Every PO-GP-UCB run releases Z with Algorithm 1 (``shared.projection.po_gp_ucb_release``; NOT differentially
-private, see DESIGN §4) with its own projection matrix M, then runs GP-UCB (``shared.ucb.run_gp_ucb``,
+Every PO-GP-UCB run releases Z with Algorithm 1 (``shared.releases.po_gp_ucb_release``; NOT differentially
+private, see DESIGN §4) with its own projection matrix M, then runs GP-UCB (``shared.gp.ucb.run_gp_ucb``,
 Algorithm 2, δ' = δ_ucb / 2 = 0.025) on Z for T = 50 queries, the first 5 uniformly random ("initialisations"),
 observations f + N(0, σ_n²). Run i uses the same initial points and noise stream in every configuration.
 Non-private GP-UCB is the same engine on the original inputs. One GP draw (seed 0) is used for all runs, as
@@ -15,7 +15,7 @@ observations every 5 queries (closer to the paper's "learned using maximum likel
 fitting is scale-equivariant, so it absorbs the lift whenever the lift is isotropic, as it is on a square grid).
 
 Inputs: the paper's stated normalisation, the centred grid scaled to a maximal norm of 25 (σ_min ≈ 1,031;
-``shared.datasets.synthetic``). With Blocki et al.'s ω (``shared.projection.omega``) the paper's crossing
+``shared.datasets.synthetic``). With Blocki et al.'s ω (``shared.releases.omega``) the paper's crossing
 points hold there; the benchmark prints them beside the paper's, and the literal extraction's for contrast.
 
     .venv/bin/python benchmarks/po_gp_ucb_synthetic.py [--quick] [--runs N] [--hyperparameters fitted]
@@ -37,11 +37,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from shared.datasets.synthetic import Problem, branin_problem, kronecker_factor_error, synthetic_gp_problem
-from shared.gp import fit_hyperparameters
-from shared.kernels import SquaredExponential
-from shared.projection import largest_r, omega, po_gp_ucb_release
-from shared.projection.po_gp_ucb import centred_gram
-from shared.ucb import run_gp_ucb
+from shared.gp.regression import fit_hyperparameters
+from shared.gp.kernels import SquaredExponential
+from shared.releases import largest_r, omega, po_gp_ucb_release
+from shared.releases.po_gp_ucb import centred_gram
+from shared.gp.ucb import run_gp_ucb
 
 RESULTS = Path(__file__).resolve().parent / "results"
 R_MAX = 50  # the largest r any table tries

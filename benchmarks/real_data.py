@@ -74,11 +74,11 @@ from shared.datasets.lendingclub import load_lendingclub  # noqa: E402
 from shared.datasets.paper_preprocessing import PaperPreprocessing, fit_paper_preprocessing  # noqa: E402
 from shared.datasets.sg_property import load_sg_property  # noqa: E402
 from shared.datasets.tables import RealTable  # noqa: E402
-from shared.gp import default_bounds  # noqa: E402
-from shared.projection import largest_r, omega, po_gp_ucb_release  # noqa: E402
-from shared.projection.po_gp_ucb import centred_gram  # noqa: E402
-from shared.scaling import apply_scaling  # noqa: E402
-from shared.schemas import API_PREFIX, DatasetOut, ReleaseOut, RowOrder, ScalingSpec  # noqa: E402
+from shared.gp.regression import default_bounds  # noqa: E402
+from shared.releases import largest_r, omega, po_gp_ucb_release  # noqa: E402
+from shared.releases.po_gp_ucb import centred_gram  # noqa: E402
+from shared.releases.scaling import apply_scaling  # noqa: E402
+from shared.api.schemas import API_PREFIX, DatasetOut, ReleaseOut, RowOrder, ScalingSpec  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N_INIT = 5
@@ -529,7 +529,7 @@ def crossing_summary(X: np.ndarray, experiment: Experiment) -> dict:
 # --- why the non-private baseline lost (--diagnose) -----------------------------------------------------
 
 # Fixed lengthscales to try, as multiples of the candidates' bounding-box diagonal; 0.01 is the lower
-# bound of the modeler's marginal-likelihood fit (``shared.gp.default_bounds``).
+# bound of the modeler's marginal-likelihood fit (``shared.gp.regression.default_bounds``).
 LENGTHSCALE_MULTIPLES = (0.01, 0.03, 0.1, 0.3)
 
 

@@ -1,7 +1,7 @@
 """What the certified path buys: simple regret of GP-UCB vs ε for each ``gaussian`` release variant and modeler.
 
 Everything runs in-process (no HTTP): per run the curator's secret row permutation, the release
-(:func:`shared.projection.gaussian_release`, seeded research noise: the distribution of the safe sampler,
+(:func:`shared.releases.gaussian_release`, seeded research noise: the distribution of the safe sampler,
 which the tests check), and the modeler's own surrogate (:class:`modeler_client.surrogate.Surrogate`, the
 code ``pobo-modeler run`` drives) for T = 50 queries. Run i shares its permutation, release noise and
 evaluator noise across variants. Simple regret S_T = (max f − best f queried)/σ, σ the prior std of the
@@ -21,7 +21,7 @@ GP-UCB on the publicly scaled inputs. Variants, at ε = 0.5 … 1,024 (δ = 1e-5
 - for d ≥ 3: ``PCA k`` (DP-PCA with 20% of μ², rows clipped to the public box's largest norm), ``Haar r=k``
   and ``JL r=k``, k = min(3, d − 1).
 
-``forecast``: the planner (:mod:`shared.planner`) for the default setting, on synthetic stand-in data of the
+``forecast``: the planner (:mod:`shared.algorithms.planner`) for the default setting, on synthetic stand-in data of the
 same n, d and public box (10 runs), and its bound "at most N× random search per query".
 
 Problems (public scaling; the neighbouring step is ℓ2 ≤ 1 after it): the synthetic GP on its 100 × 100 grid
@@ -57,12 +57,12 @@ from modeler_client.runfile import RunSettings
 from modeler_client.surrogate import Surrogate
 from shared.datasets.paths import DatasetUnavailable
 from shared.datasets.synthetic import BRANIN_DOMAIN, SYNTHETIC_DOMAIN, branin_problem, grid, synthetic_gp_problem
-from shared.measurements import MeasurementOption
-from shared.noise import SeededNoise, noise_source
-from shared.planner import ReleaseSetting, half_gap_epsilon, plan, random_search_regret
-from shared.projection import PcaOption, gaussian_release
-from shared.scaling import apply_scaling
-from shared.schemas import ReleaseOut, ScalingSpec
+from shared.releases.measurements import MeasurementOption
+from shared.dp.noise import SeededNoise, noise_source
+from shared.algorithms.planner import ReleaseSetting, half_gap_epsilon, plan, random_search_regret
+from shared.releases import PcaOption, gaussian_release
+from shared.releases.scaling import apply_scaling
+from shared.api.schemas import ReleaseOut, ScalingSpec
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)

@@ -1,13 +1,13 @@
 """Speed of the GP-UCB engine: our rank-one candidate posterior vs scikit-learn, in one process.
 
-1. The same GP-UCB run (SE kernel, fixed hyperparameters, Algorithm 2's β_t) by ``shared.ucb.GPUCB``
+1. The same GP-UCB run (SE kernel, fixed hyperparameters, Algorithm 2's β_t) by ``shared.gp.ucb.GPUCB``
    and by scikit-learn's GaussianProcessRegressor (ConstantKernel(σ², fixed) · RBF(l, fixed),
    alpha = σ_n², optimizer=None) refitted and predicted with return_std=True every iteration, at
    n = 10,000 / r = 10 / T = 100 and n = 36,000 / r = 15 / T = 50: both times, the ratio, identical picks?
 2. Our engine alone at n = 10⁶ / r = 20 / T = 100: time per iteration and peak memory, beside the
    memory-bandwidth bound of one pass over the n × t posterior factor (bandwidth measured here with a
    numpy copy of a large array).
-3. The PO-GP-UCB transform (``shared.projection.po_gp_ucb_release``) at n = 10⁶ and 10⁷ × d = 10.
+3. The PO-GP-UCB transform (``shared.releases.po_gp_ucb_release``) at n = 10⁶ and 10⁷ × d = 10.
 
 Data: X with d = 10 standard-normal rows rescaled to a maximal norm of 25 (as in the paper), projected
 like Algorithm 1 (Z = X M / √r, M Gaussian); f is a smooth random function of X. Writes
@@ -33,7 +33,7 @@ from rich.console import Console  # noqa: E402
 from rich.progress import track  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from shared.ucb import GPUCB, gp_ucb_beta  # noqa: E402
+from shared.gp.ucb import GPUCB, gp_ucb_beta  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LENGTHSCALE, SIGNAL_VARIANCE, NOISE_VARIANCE, DELTA = 1.25, 1.0, 1e-5, 0.05  # the paper's synthetic GP
@@ -172,7 +172,7 @@ def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int) -> di
 
 
 def transform_run(n: int, d: int, r: int, seed: int) -> dict:
-    from shared.projection import po_gp_ucb_release
+    from shared.releases import po_gp_ucb_release
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))

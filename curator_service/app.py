@@ -16,7 +16,7 @@ from curator_service.jobs import api as jobs_api
 from curator_service.jobs.runner import JobRunner
 from curator_service.settings import Settings
 from curator_service.storage import TableCache
-from shared.schemas import Health
+from shared.api.schemas import Health
 
 DESCRIPTION = """The curator's side of pobo (private outsourced Bayesian optimization).
 

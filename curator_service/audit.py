@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from curator_service.auth import Curator, Principal
 from curator_service.models import AuditEvent as AuditRow
-from shared.schemas import AuditEvent
+from shared.api.schemas import AuditEvent
 
 router = APIRouter(tags=["ledger and audit"])
 

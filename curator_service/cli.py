@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from curator_service.settings import Settings
-from shared.http_client import ApiClient, ApiError
-from shared.schemas import ReleaseParameters
+from shared.api.http_client import ApiClient, ApiError
+from shared.api.schemas import ReleaseParameters
 
 app = typer.Typer(help="The pobo curator: serve the API, register data, make releases, issue keys.",
                   no_args_is_help=True)

@@ -28,8 +28,8 @@ from curator_service.evaluators import load_target
 from curator_service.ledger import budget_status
 from curator_service.models import Dataset
 from curator_service.storage import RawTable, encode_matrix, secret_permutation
-from shared.scaling import neighbouring_step
-from shared.schemas import DatasetFromPath, DatasetOut, DatasetSpec, RowOrder, ScalingSpec
+from shared.releases.scaling import neighbouring_step
+from shared.api.schemas import DatasetFromPath, DatasetOut, DatasetSpec, RowOrder, ScalingSpec
 
 router = APIRouter(tags=["datasets"])
 

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from shared.errors import CODE_BY_STATUS, ApiError
-from shared.schemas import ErrorBody
+from shared.api.errors import CODE_BY_STATUS, ApiError
+from shared.api.schemas import ErrorBody
 
 logger = logging.getLogger("curator_service")
 

@@ -16,7 +16,7 @@ from curator_service.auth import Curator, hash_token, new_token
 from curator_service.db import get_or_404
 from curator_service.errors import ApiError
 from curator_service.models import ApiKey, Release
-from shared.schemas import KeyCreate, KeyCreated, KeyOut
+from shared.api.schemas import KeyCreate, KeyCreated, KeyOut
 
 router = APIRouter(tags=["keys"])
 

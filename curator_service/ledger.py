@@ -22,7 +22,7 @@ from curator_service.auth import Curator
 from curator_service.db import get_or_404
 from curator_service.errors import ApiError
 from curator_service.models import Dataset, LedgerEntry as LedgerRow
-from shared.schemas import BudgetRaise, BudgetStatus, LedgerEntry
+from shared.api.schemas import BudgetRaise, BudgetStatus, LedgerEntry
 
 router = APIRouter(tags=["ledger and audit"])
 

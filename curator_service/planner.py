@@ -1,9 +1,9 @@
 """``POST /v1/datasets/{id}/plan``: what a ``gaussian`` release would buy at each ε, before anything is charged.
 
-A thin call of :func:`shared.planner.plan` (docs/planner.md) on the dataset's public shape only: n, d, the
+A thin call of :func:`shared.algorithms.planner.plan` (docs/planner.md) on the dataset's public shape only: n, d, the
 width of its public box and the requested release options. It never reads the raw rows and charges nothing.
 Its simulation runs GP-UCB on synthetic stand-in tables in the request, so its size is bounded to keep a
-request within a few seconds; larger studies run :func:`shared.planner.plan` offline.
+request within a few seconds; larger studies run :func:`shared.algorithms.planner.plan` offline.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from curator_service.db import get_or_404
 from curator_service.errors import ApiError
 from curator_service.models import Dataset
 from curator_service.releases import check_dim, gaussian_dim, gaussian_options
-from shared.planner import ReleaseSetting, plan
-from shared.schemas import PlanOut, PlanRequest, PlanRow
+from shared.algorithms.planner import ReleaseSetting, plan
+from shared.api.schemas import PlanOut, PlanRequest, PlanRow
 
 router = APIRouter(tags=["planner"])
 
@@ -56,7 +56,7 @@ def check_size(body: PlanRequest, n: int, d: int) -> None:
     if n * d > MAX_CALIBRATED_CELLS:
         raise ApiError(422, "validation_error",
                        f"a table of {n} × {d} cells is too large to plan in a request (at most "
-                       f"{MAX_CALIBRATED_CELLS} cells); run shared.planner.plan offline")
+                       f"{MAX_CALIBRATED_CELLS} cells); run shared.algorithms.planner.plan offline")
     if body.simulate_runs == 0:
         return
     if body.queries > n:
@@ -67,11 +67,11 @@ def check_size(body: PlanRequest, n: int, d: int) -> None:
         raise ApiError(422, "validation_error",
                        f"the simulation asks for simulate_runs × (epsilons + 1) × queries = {work} GP-UCB answers, "
                        f"more than the {MAX_SIMULATED_QUERIES} a request may run; ask for fewer runs, epsilons or "
-                       "queries (or run shared.planner.plan offline)")
+                       "queries (or run shared.algorithms.planner.plan offline)")
     if n > MAX_SIMULATED_ROWS:
         raise ApiError(422, "validation_error",
                        f"simulating GP-UCB over {n} rows is too slow for a request (at most {MAX_SIMULATED_ROWS}); "
-                       "set simulate_runs to 0, or run shared.planner.plan offline")
+                       "set simulate_runs to 0, or run shared.algorithms.planner.plan offline")
 
 
 @router.post("/v1/datasets/{dataset_id}/plan", response_model=PlanOut,

@@ -1,6 +1,6 @@
 """The reconstruction audit (DESIGN §4): how well an attacker who knows K records recovers the others.
 
-Runs :func:`shared.audit.reconstruction_audit` on the data the mechanism saw (raw features for
+Runs :func:`shared.dp.reconstruction_attack.reconstruction_audit` on the data the mechanism saw (raw features for
 ``po-gp-ucb``, publicly scaled features for ``gaussian``) and the stored release. Only aggregate errors
 leave the service, and only to the curator.
 """
@@ -18,8 +18,8 @@ from curator_service.errors import ApiError
 from curator_service.models import Dataset, Release
 from curator_service.releases import mechanism_input, refuse_seed, release_warnings, step_of
 from curator_service.storage import decode_matrix
-from shared.audit import reconstruction_audit as reconstruction_audit_of
-from shared.schemas import ReconstructionAuditOut, ReconstructionAuditRequest
+from shared.dp.reconstruction_attack import reconstruction_audit as reconstruction_audit_of
+from shared.api.schemas import ReconstructionAuditOut, ReconstructionAuditRequest
 
 router = APIRouter(tags=["releases"])
 

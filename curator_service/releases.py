@@ -30,10 +30,10 @@ from curator_service.ledger import budget_status, charge, check_affordable
 from curator_service.models import Dataset, Release
 from curator_service.settings import Settings
 from curator_service.storage import RawTable, decode_matrix, encode_matrix
-from shared.noise import seeded_streams
-from shared.projection import gaussian_release, largest_r, po_gp_ucb_release
-from shared.scaling import apply_scaling, neighbouring_step, scaling_warning
-from shared.schemas import (
+from shared.dp.noise import seeded_streams
+from shared.releases import gaussian_release, largest_r, po_gp_ucb_release
+from shared.releases.scaling import apply_scaling, neighbouring_step, scaling_warning
+from shared.api.schemas import (
     CERTIFIED_MECHANISMS,
     FILE_ORDER_WARNING,
     MEASUREMENTS_NOTE,

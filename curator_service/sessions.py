@@ -24,7 +24,7 @@ from curator_service.evaluators import measure
 from curator_service.models import ApiKey, Dataset, ModelingSession, Query, QueryBatch, Release, utcnow
 from curator_service.releases import check_served
 from curator_service.storage import decode_matrix
-from shared.schemas import (
+from shared.api.schemas import (
     AnswerRequest,
     PendingQuery,
     PendingQueryList,

@@ -47,7 +47,7 @@ from modeler_client.local_curator import CuratorAdmin, LocalCurator  # noqa: E40
 from modeler_client.loop import RemoteGPUCB  # noqa: E402
 from modeler_client.plot import plot_runs  # noqa: E402
 from modeler_client.runfile import RunRecord, RunSettings  # noqa: E402
-from shared.http_client import ApiError  # noqa: E402
+from shared.api.http_client import ApiError  # noqa: E402
 from shared.datasets.synthetic import synthetic_gp_problem  # noqa: E402
 
 console = Console()

@@ -1,4 +1,4 @@
-"""A typed client for the modeler's half of the HTTP API (DESIGN §5), parsed with :mod:`shared.schemas`."""
+"""A typed client for the modeler's half of the HTTP API (DESIGN §5), parsed with :mod:`shared.api.schemas`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable
 import numpy as np
 from numpy.typing import NDArray
 
-from shared.http_client import ApiClient
-from shared.schemas import (
+from shared.api.http_client import ApiClient
+from shared.api.schemas import (
     API_PREFIX,
     Health,
     InputsPage,
@@ -35,7 +35,7 @@ class PendingTimeout(TimeoutError):
 class ModelerClient:
     """What a modeler can do with its API key: read releases and their inputs, open sessions, query rows.
 
-    ``api`` may be passed to share one :class:`~shared.http_client.ApiClient`; otherwise one is made
+    ``api`` may be passed to share one :class:`~shared.api.http_client.ApiClient`; otherwise one is made
     from ``url``/``token``/``timeout``/``retries``.
     """
 

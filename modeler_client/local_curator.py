@@ -24,8 +24,8 @@ import httpx
 import numpy as np
 from numpy.typing import ArrayLike
 
-from shared.http_client import ApiClient
-from shared.schemas import API_PREFIX, DatasetOut, KeyCreated, ReleaseOut
+from shared.api.http_client import ApiClient
+from shared.api.schemas import API_PREFIX, DatasetOut, KeyCreated, ReleaseOut
 
 
 def free_port() -> int:

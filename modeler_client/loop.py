@@ -2,7 +2,7 @@
 
     for t = 1..T:
         β_t = 2 log(n t² π² / (6 δ'))
-        i_t = argmax_i μ_t(z_i) + β_t^½ σ_t(z_i)      (shared.ucb.GPUCB)
+        i_t = argmax_i μ_t(z_i) + β_t^½ σ_t(z_i)      (shared.gp.ucb.GPUCB)
         y_t = the curator's measurement of row i_t     (POST /v1/sessions/{id}/queries, index only)
         update the posterior with (z_{i_t}, y_t)       (rank-one step)
 

@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.schemas import QueryResult, ReleaseOut
+from shared.api.schemas import QueryResult, ReleaseOut
 
 RUN_FORMAT = "pobo-run/1"
 

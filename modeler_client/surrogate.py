@@ -2,11 +2,11 @@
 schedule) and, for a certified ``gaussian`` release, the kernel averaged over its public input noise.
 
 A ``gaussian`` release's rows carry N(0, s² I_r) noise with s = ``noise_std`` public. The surrogate then uses
-:class:`shared.noisy_inputs.ExpectedSquaredExponential` (the SE kernel averaged over that noise: a wider
+:class:`shared.gp.noisy_inputs.ExpectedSquaredExponential` (the SE kernel averaged over that noise: a wider
 lengthscale √(l² + 2s²), an attenuated correlation between rows and a per-row nugget), with fixed
 hyperparameters or fitted by marginal likelihood with s held at its public value. With ``public_box_width`` W
 (an identity release of data publicly scaled to [0, W]^d) each row's input is instead its posterior under
-the box prior (:func:`shared.noisy_inputs.box_posterior`, kernel :class:`shared.noisy_inputs.PosteriorInputsSE`):
+the box prior (:func:`shared.gp.noisy_inputs.box_posterior`, kernel :class:`shared.gp.noisy_inputs.PosteriorInputsSE`):
 rows released far outside the box are known to sit near its edge. ``requery=False`` keeps
 GP-UCB off rows it has already measured (their answer will not change); ``measurement_noise_std`` (private
 measurements' public σ_y) is a floor on the observation noise.
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from shared.kernels import KERNELS, FittableKernel, Kernel, squared_distances
-from shared.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE, box_posterior
-from shared.schemas import ReleaseOut
-from shared.ucb import GPUCB
+from shared.gp.kernels import KERNELS, FittableKernel, Kernel, squared_distances
+from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE, box_posterior
+from shared.api.schemas import ReleaseOut
+from shared.gp.ucb import GPUCB
 
 from modeler_client.runfile import RunSettings
 
@@ -61,7 +61,7 @@ def uses_expected_kernel(settings: RunSettings, release: ReleaseOut) -> bool:
 
 
 class Surrogate:
-    """The GP-UCB engine (:class:`shared.ucb.GPUCB`) kept up to date as answers arrive (values already
+    """The GP-UCB engine (:class:`shared.gp.ucb.GPUCB`) kept up to date as answers arrive (values already
     oriented so that larger is better).
 
     ``fixed``: the given hyperparameters throughout. ``fit``: before two answers exist, the prior mean

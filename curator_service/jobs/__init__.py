@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from curator_service.storage import RawTable
-from shared.mechanisms import laplace_mechanism, summation_error
-from shared.noise import NoiseSource
-from shared.projection.gaussian import _clip_rows as clip_rows
-from shared.scaling import apply_scaling
-from shared.schemas import ScalingSpec
+from shared.dp.mechanisms import laplace_mechanism, summation_error
+from shared.dp.noise import NoiseSource
+from shared.releases.gaussian import _clip_rows as clip_rows
+from shared.releases.scaling import apply_scaling
+from shared.api.schemas import ScalingSpec
 
 
 class JobFailed(Exception):
@@ -101,7 +101,7 @@ def training_features(ctx: JobContext) -> np.ndarray:
 def bounded_mean_sensitivity(lower: float, upper: float, n: int) -> float:
     """Δ = (upper − lower)/n + 2γ_n·max(|lower|, |upper|): replacing one of n values in [lower, upper] moves
     their mean by (upper − lower)/n, and the float mean (a sum in any order, one division) is off by at
-    most γ_n·max(|lower|, |upper|) on either neighbour (:func:`shared.mechanisms.summation_error`). Without
+    most γ_n·max(|lower|, |upper|) on either neighbour (:func:`shared.dp.mechanisms.summation_error`). Without
     the second term, bounds far from zero (1e12, 1e12 + 1e-3) let the rounding exceed the calibration."""
     return (upper - lower) / n + 2.0 * summation_error(n) * max(abs(lower), abs(upper))
 

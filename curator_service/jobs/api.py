@@ -18,7 +18,7 @@ from curator_service.jobs.runner import dataset_info
 from curator_service.ledger import charge
 from curator_service.models import Dataset, Job, Release, utcnow
 from curator_service.releases import refuse_seed
-from shared.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, JobCreate, JobOut
+from shared.api.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, JobCreate, JobOut
 
 router = APIRouter(tags=["jobs"])
 

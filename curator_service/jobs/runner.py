@@ -15,8 +15,8 @@ from curator_service.jobs import KINDS, DatasetInfo, JobCancelled, JobContext, J
 from curator_service.ledger import budget_status
 from curator_service.models import Dataset, Job, utcnow
 from curator_service.releases import refuse_seed_in_production
-from shared.noise import seeded_streams
-from shared.schemas import ScalingSpec
+from shared.dp.noise import seeded_streams
+from shared.api.schemas import ScalingSpec
 
 INTERRUPTED = "the service stopped while this job was running; its privacy budget stays charged; submit it again"
 

@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 
-from shared.http_client import ApiError
-from shared.schemas import ReleaseOut
+from shared.api.http_client import ApiError
+from shared.api.schemas import ReleaseOut
 
 from modeler_client.client import ModelerClient, PendingTimeout
 

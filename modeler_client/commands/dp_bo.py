@@ -14,7 +14,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from shared.schemas import JobOut
+from shared.api.schemas import JobOut
 
 from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors
 from modeler_client.commands.jobs import Dataset, Poll, Release, Wait, job_dataset, run_job

@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shared.schemas import JobOut
+from shared.api.schemas import JobOut
 
 from modeler_client.commands.common import (
     Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors,

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from modeler_client import __version__
-from shared.schemas import NeighbouringStep, ReleaseOut
+from shared.api.schemas import NeighbouringStep, ReleaseOut
 
 from modeler_client.commands.common import (
     OptionalToken,

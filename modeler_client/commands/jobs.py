@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from shared.schemas import JobOut
+from shared.api.schemas import JobOut
 
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import console, err_console

@@ -5,7 +5,7 @@ covariance function" (its footnote 4: divide each dimension by the length-scale 
 kernel), and "normalize the inputs to have a maximal norm of 25 in all experiments". We read them as
 
     1. fit an ARD squared-exponential GP to (X, y) by maximum marginal likelihood
-       (``shared.gp.fit_hyperparameters(..., ard=True)``) on a seeded uniform subsample of
+       (``shared.gp.regression.fit_hyperparameters(..., ard=True)``) on a seeded uniform subsample of
        ``fit_rows`` rows (an exact fit is O(m³) per likelihood evaluation; 500 rows take seconds);
     2. X ← X / l  (per dimension): the SE kernel with lengthscales l becomes isotropic with lengthscale 1;
     3. X ← (X − mean) · 25 / max_i ‖x_i − mean‖: centred (Algorithm 1 centres anyway) and scaled so the
@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shared.datasets.synthetic import PAPER_MAX_NORM
-from shared.gp import default_bounds, fit_hyperparameters
+from shared.gp.regression import default_bounds, fit_hyperparameters
 
 DEFAULT_FIT_ROWS = 500
 
@@ -44,7 +44,7 @@ class PaperPreprocessing:
     of X / lengthscales, ``scale`` the factor that brings the largest centred norm to 25, ``fit_rows``
     the size of the subsample the lengthscales were fitted on; ``signal_variance``, ``noise_variance`` and
     ``prior_mean`` the rest of that fit; ``at_bound`` says per lengthscale whether the fit stopped at the
-    lower or upper end of its search box (``shared.gp.default_bounds``: 0.01–10 × the feature's range), where
+    lower or upper end of its search box (``shared.gp.regression.default_bounds``: 0.01–10 × the feature's range), where
     the likelihood, not the data, decided nothing.
     """
 

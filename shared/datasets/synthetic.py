@@ -14,7 +14,7 @@ maxima), and then rescale the inputs, which changes nothing about f (the lengths
 
 * ``"max-norm-25"`` (the paper's stated normalisation, the default): the centred grid scaled so its largest
   norm is 25. Its centred smallest singular value is σ_min ≈ 1,031, and with Blocki et al.'s ω
-  (``shared.projection.omega``) the paper's crossing statements hold on it (``docs/po_gp_ucb.md``).
+  (``shared.releases.omega``) the paper's crossing statements hold on it (``docs/po_gp_ucb.md``).
 * ``"none"``: the raw [−5, 5]² grid.
 
 **Sampling exactly.** On a Cartesian grid the SE kernel factorises, K = σ_y² K₁ ⊗ K₁ with K₁ the 100 × 100

@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from shared.schemas import ScalingSpec
+from shared.api.schemas import ScalingSpec
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ coordinates:
 
 L' bounds the norm of a clipped gradient computed in floating point (the row norm and the clipping
 factor are rounded), m·γ_m·L' bounds the rounding error of the sum of m of them (Higham's γ_n, see
-:func:`shared.mechanisms.summation_error`), and √p·grid the sampler's rounding of each coordinate.
+:func:`shared.dp.mechanisms.summation_error`), and √p·grid the sampler's rounding of each coordinate.
 Together they add ~1e-10 of 2L or less. With std = σ·Δ the noise multiplier relative to the true
-sensitivity of the released sum is at least σ, so :func:`shared.accounting.dpsgd_epsilon` at σ stays
+sensitivity of the released sum is at least σ, so :func:`shared.dp.accounting.dpsgd_epsilon` at σ stays
 a true bound. The noise is the sampler's own ``add_gaussian`` on the sum (never noise drawn around
 zero and added to it, which would keep the sum's residue modulo the grid: issue 11, defect 4).
 
@@ -36,8 +36,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from shared.mechanisms import l2_sensitivity_with_grid, summation_error
-from shared.noise import NoiseSource
+from shared.dp.mechanisms import l2_sensitivity_with_grid, summation_error
+from shared.dp.noise import NoiseSource
 
 ADAM_KAPPA, ADAM_BETA1, ADAM_BETA2 = 1e-8, 0.9, 0.999
 
@@ -84,7 +84,7 @@ class DPSGDClassifier:
 
     def epsilon(self, n: int, delta: float) -> float:
         """The (ε, δ) guarantee of :meth:`fit` on n rows (replace-one neighbours)."""
-        from shared.accounting import dpsgd_epsilon
+        from shared.dp.accounting import dpsgd_epsilon
 
         return dpsgd_epsilon(n, self.batch_size, self.epochs, self.noise_multiplier, delta)
 

@@ -30,9 +30,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
-from shared.accounting import gaussian_mechanism_epsilon
-from shared.mechanisms import l2_sensitivity_with_grid
-from shared.noise import NoiseSource
+from shared.dp.accounting import gaussian_mechanism_epsilon
+from shared.dp.mechanisms import l2_sensitivity_with_grid
+from shared.dp.noise import NoiseSource
 
 ROW_NORM_BOUND = 1.0 + 1e-9
 """R: rows may exceed norm 1 by this much (rounding of public scaling); the sensitivity uses R."""

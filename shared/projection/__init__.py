@@ -1,15 +1,6 @@
-"""Releases of the inputs: the published PO-GP-UCB transform (uncertified) and the certified Gaussian release."""
+"""DESIGN §7 contract: the release functions at their documented path (they live in :mod:`shared.releases`)."""
 
-from shared.projection.gaussian import GaussianRelease, PcaOption, gaussian_release, gdp_mu
-from shared.projection.po_gp_ucb import PoGpUcbRelease, largest_r, omega, po_gp_ucb_release
+from shared.releases.gaussian import gaussian_release
+from shared.releases.po_gp_ucb import largest_r, omega, po_gp_ucb_release
 
-__all__ = [
-    "GaussianRelease",
-    "PcaOption",
-    "PoGpUcbRelease",
-    "gaussian_release",
-    "gdp_mu",
-    "largest_r",
-    "omega",
-    "po_gp_ucb_release",
-]
+__all__ = ["gaussian_release", "largest_r", "omega", "po_gp_ucb_release"]

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from curator_service.db import MIGRATIONS_DIR, make_engine
 from curator_service.storage import RawTable
-from shared.schemas import FILE_ORDER_WARNING, ScalingSpec
+from shared.api.schemas import FILE_ORDER_WARNING, ScalingSpec
 from tests.curator_service.conftest import assert_error, dataset_spec, register, release, synthetic_table
 
 MEASUREMENTS = {"clip": [-2.0, 2.0], "share": 0.5}

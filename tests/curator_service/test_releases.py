@@ -7,8 +7,8 @@ import io
 import numpy as np
 import pytest
 
-from shared.projection import omega
-from shared.schemas import (
+from shared.releases import omega
+from shared.api.schemas import (
     MEASUREMENTS_NOTE,
     PRIVATE_MEASUREMENTS_NOTE,
     SEEDED_WARNING,
@@ -182,7 +182,7 @@ def test_reconstruction_audit_refuses_a_seed_in_production(make_client):
 def test_a_seeded_release_draws_its_noise_independently_of_m():
     """With X = 0, Z is the noise G alone; one seed used twice made G's first d rows noise_std · M."""
     from curator_service.releases import compute_release
-    from shared.schemas import ReleaseCreate
+    from shared.api.schemas import ReleaseCreate
 
     d, r, seed = 3, 2, 7
     computed = compute_release(np.zeros((20, d)), ReleaseCreate(mechanism="gaussian", epsilon=1.0, delta=1e-5,

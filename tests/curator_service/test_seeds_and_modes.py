@@ -16,7 +16,7 @@ from curator_service.db import MIGRATIONS_DIR, make_engine, migrate
 from curator_service.jobs import KINDS
 from curator_service.models import Job, Release
 from curator_service.settings import Settings
-from shared.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, UNKNOWN_SEED_WARNING
+from shared.api.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, UNKNOWN_SEED_WARNING
 from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
 
 MODELER_KINDS = sorted(name for name, kind in KINDS.items() if "modeler" in kind.roles)

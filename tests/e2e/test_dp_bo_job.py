@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
 
-from shared.http_client import ApiError
-from shared.schemas import JobOut
+from shared.api.http_client import ApiError
+from shared.api.schemas import JobOut
 from tests.modeler_client.test_cli_and_plot import flat
 
 RESULT_KEYS = {"log10_lambda", "lambda", "index", "validation_accuracy", "epsilon", "delta", "selection_sensitivity",

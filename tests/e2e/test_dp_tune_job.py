@@ -24,9 +24,9 @@ from modeler_client.local_curator import CuratorAdmin
 from curator_service.jobs import TRAINING_ROW_NORM, clip_rows
 from shared.datasets.adult import CATEGORIES, COLUMNS, SPLIT_FILES
 from shared.datasets.paths import data_file
-from shared.http_client import ApiClient
-from shared.scaling import apply_scaling
-from shared.schemas import DatasetOut, JobOut, ScalingSpec
+from shared.api.http_client import ApiClient
+from shared.releases.scaling import apply_scaling
+from shared.api.schemas import DatasetOut, JobOut, ScalingSpec
 from tests.modeler_client.test_cli_and_plot import flat
 
 UNIT_BOX = {"kind": "bounds", "lower": [0.0] * 5, "upper": [1.0] * 5}  # the features are min-max scaled

@@ -15,8 +15,8 @@ from sklearn.preprocessing import MinMaxScaler
 
 from modeler_client.commands.common import connect
 from modeler_client.commands.jobs import run_job
-from shared.http_client import ApiError
-from shared.schemas import JobOut
+from shared.api.http_client import ApiError
+from shared.api.schemas import JobOut
 from tests.e2e.test_dp_tune_job import UNIT_BOX, register_adult
 
 

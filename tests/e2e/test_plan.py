@@ -1,5 +1,5 @@
 """End-to-end (a real ``pobo-curator serve`` on loopback): the planner endpoint charges nothing, reads only the
-dataset's public shape, and states exactly what :func:`shared.planner.plan` computes for that shape."""
+dataset's public shape, and states exactly what :func:`shared.algorithms.planner.plan` computes for that shape."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import httpx
 import numpy as np
 import pytest
 
-from shared.measurements import MeasurementOption
-from shared.planner import ReleaseSetting, plan
+from shared.releases.measurements import MeasurementOption
+from shared.algorithms.planner import ReleaseSetting, plan
 from tests.e2e.test_sessions import D, N, raw_table, register
 
 

@@ -21,7 +21,7 @@ from modeler_client.client import ModelerClient
 from modeler_client.local_curator import curator_command
 from modeler_client.loop import RemoteGPUCB
 from modeler_client.runfile import RunRecord, RunSettings
-from shared.http_client import ApiClient, ServerUnreachable
+from shared.api.http_client import ApiClient, ServerUnreachable
 
 N, D = 60, 3
 

@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import shared.http_client as http_client
-from shared.http_client import ApiClient, ApiError, ServerUnreachable
+import shared.api.http_client as http_client
+from shared.api.http_client import ApiClient, ApiError, ServerUnreachable
 
 
 class ScriptedServer:

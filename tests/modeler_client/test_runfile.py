@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from modeler_client.runfile import InFlight, RunRecord, RunSettings
-from shared.schemas import QueryResult, ReleaseOut
+from shared.api.schemas import QueryResult, ReleaseOut
 
 
 def make_record(goal: str = "maximize", optimum: float | None = None, signal_std: float | None = None) -> RunRecord:

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from shared.mechanisms import exponential_mechanism_probabilities, laplace_mechanism
-from shared.noise import NoiseSource, OpenDPNoise, noise_source
+from shared.dp.mechanisms import exponential_mechanism_probabilities, laplace_mechanism
+from shared.dp.noise import NoiseSource, OpenDPNoise, noise_source
 
 ALPHA = 1e-7
 

@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from shared.dptune import NO_SELECTION, constant_overhead_select, iteration_outputs
-from shared.noise import noise_source
+from shared.algorithms.ding.dptune import NO_SELECTION, constant_overhead_select, iteration_outputs
+from shared.dp.noise import noise_source
 
 K, EPSILON = 10, 1.0  # noise scales 2/(kϵ) = 0.2 and 4/(kϵ) = 0.4: comparable to the utility gaps
 TRIALS = 500_000

@@ -31,12 +31,12 @@ import pytest
 from scipy import stats
 from test_dp_mechanisms import ALPHA, Recording, proven_violation
 
-from shared.accounting import gaussian_mechanism_epsilon
+from shared.dp.accounting import gaussian_mechanism_epsilon
 from shared.learners import DPLogisticRegression
 from shared.learners.output_perturbation import OutputPerturbationLogisticRegression
-from shared.mechanisms import analytic_gaussian_sigma, gaussian_mechanism
-from shared.noise import NoiseSource, OpenDPNoise, SeededNoise
-from shared.projection import gaussian_release
+from shared.dp.mechanisms import analytic_gaussian_sigma, gaussian_mechanism
+from shared.dp.noise import NoiseSource, OpenDPNoise, SeededNoise
+from shared.releases import gaussian_release
 
 Z_ALPHA = stats.norm.isf(ALPHA)  # ≈ 5.2
 

@@ -18,13 +18,13 @@ from test_dp_mechanisms import Recording
 from curator_service.jobs import JobContext
 from curator_service.jobs.kinds import dp_mean
 from curator_service.storage import RawTable
-from shared.dptune import calibrate_noise_multiplier, iteration_outputs
+from shared.algorithms.ding.dptune import calibrate_noise_multiplier, iteration_outputs
 from shared.learners import DPLogisticRegression
 from shared.learners.output_perturbation import OutputPerturbationLogisticRegression
-from shared.learners.svt import sparse_vector_technique
-from shared.mechanisms import gaussian_mechanism, laplace_mechanism
-from shared.noise import OpenDPNoise
-from shared.projection import gaussian_release
+from shared.dp.sparse_vector import sparse_vector_technique
+from shared.dp.mechanisms import gaussian_mechanism, laplace_mechanism
+from shared.dp.noise import OpenDPNoise
+from shared.releases import gaussian_release
 
 
 def on_grid(values, grid: float) -> bool:

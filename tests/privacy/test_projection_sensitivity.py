@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from test_dp_mechanisms import Recording
 
-from shared.noise import SeededNoise
-from shared.projection import gaussian_release
+from shared.dp.noise import SeededNoise
+from shared.releases import gaussian_release
 
 SHAPES = [(1, 1), (1, 4), (2, 5), (3, 2), (5, 5), (10, 3), (8, 16), (50, 10), (20, 40)]
 SEEDS = range(4)

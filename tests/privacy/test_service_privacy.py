@@ -19,8 +19,8 @@ import pytest
 
 from curator_service.jobs import KINDS
 from modeler_client.local_curator import LocalCurator
-from shared.http_client import ApiError
-from shared.schemas import SEEDED_WARNING
+from shared.api.http_client import ApiError
+from shared.api.schemas import SEEDED_WARNING
 
 D = 3
 LOWER, UPPER = [0.0, 0.0, 0.0], [10.0, 20.0, 40.0]

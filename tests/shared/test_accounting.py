@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from shared.accounting import dpsgd_epsilon, gaussian_mechanism_epsilon, svt_epsilon
-from shared.mechanisms import analytic_gaussian_sigma
+from shared.dp.accounting import dpsgd_epsilon, gaussian_mechanism_epsilon, svt_epsilon
+from shared.dp.mechanisms import analytic_gaussian_sigma
 
 N, DELTA = 30_956, 1e-5
 
@@ -55,7 +55,7 @@ def test_dpsgd_epsilon_monotone_and_edge_cases():
 
 
 def test_svt_closed_form_matches_lyu_et_al_budget_split():
-    from shared.learners.svt import noise_split
+    from shared.dp.sparse_vector import noise_split
 
     for bound in (1.0, 2.5, 30.0):
         b1, b2 = noise_split(2.0, bound)

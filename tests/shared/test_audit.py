@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from shared.audit import reconstruction_audit
-from shared.noise import noise_source
-from shared.projection import gaussian_release, po_gp_ucb_release
+from shared.dp.reconstruction_attack import reconstruction_audit
+from shared.dp.noise import noise_source
+from shared.releases import gaussian_release, po_gp_ucb_release
 
 
 def _data(n=300, d=4, seed=0):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from shared.dpareto import Hyperparameter, ParetoProblem, dpareto, grid_search, random_search
-from shared.learners.problems import svt_problem, table4_sampler
+from shared.algorithms.dpareto.optimizer import Hyperparameter, ParetoProblem, dpareto, grid_search, random_search
+from shared.algorithms.dpareto.problems import svt_problem, table4_sampler
 
 
 @pytest.fixture(autouse=True)

@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from shared import dpbo
-from shared.kernels import SquaredExponential
-from shared.mechanisms import exponential_mechanism_probabilities
-from shared.noise import SeededNoise
-from shared.ucb import GPUCB
+from shared.algorithms.kusner import dpbo
+from shared.gp.kernels import SquaredExponential
+from shared.dp.mechanisms import exponential_mechanism_probabilities
+from shared.dp.noise import SeededNoise
+from shared.gp.ucb import GPUCB
 
 # Inputs used for the formula checks; the expected values are written out from the paper's formulas.
 N, DELTA, K1, SIGMA, GAMMA, T = 40, 1e-3, 0.995, 0.1, 7.5, 25

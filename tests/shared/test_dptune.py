@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.neighbors import NearestCentroid
 
-from shared.dptune import (
+from shared.algorithms.ding.dptune import (
     GPBatchOptimiser,
     PrivateLogisticRegression,
     RandomBatchOptimiser,
@@ -19,7 +19,7 @@ from shared.dptune import (
     suggested_cap,
     tune_and_train,
 )
-from shared.noise import noise_source
+from shared.dp.noise import noise_source
 
 # kϵ so large that the Laplace noise (scale 4/(kϵ) ≈ 4e-9) cannot flip any comparison below.
 NOISELESS = dict(epsilon=1e9, rng=np.random.default_rng(0))
@@ -221,6 +221,6 @@ def test_tune_and_train_charges_cap_times_epsilon_plus_the_final_training():
     assert tuned.epsilon_spent == pytest.approx(20 * 0.5 + 2.0)
     assert tuned.delta_spent == 1e-5
     assert tuned.model.noise_multiplier > 0
-    from shared.accounting import dpsgd_epsilon
+    from shared.dp.accounting import dpsgd_epsilon
 
     assert dpsgd_epsilon(400, 50, 2, tuned.model.noise_multiplier, 1e-5) <= 2.0

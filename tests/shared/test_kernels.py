@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
-from shared.kernels import Kernel, Matern52, SquaredExponential, squared_distances
+from shared.gp.kernels import Kernel, Matern52, SquaredExponential, squared_distances
 
 
 @pytest.fixture

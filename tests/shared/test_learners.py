@@ -9,8 +9,8 @@ from shared.learners.output_perturbation import (
     gradient_tolerance,
     regularized_logistic_minimizer,
 )
-from shared.learners.svt import f1_scores, sparse_vector_technique, svt_from_unit_noise
-from shared.noise import noise_source
+from shared.dp.sparse_vector import f1_scores, sparse_vector_technique, svt_from_unit_noise
+from shared.dp.noise import noise_source
 
 
 def test_noise_on_the_summed_gradient_has_std_sigma_times_2L():
@@ -134,7 +134,7 @@ def test_minimizer_reaches_the_certified_gradient_tolerance_even_on_separable_da
 
 
 def test_output_perturbation_epsilon_is_the_gaussian_mechanism_at_the_widened_sensitivity():
-    from shared.accounting import gaussian_mechanism_epsilon
+    from shared.dp.accounting import gaussian_mechanism_epsilon
 
     model = OutputPerturbationLogisticRegression(0.01, 0.5)
     safe = noise_source(None)

@@ -7,7 +7,7 @@ import pytest
 from dp_accounting.gaussian_mechanism import get_sigma_gaussian
 from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 
-from shared.mechanisms import (
+from shared.dp.mechanisms import (
     analytic_gaussian_sigma,
     exponential_mechanism_probabilities,
     gaussian_delta,
@@ -15,7 +15,7 @@ from shared.mechanisms import (
     laplace_mechanism,
     summation_error,
 )
-from shared.noise import noise_source
+from shared.dp.noise import noise_source
 
 
 @pytest.mark.parametrize("epsilon", [0.05, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0])

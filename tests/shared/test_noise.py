@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from shared.noise import GRID_BITS, NoiseSource, OpenDPNoise, SeededNoise, noise_source
+from shared.dp.noise import GRID_BITS, NoiseSource, OpenDPNoise, SeededNoise, noise_source
 
 
 def test_noise_source_picks_safe_source_without_a_seed():

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from shared.gp import CandidatePosterior, GPRegressor, fit_hyperparameters
-from shared.kernels import SquaredExponential
-from shared.noise import noise_source
-from shared.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE, box_posterior
-from shared.projection import gaussian_release
+from shared.gp.regression import CandidatePosterior, GPRegressor, fit_hyperparameters
+from shared.gp.kernels import SquaredExponential
+from shared.dp.noise import noise_source
+from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE, box_posterior
+from shared.releases import gaussian_release
 
 
 @pytest.mark.parametrize("lengthscale", [1.3, np.array([0.7, 1.3, 2.0])])

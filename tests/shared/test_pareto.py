@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from shared.pareto import (hvpoi, hypervolume_2d, hypervolume_gain, pareto_front, pareto_mask,
+from shared.algorithms.dpareto.pareto import (hvpoi, hypervolume_2d, hypervolume_gain, pareto_front, pareto_mask,
                            probability_not_dominated)
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from shared.measurements import MeasurementOption
-from shared.noise import SeededNoise
-from shared.planner import (
+from shared.releases.measurements import MeasurementOption
+from shared.dp.noise import SeededNoise
+from shared.algorithms.planner import (
     ReleaseSetting,
     half_gap_epsilon,
     noise_to_spread,
@@ -17,7 +17,7 @@ from shared.planner import (
     random_search_regret,
     release_mu,
 )
-from shared.projection import PcaOption, gaussian_release, gdp_mu
+from shared.releases import PcaOption, gaussian_release, gdp_mu
 
 
 def test_loans_bound_is_the_issues_1_8_3_7_5_and_34_times_random_search():

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from shared.projection import largest_r, omega, po_gp_ucb_release
-from shared.projection.po_gp_ucb import centred_gram
+from shared.releases import largest_r, omega, po_gp_ucb_release
+from shared.releases.po_gp_ucb import centred_gram
 
 SEED = 12345
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from shared.scaling import apply_scaling
-from shared.schemas import ScalingSpec
+from shared.releases.scaling import apply_scaling
+from shared.api.schemas import ScalingSpec
 
 
 def test_identity_copies():

@@ -12,8 +12,8 @@ from shared.datasets.synthetic import (
     synthetic_gp_problem,
     synthetic_gp_values,
 )
-from shared.projection import omega
-from shared.projection.po_gp_ucb import centred_gram
+from shared.releases import omega
+from shared.releases.po_gp_ucb import centred_gram
 
 
 def test_grid_layout_and_normalisations():

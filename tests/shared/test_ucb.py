@@ -7,10 +7,10 @@ import pytest
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from shared.gp import CandidatePosterior
-from shared.kernels import Matern52, SquaredExponential
-from shared.noisy_inputs import ExpectedSquaredExponential
-from shared.ucb import GPUCB, gp_ucb_beta, run_gp_ucb
+from shared.gp.regression import CandidatePosterior
+from shared.gp.kernels import Matern52, SquaredExponential
+from shared.gp.noisy_inputs import ExpectedSquaredExponential
+from shared.gp.ucb import GPUCB, gp_ucb_beta, run_gp_ucb
 
 
 def brute_force_posterior(C, kernel, noise, prior_mean, indices, y):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from shared.validation_tasks import SIGMOID_LIPSCHITZ, breast_cancer_task
+from shared.algorithms.kusner.validation_tasks import SIGMOID_LIPSCHITZ, breast_cancer_task
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,11 @@ and a private best validation accuracy ṽ.
 
 The features are the dataset's public scaling with rows clipped to the unit ball
 (:func:`curator_service.jobs.training_features`); the rows are split at random into a training part
-and a validation part V (then prepared for eq. 9 by :func:`shared.validation_tasks.split_task`).
+and a validation part V (then prepared for eq. 9 by :func:`shared.algorithms.kusner.validation_tasks.split_task`).
 Logistic regression with regularisation λ (eq. 9) is trained on the training part and scored by
 accuracy on V at every λ of the public grid Λ of log10 λ; then GP-UCB runs T steps over those accuracies. Released: λ̃ (exponential
 mechanism over the GP posterior mean) and ṽ (Laplace), each with the range floor of
-:mod:`shared.dpbo`: the accuracies are clipped to [0, 1] and every sensitivity is max(paper's, 1). The
+:mod:`shared.algorithms.kusner.dpbo`: the accuracies are clipped to [0, 1] and every sensitivity is max(paper's, 1). The
 job is charged (2ε, 2δ) — from the parameters alone. Nothing else of the run leaves the curator.
 
 What the guarantee covers. Each release is ε-DP for every row of the table (training and validation),
@@ -54,8 +54,8 @@ from curator_service.jobs import (
     check_label_column,
     training_features,
 )
-from shared import dpbo
-from shared.validation_tasks import SCORE_RANGE, split_task
+from shared.algorithms.kusner import dpbo
+from shared.algorithms.kusner.validation_tasks import SCORE_RANGE, split_task
 
 MAX_GRID = 200
 
@@ -94,7 +94,7 @@ class DpBoParams(BaseModel):
 
 
 def validation_size(n: int, fraction: float) -> int:
-    """m = |V| (public: n and the fraction are); the same rounding as :func:`shared.validation_tasks.split_task`."""
+    """m = |V| (public: n and the fraction are); the same rounding as :func:`shared.algorithms.kusner.validation_tasks.split_task`."""
     return round(fraction * n)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind, bounded_mean_sensitivity
-from shared.mechanisms import laplace_mechanism
+from shared.dp.mechanisms import laplace_mechanism
 
 BOUND_LIMIT = 1e15
 

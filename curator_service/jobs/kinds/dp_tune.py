@@ -6,7 +6,7 @@ The features are the dataset's public scaling with rows clipped to the unit ball
 other rows are split into k parts; every candidate (DP-SGD logistic-regression hyperparameters) is
 trained on each part and scored on that part's held-out rows, so each part's utility depends on that
 part alone and the mean over parts moves by at most 1/k when one row is replaced. The capped
-elastic-step sparse vector (``shared.dptune``) picks a candidate, which is trained by DP-SGD on all
+elastic-step sparse vector (``shared.algorithms.ding.dptune``) picks a candidate, which is trained by DP-SGD on all
 non-held-out rows at (final_epsilon, final_delta). On the held-out rows the model's accuracy and the
 rate of label 1 are released by the Laplace mechanism (sensitivity 1/n_test each, evaluation_epsilon/2
 each); the majority-class baseline is max(rate, 1 − rate), post-processing.
@@ -58,7 +58,7 @@ from curator_service.jobs import (
     release_held_out_scores,
     training_features,
 )
-from shared.dptune import PrivateLogisticRegression, tune_and_train
+from shared.algorithms.ding.dptune import PrivateLogisticRegression, tune_and_train
 
 MAX_STEPS = 2_000_000
 

@@ -2,9 +2,9 @@
 
 The features are the dataset's public scaling with rows clipped to the unit ball
 (:func:`curator_service.jobs.training_features`), as the paper's Adult rows are; with a 0/1 label column
-they are split (``ctx.rng``) into training and held-out rows. DPareto (``shared.dpareto``) explores the
+they are split (``ctx.rng``) into training and held-out rows. DPareto (``shared.algorithms.dpareto.optimizer``) explores the
 learner's hyperparameters (Table 1 of the paper by default), the privacy oracle is
-``shared.accounting.dpsgd_epsilon`` on the training rows and the utility is held-out accuracy, reported
+``shared.dp.accounting.dpsgd_epsilon`` on the training rows and the utility is held-out accuracy, reported
 beside the held-out majority-class baseline.
 
 Privacy. The result — every evaluated point, the front and the baseline — is NOT differentially private
@@ -36,10 +36,10 @@ from curator_service.jobs import (
     held_out_split,
     training_features,
 )
-from shared.accounting import dpsgd_epsilon
-from shared.dpareto import Hyperparameter, ParetoProblem, dpareto
+from shared.dp.accounting import dpsgd_epsilon
+from shared.algorithms.dpareto.optimizer import Hyperparameter, ParetoProblem, dpareto
 from shared.learners import DPSGDClassifier
-from shared.noise import SeededNoise
+from shared.dp.noise import SeededNoise
 
 
 class DparetoParams(BaseModel):

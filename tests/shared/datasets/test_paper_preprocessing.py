@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from shared.datasets.paper_preprocessing import fit_paper_preprocessing
-from shared.kernels import SquaredExponential
+from shared.gp.kernels import SquaredExponential
 
 
 def anisotropic_problem(seed: int = 0, n: int = 120):

@@ -5,7 +5,7 @@ import pytest
 
 from shared.datasets.lendingclub import ROI_FLOOR, load_lendingclub
 from shared.datasets.sg_property import load_sg_property
-from shared.scaling import apply_scaling
+from shared.releases.scaling import apply_scaling
 
 
 def test_lendingclub_keeps_finished_policy_loans(shared_data_file):

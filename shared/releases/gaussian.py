@@ -2,7 +2,7 @@
 
     Z = X_s P + G,    G: n × r i.i.d. N(0, σ²)
 
-X_s is the *publicly* scaled data (:func:`shared.scaling.apply_scaling`; nothing estimated from the data, no
+X_s is the *publicly* scaled data (:func:`shared.releases.scaling.apply_scaling`; nothing estimated from the data, no
 centring). Row i of Z depends on row i of X_s only, through v ↦ v P, whose ℓ2 operator norm σ_max(P) is the
 sensitivity under "one row moves by ℓ2 ≤ 1" (``unit="bounded-change"``, PO-GP-UCB's Definition 1; attained
 by the top right-singular direction). The projection P (``projection=``):
@@ -28,12 +28,12 @@ One release, one charge (ε, δ). Every part is a Gaussian mechanism with its ow
 √(Σ μ_i²)-GDP (Dong, Roth & Su, "Gaussian differential privacy", 2019/2022). μ-GDP is (ε, δ)-DP for δ = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2),
 the analytic Gaussian curve (Balle & Wang 2018) at σ/Δ = 1/μ. So the release takes the μ the analytic
 Gaussian σ allows for (ε, δ) and gives each part a public share of μ² (μ_i² = share_i · μ²): the PCA step
-``pca.share``, private measurements ``measurements.share`` (:mod:`shared.measurements`), the inputs the rest.
+``pca.share``, private measurements ``measurements.share`` (:mod:`shared.releases.measurements`), the inputs the rest.
 With one part this is the plain analytic Gaussian σ for (ε, δ, Δ).
 
 ``unit="replace-one"``: rows are clipped to ℓ2 norm ≤ ``clip_norm`` C first, so a row changes by ≤ 2C.
 
-Floating point. Noise comes from a :class:`shared.noise.NoiseSource` (default: the floating-point-safe OpenDP
+Floating point. Noise comes from a :class:`shared.dp.noise.NoiseSource` (default: the floating-point-safe OpenDP
 source, which rounds each value to a grid ~3e-14 Δ and adds an exact discrete Gaussian): the grid slack is in
 every Δ. The identity projection does no arithmetic. Any other projection is a float product, whose error
 per row is ≤ γ_d ‖x‖ ‖P‖_F (Higham §3.1), so rows are first clipped to the public norm ``MAX_ROW_NORM``
@@ -52,9 +52,9 @@ from typing import Literal
 
 import numpy as np
 
-from shared.measurements import MeasurementOption, PrivateMeasurements, checked_measurements, release_measurements
-from shared.mechanisms import analytic_gaussian_sigma, gaussian_delta, l2_sensitivity_with_grid, summation_error
-from shared.noise import NoiseSource, OpenDPNoise
+from shared.releases.measurements import MeasurementOption, PrivateMeasurements, checked_measurements, release_measurements
+from shared.dp.mechanisms import analytic_gaussian_sigma, gaussian_delta, l2_sensitivity_with_grid, summation_error
+from shared.dp.noise import NoiseSource, OpenDPNoise
 
 Unit = Literal["bounded-change", "replace-one"]
 Projection = Literal["auto", "identity", "haar", "jl", "pca"]

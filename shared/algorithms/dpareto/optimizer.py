@@ -4,7 +4,7 @@ multi-objective Bayesian optimization, with random-sampling and grid baselines.
 The loop: evaluate k₀ random hyperparameter settings λ, then k times — fit independent GPs
 (Matérn-5/2, ARD, hyperparameters by marginal likelihood) to log ε and logit(error) over the
 hyperparameters mapped to the unit cube (log scale where the domain is), and evaluate the oracles at the
-maximiser of HVPoI (:mod:`shared.pareto`). HVPoI is maximised by a dense uniform random search over the
+maximiser of HVPoI (:mod:`shared.algorithms.dpareto.pareto`). HVPoI is maximised by a dense uniform random search over the
 cube followed by L-BFGS-B polishing from the best few candidates. When HVPoI is zero at every candidate
 (the predicted mean is dominated everywhere) the candidate with the highest probability of improvement
 is taken instead — a tie-break the paper does not specify.
@@ -26,8 +26,8 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 from scipy.special import expit, logit
 
-from shared.gp import FittedHyperparameters, GPRegressor, fit_hyperparameters
-from shared.pareto import hvpoi, hypervolume_2d, pareto_front, pareto_mask
+from shared.gp.regression import FittedHyperparameters, GPRegressor, fit_hyperparameters
+from shared.algorithms.dpareto.pareto import hvpoi, hypervolume_2d, pareto_front, pareto_mask
 
 EPSILON_FLOOR = 1e-10
 ERROR_CLIP = 1e-6

@@ -1,4 +1,4 @@
-"""The dataset's public scaling (:class:`shared.schemas.ScalingSpec`), applied before any release.
+"""The dataset's public scaling (:class:`shared.api.schemas.ScalingSpec`), applied before any release.
 
 Privacy's unit is "one row moves by ℓ2 ≤ 1 after this scaling", so the scaling must be fixed without
 looking at the data: nothing here estimates anything from ``X``.
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from shared.schemas import FeatureStep, NeighbouringStep, ScalingSpec
+from shared.api.schemas import FeatureStep, NeighbouringStep, ScalingSpec
 
 WHOLE_RECORD_TOLERANCE = 1e-12
 """Relative slack for 'box diameter ≤ 1': width = 1/√d rounds so that width·√d may be 1 + 2^-52."""

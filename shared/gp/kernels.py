@@ -32,7 +32,7 @@ class Kernel(Protocol):
 
 @runtime_checkable
 class FittableKernel(Kernel, Protocol):
-    """A kernel whose hyperparameters marginal-likelihood fitting can adjust (:func:`shared.gp.fit_hyperparameters`)."""
+    """A kernel whose hyperparameters marginal-likelihood fitting can adjust (:func:`shared.gp.regression.fit_hyperparameters`)."""
 
     lengthscale: float | NDArray
     variance: float

@@ -2,7 +2,7 @@
 
 For a table's public shape (n rows, d features, each publicly scaled to [0, w]) and a release setting, at each ε:
 
-* **the noise**: every public parameter of the release (:func:`shared.projection.gaussian_release` run on a
+* **the noise**: every public parameter of the release (:func:`shared.releases.gaussian_release` run on a
   stand-in of zeros, so the calibration is the release's own), and the **noise-to-spread ratio** σ_x / s,
   with s the standard deviation per released coordinate of rows spread uniformly over the public box:
   w/√12 for identity, Haar and PCA coordinates, √(d/r)·w/√12 for JL (E‖x M/√r‖² = ‖x‖²).
@@ -39,13 +39,13 @@ import numpy as np
 from scipy.special import gammaln
 from scipy.stats import norm
 
-from shared.kernels import SquaredExponential
-from shared.measurements import MeasurementOption
-from shared.noise import SeededNoise
-from shared.noisy_inputs import ExpectedSquaredExponential
-from shared.projection import PcaOption, gaussian_release
-from shared.projection.gaussian import Projection
-from shared.ucb import run_gp_ucb
+from shared.gp.kernels import SquaredExponential
+from shared.releases.measurements import MeasurementOption
+from shared.dp.noise import SeededNoise
+from shared.gp.noisy_inputs import ExpectedSquaredExponential
+from shared.releases import PcaOption, gaussian_release
+from shared.releases.gaussian import Projection
+from shared.gp.ucb import run_gp_ucb
 
 UCB_DELTA = 0.025
 REFIT_EVERY = 5

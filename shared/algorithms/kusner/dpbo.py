@@ -48,11 +48,11 @@ from typing import Literal
 
 import numpy as np
 
-from shared.gp import CandidatePosterior
-from shared.kernels import Matern52, SquaredExponential
-from shared.mechanisms import laplace_mechanism
-from shared.noise import NoiseSource
-from shared.ucb import GPUCB
+from shared.gp.regression import CandidatePosterior
+from shared.gp.kernels import Matern52, SquaredExponential
+from shared.dp.mechanisms import laplace_mechanism
+from shared.dp.noise import NoiseSource
+from shared.gp.ucb import GPUCB
 
 Objective = Callable[[int], float]
 """f_V evaluated at the candidate with this index of Λ (runs on the curator, touches V)."""

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from shared.errors import CODE_BY_STATUS, ApiError
+from shared.api.errors import CODE_BY_STATUS, ApiError
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -1,4 +1,4 @@
-"""The privacy–utility problems of the DPareto paper, as :class:`shared.dpareto.ParetoProblem` objects.
+"""The privacy–utility problems of the DPareto paper, as :class:`shared.algorithms.dpareto.optimizer.ParetoProblem` objects.
 
 * :func:`svt_problem` (§2.2): Algorithm 1 on m = 100 binary queries with exactly 10 positives;
   λ = (C ∈ [1, 30], b ∈ [1e-2, 1e2] log); ε in closed form; utility = mean F₁ over R = 50 runs, each
@@ -9,7 +9,7 @@
   utility = mean test accuracy over R = 50 noise draws.
 * :func:`adult_dpsgd_problem` (§4): DP-SGD / DP-Adam logistic regression or linear SVM on Adult over
   Table 1's domain (epochs, lot size, learning rate, noise variance σ², clipping norm), with Table 4's
-  random-sampling distributions; ε by :func:`shared.accounting.dpsgd_epsilon` at δ = 1e-5.
+  random-sampling distributions; ε by :func:`shared.dp.accounting.dpsgd_epsilon` at δ = 1e-5.
 
 The oracles use *common random numbers*: one seeded set of unit noise draws (and query orders) is
 reused for every λ, so each oracle is a deterministic function of λ and methods are compared on the
@@ -22,13 +22,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from shared.accounting import dpsgd_epsilon, svt_epsilon
+from shared.dp.accounting import dpsgd_epsilon, svt_epsilon
 from shared.datasets.adult import load_adult
-from shared.dpareto import Hyperparameter, ParetoProblem
+from shared.algorithms.dpareto.optimizer import Hyperparameter, ParetoProblem
 from shared.learners.dpsgd import DPSGDClassifier
 from shared.learners.output_perturbation import OutputPerturbationLogisticRegression, regularized_logistic_minimizer
-from shared.learners.svt import f1_scores, svt_from_unit_noise
-from shared.noise import OpenDPNoise, noise_source
+from shared.dp.sparse_vector import f1_scores, svt_from_unit_noise
+from shared.dp.noise import OpenDPNoise, noise_source
 
 ANTI_IDEAL = (10.0, 1.0)  # the paper's v† (§4.1): ε ≤ 10, any error
 

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import truncnorm
 
-from shared.kernels import StationaryKernel, squared_distances
+from shared.gp.kernels import StationaryKernel, squared_distances
 
 SAME_ROW = 1e-12
 """Squared scaled distances at or below this are a row with itself (distinct noisy rows are ~2rs²/l'² apart)."""

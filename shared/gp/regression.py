@@ -23,7 +23,7 @@ from scipy.linalg.lapack import dpotrf, dpotri
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from shared.kernels import KERNELS, FittableKernel, Kernel, StationaryKernel
+from shared.gp.kernels import KERNELS, FittableKernel, Kernel, StationaryKernel
 
 LOG_2PI = np.log(2.0 * np.pi)
 

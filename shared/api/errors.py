@@ -18,7 +18,7 @@ CODE_BY_STATUS: dict[int, str] = {
 
 
 class ApiError(Exception):
-    """An error answer: HTTP ``status``, machine ``code`` (``shared.schemas.ErrorCode``) and a sentence."""
+    """An error answer: HTTP ``status``, machine ``code`` (``shared.api.schemas.ErrorCode``) and a sentence."""
 
     def __init__(self, status: int, code: str, detail: str) -> None:
         super().__init__(detail)

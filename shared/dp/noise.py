@@ -8,13 +8,13 @@ that grid is added (Canonne, Kamath & Steinke 2020), sampled with exact integer 
 chosen ``GRID_BITS`` binary orders below the mechanism's sensitivity, so the discrete distribution is
 indistinguishable from the continuous one at any sample size we could draw, and the rounding's extra
 sensitivity (at most one grid step per coordinate) is added to the calibration by
-:mod:`shared.mechanisms` via :meth:`NoiseSource.grid`.
+:mod:`shared.dp.mechanisms` via :meth:`NoiseSource.grid`.
 
 :class:`SeededNoise` draws from ``numpy.random.Generator``: reproducible, for research and tests, and
 **not floating-point-safe**. The curator service refuses seeds in production mode.
 
 Noise is only ever *added to a value* (:meth:`NoiseSource.add_laplace` / :meth:`NoiseSource.add_gaussian`,
-or the mechanisms in :mod:`shared.mechanisms`), with the grid the caller calibrated to. There is
+or the mechanisms in :mod:`shared.dp.mechanisms`), with the grid the caller calibrated to. There is
 deliberately no way to draw safe noise around zero: ``value + noise_around_zero`` keeps ``value``'s
 residue modulo the grid, so the sum identifies the input exactly (issue 11, defect 4). Simulations that
 need raw draws and release nothing (DPareto's common random numbers) use a ``numpy.random.Generator``.
@@ -45,7 +45,7 @@ class NoiseSource(ABC):
         """``values`` rounded to ``grid`` + i.i.d. Laplace(0, ``scale``) noise (``grid`` from :meth:`grid`).
 
         The rounding can move each coordinate of a neighbouring pair one grid step further apart: the
-        caller's calibration must include that slack (see :mod:`shared.mechanisms`)."""
+        caller's calibration must include that slack (see :mod:`shared.dp.mechanisms`)."""
 
     @abstractmethod
     def add_gaussian(self, values: np.ndarray, std: float, grid: float) -> np.ndarray:
@@ -77,7 +77,7 @@ class SeededNoise(NoiseSource):
         return values + self.rng.normal(0.0, _positive(std, "std"), size=values.shape)
 
     def exponential_index(self, scores: np.ndarray, sensitivity: float, epsilon: float) -> int:
-        from shared.mechanisms import exponential_mechanism_probabilities
+        from shared.dp.mechanisms import exponential_mechanism_probabilities
 
         cumulative = np.cumsum(exponential_mechanism_probabilities(scores, sensitivity, epsilon))
         return int(min(np.searchsorted(cumulative, self.rng.random() * cumulative[-1], side="right"), cumulative.size - 1))

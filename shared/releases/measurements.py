@@ -1,7 +1,7 @@
 """Private measurements: one noisy answer per row, drawn at release time and jointly charged with the inputs.
 
 PO-GP-UCB returns measurements as computed and names private ones as future work. This module is the
-measurement half of a ``gaussian`` release that covers them (:func:`shared.projection.gaussian_release`
+measurement half of a ``gaussian`` release that covers them (:func:`shared.releases.gaussian_release`
 with ``measurements=``). With public bounds [a, b] every row's clipped value clip(yᵢ, a, b) gets noise
 once, when the release is made:
 
@@ -20,7 +20,7 @@ modeler's whole transcript (adaptive queries, repeats, rows never queried) is po
 release, so nothing more is charged. Conditions: row order independent of the values; no errors, pending
 states or timing that depend on y; deterministic evaluators (a manual evaluator's answers are not covered).
 
-Noise is added by the sampler itself on the rounded clipped value (:meth:`shared.noise.NoiseSource.add_gaussian`),
+Noise is added by the sampler itself on the rounded clipped value (:meth:`shared.dp.noise.NoiseSource.add_gaussian`),
 with the rounding slack in Δ_y, like every other mechanism.
 """
 
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shared.mechanisms import l2_sensitivity_with_grid
-from shared.noise import NoiseSource
+from shared.dp.mechanisms import l2_sensitivity_with_grid
+from shared.dp.noise import NoiseSource
 
 
 @dataclass(frozen=True)

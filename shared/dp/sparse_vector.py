@@ -3,7 +3,7 @@
 Non-interactive SVT over m binary queries (sensitivity 1, threshold 1/2) with total noise b and answer
 bound C: b₁ = b / (1 + (2C)^(1/3)), b₂ = b − b₁, ρ ~ Lap(b₁); for each query in order, ν ~ Lap(b₂) and
 answer 1 if q_i + ν ≥ 1/2 + ρ, stopping once C answers are 1. Its privacy is
-ε = (1 + (2C)^(1/3))(1 + (2C)^(2/3)) / b (``shared.accounting.svt_epsilon``). C may be real-valued
+ε = (1 + (2C)^(1/3))(1 + (2C)^(2/3)) / b (``shared.dp.accounting.svt_epsilon``). C may be real-valued
 (the paper samples it from [1, 30]); "stop when c ≥ C" then allows ⌈C⌉ positive answers.
 
 :func:`sparse_vector_technique` is the release: the sampler adds the noise to the answers and to the
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from shared.noise import NoiseSource
+from shared.dp.noise import NoiseSource
 
 
 def noise_split(noise_level: float, bound: float) -> tuple[float, float]:

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from shared.measurements import MeasurementOption
-from shared.projection import PcaOption
+from shared.releases.measurements import MeasurementOption
+from shared.releases import PcaOption
 
 API_PREFIX = "/v1"
 

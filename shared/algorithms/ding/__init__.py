@@ -1,0 +1,1 @@
+"""Ding et al. (2022), differentially private hyperparameter tuning with constant overhead."""

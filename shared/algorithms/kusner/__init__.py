@@ -1,0 +1,1 @@
+"""Kusner et al. (2015), differentially private Bayesian optimization, and its validation tasks."""

@@ -1,0 +1,2 @@
+"""The wire contract: pydantic schemas for every request, result and job, the error codes, the HTTP client.
+Imports no maths."""

@@ -1,0 +1,110 @@
+"""The DP mechanisms every release path uses: Laplace, Gaussian (analytic calibration), exponential.
+
+The noise itself comes from a :class:`shared.dp.noise.NoiseSource`; the floating-point-safe source rounds
+inputs to a grid, which can move each coordinate of a neighbouring pair by one more grid step, so the
+mechanisms here calibrate to the sensitivity *plus* that rounding slack (at most ~1e-13 relative).
+Callers that compute the noised value as a floating-point sum widen the sensitivity by
+:func:`summation_error` too (float sums are not exact; Casacuberta et al. 2022).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr
+
+from shared.dp.noise import NoiseSource, _finite_scores, _positive
+
+
+def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
+    """Exact δ(ε) of the Gaussian mechanism N(0, σ²) with ℓ2 sensitivity Δ (Balle & Wang 2018, Thm 8).
+
+    δ = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ), evaluated in log space so large ε cannot overflow.
+    """
+    a = sensitivity / (2.0 * sigma)
+    b = epsilon * sigma / sensitivity
+    log_first = log_ndtr(a - b)
+    log_second = epsilon + log_ndtr(-a - b)
+    if log_second >= log_first:
+        return 0.0
+    return float(math.exp(log_first) * -math.expm1(log_second - log_first))
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+    """Smallest σ for which N(0, σ²) noise makes a query of ℓ2 sensitivity Δ (ε, δ)-DP (Balle & Wang 2018).
+
+    Solves :func:`gaussian_delta`(σ) = δ; δ(σ) is decreasing in σ, and the root is bracketed in σ/Δ.
+    The returned σ is rounded up so that gaussian_delta(σ) ≤ δ holds in floating point too.
+    """
+    epsilon = _positive(epsilon, "epsilon")
+    sensitivity = _positive(sensitivity, "sensitivity")
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    log_delta = math.log(delta)
+
+    def excess(log_ratio: float) -> float:
+        d = gaussian_delta(math.exp(log_ratio), epsilon)
+        return (math.log(d) if d > 0 else -math.inf) - log_delta
+
+    lo, hi = -1.0, 1.0
+    while excess(lo) < 0:
+        lo -= 2.0
+    while excess(hi) > 0:
+        hi += 2.0
+    sigma = math.exp(brentq(excess, lo, hi, xtol=1e-15, rtol=1e-15)) * sensitivity
+    while gaussian_delta(sigma, epsilon, sensitivity) > delta:
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
+
+
+def exponential_mechanism_probabilities(scores: np.ndarray, sensitivity: float, epsilon: float) -> np.ndarray:
+    """Exact output distribution of the exponential mechanism: p_i ∝ exp(ε · score_i / (2 · Δ)).
+
+    Computed as a softmax with the maximum subtracted, so no score can overflow.
+    """
+    scores = _finite_scores(scores)
+    logits = (_positive(epsilon, "epsilon") / (2.0 * _positive(sensitivity, "sensitivity"))) * scores
+    weights = np.exp(logits - logits.max())
+    return weights / weights.sum()
+
+
+def laplace_mechanism(value: float | np.ndarray, sensitivity: float, epsilon: float, noise: NoiseSource):
+    """ε-DP release of ``value`` (a number or array) of ℓ1 sensitivity Δ: value + Laplace(Δ'/ε) noise.
+
+    Δ' = Δ + (number of coordinates) · grid: the sampler's rounding can move each coordinate by one step.
+    """
+    values = np.asarray(value, dtype=float)
+    grid = noise.grid(_positive(sensitivity, "sensitivity"))
+    scale = (sensitivity + values.size * grid) / _positive(epsilon, "epsilon")
+    released = noise.add_laplace(values, scale, grid)
+    return float(released) if np.ndim(value) == 0 else released
+
+
+UNIT_ROUNDOFF = 2.0**-53
+
+
+def summation_error(terms: int) -> float:
+    """γ_n = n·u / (1 − n·u), u = 2⁻⁵³: |fl(Σ a_i) − Σ a_i| ≤ γ_{n−1} Σ |a_i| for a sum of n doubles in any
+    order, and |fl(Σ a_i b_i) − Σ a_i b_i| ≤ γ_n Σ |a_i b_i| for an inner product (Higham 2002, §3.1 and §4.2).
+    """
+    bound = terms * UNIT_ROUNDOFF
+    if not 0 <= bound < 0.5:
+        raise ValueError(f"cannot bound the rounding error of a sum of {terms} terms")
+    return bound / (1.0 - bound)
+
+
+def l2_sensitivity_with_grid(sensitivity: float, coordinates: int, noise: NoiseSource) -> float:
+    """Δ + √coordinates · grid: the ℓ2 sensitivity once ``noise`` has rounded one record's values to its grid."""
+    return sensitivity + math.sqrt(coordinates) * noise.grid(_positive(sensitivity, "sensitivity"))
+
+
+def gaussian_mechanism(
+    value: float | np.ndarray, sensitivity: float, epsilon: float, delta: float, noise: NoiseSource
+):
+    """(ε, δ)-DP release of ``value`` (one record's contribution) of ℓ2 sensitivity Δ with analytic σ."""
+    values = np.asarray(value, dtype=float)
+    std = analytic_gaussian_sigma(epsilon, delta, l2_sensitivity_with_grid(sensitivity, values.size, noise))
+    released = noise.add_gaussian(values, std, noise.grid(sensitivity))
+    return float(released) if np.ndim(value) == 0 else released

@@ -1,0 +1,244 @@
+"""GP-UCB over a discrete candidate set (Srinivas et al. 2010; the modeler part of PO-GP-UCB,
+Kharkovskii, Dai & Low 2020, Algorithm 2).
+
+In iteration t (after t − 1 observations) the suggestion is
+
+    argmax_i  μ_{t}(c_i) + √β_t σ_{t}(c_i),      β_t = 2 log(n t² π² / (6 δ))   (natural log),
+
+ties going to the lowest index. Non-private GP-UCB is the same engine run on the original inputs;
+PO-GP-UCB runs it on the released Z.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from shared.gp.regression import CandidatePosterior, HyperparameterBounds, default_bounds, fit_hyperparameters, kernel_prototype
+from shared.gp.kernels import FittableKernel, Kernel, SquaredExponential
+
+
+def gp_ucb_beta(t: int, n: int, delta: float) -> float:
+    """β_t = 2 log(n t² π² / (6 δ)) (Algorithm 2, line 3)."""
+    if t < 1 or n < 1:
+        raise ValueError("β_t needs t ≥ 1 and n ≥ 1")
+    if not 0 < delta < 1:
+        raise ValueError("delta must lie in (0, 1)")
+    return 2.0 * np.log(n * t**2 * np.pi**2 / (6.0 * delta))
+
+
+class GPUCB:
+    """Ask/tell GP-UCB over the rows of ``candidates`` (n × r).
+
+    The kernel is ``kernel`` if given, else ``SquaredExponential(lengthscale, signal_variance)``.
+    Options:
+
+    * ``n_init``: the first ``n_init`` suggestions are distinct candidates drawn uniformly with ``rng``
+      (they still count as iterations for β_t).
+    * ``refit_every``: after every ``refit_every``-th observation, refit the kernel (``refit_kernel``,
+      ``ard``) and σ_n² by maximising the marginal likelihood on the observations so far (bounds from
+      ``bounds``, or data-driven from the candidates and the observed values; prior mean = the sample
+      mean), then rebuild the candidate posterior once by replaying the observations. ``refit_kernel`` is a
+      kernel name or an instance whose kind and fixed settings the fit keeps (e.g.
+      :class:`shared.gp.noisy_inputs.ExpectedSquaredExponential` with the release's public noise).
+    * ``requery=False``: never suggest a candidate already observed (or pending in a batch). Right when a
+      row's answer cannot change (memoised private measurements, a deterministic evaluator) or the kernel
+      gives each row its own nugget; Algorithm 2 itself allows repeats (the default).
+    * ``noise_variance_floor``: σ_n² never goes below it, in the start value or a refit (private
+      measurements' public σ_y²).
+    """
+
+    def __init__(
+        self,
+        candidates: ArrayLike,
+        *,
+        lengthscale: float | ArrayLike | None = None,
+        signal_variance: float | None = None,
+        noise_variance: float,
+        delta: float,
+        kernel: Kernel | None = None,
+        prior_mean: float = 0.0,
+        n_init: int = 0,
+        rng: np.random.Generator | int | None = None,
+        refit_every: int | None = None,
+        refit_kernel: Literal["se", "matern52"] | FittableKernel = "se",
+        ard: bool = False,
+        n_restarts: int = 3,
+        bounds: HyperparameterBounds | None = None,
+        jitter: float = 1e-10,
+        requery: bool = True,
+        noise_variance_floor: float = 0.0,
+    ):
+        if kernel is None:
+            if lengthscale is None or signal_variance is None:
+                raise ValueError("give either kernel or both lengthscale and signal_variance")
+            kernel = SquaredExponential(lengthscale, signal_variance)
+        if not 0 < delta < 1:
+            raise ValueError("delta must lie in (0, 1)")
+        if refit_every is not None and refit_every < 1:
+            raise ValueError("refit_every must be a positive number of observations")
+        self.delta = float(delta)
+        self.rng = np.random.default_rng(rng)
+        self.refit_every = refit_every
+        self.refit_kernel = kernel_prototype(refit_kernel)
+        self.requery = requery
+        self.noise_variance_floor = float(noise_variance_floor)
+        noise_variance = max(noise_variance, self.noise_variance_floor)
+        self.ard = ard
+        self.n_restarts = n_restarts
+        self.bounds = bounds
+        self.jitter = jitter
+        self.posterior = CandidatePosterior(candidates, kernel, noise_variance, prior_mean, jitter=jitter)
+        n = self.posterior.n_candidates
+        if not 0 <= n_init <= n:
+            raise ValueError(f"n_init must lie in 0..{n} (the number of candidates)")
+        self.initial_indices = self.rng.choice(n, size=n_init, replace=False) if n_init else np.zeros(0, int)
+
+    @property
+    def n_candidates(self) -> int:
+        return self.posterior.n_candidates
+
+    @property
+    def n_observations(self) -> int:
+        return self.posterior.n_observations
+
+    @property
+    def kernel(self) -> Kernel:
+        return self.posterior.kernel
+
+    @property
+    def noise_variance(self) -> float:
+        return self.posterior.noise_variance
+
+    @property
+    def prior_mean(self) -> float:
+        return self.posterior.prior_mean
+
+    def beta(self, t: int) -> float:
+        """β_t for this candidate set and δ."""
+        return gp_ucb_beta(t, self.n_candidates, self.delta)
+
+    def acquisition(self, t: int | None = None) -> NDArray:
+        """μ + √β_t σ over all candidates (t defaults to the next iteration)."""
+        return self.posterior.upper_confidence_bound(self.beta(t or self.n_observations + 1))
+
+    def _pick(self, t: int) -> int:
+        if t <= len(self.initial_indices):
+            return int(self.initial_indices[t - 1])
+        scores = self.posterior.upper_confidence_bound(self.beta(t))
+        if not self.requery:
+            seen = self.posterior.observed_indices
+            if len(np.unique(seen)) == len(scores):
+                raise ValueError("every candidate has been queried and requery=False: nothing is left to suggest")
+            scores[seen] = -np.inf
+        return int(np.argmax(scores))
+
+    def suggest(self) -> int:
+        """The candidate index for iteration t = (observations so far) + 1."""
+        return self._pick(self.n_observations + 1)
+
+    def suggest_batch(self, q: int, pending: Iterable[int] = ()) -> list[int]:
+        """q indices by GP-BUCB (Desautels, Krause & Burdick 2014): after each pick, and for every
+        ``pending`` index, a hallucinated observation equal to the current posterior mean is added. It
+        leaves μ unchanged and shrinks σ, so later picks explore elsewhere; pick j uses β_{t+j}. The
+        real posterior is untouched. With q = 1 and nothing pending this equals ``suggest()``."""
+        if q < 1:
+            raise ValueError("q must be ≥ 1")
+        picks: list[int] = []
+        with self.posterior.hallucinating() as post:
+            for index in pending:
+                post.observe(index, post.mean_at(index))
+            for _ in range(q):
+                picks.append(self._pick(post.n_observations + 1))
+                if len(picks) < q:
+                    post.observe(picks[-1], post.mean_at(picks[-1]))
+        return picks
+
+    def observe(self, index: int, y: float) -> None:
+        """Record y at candidate ``index`` (one rank-one posterior update; a refit when scheduled)."""
+        self.posterior.observe(index, y)
+        t = self.n_observations
+        if self.refit_every is not None and t >= 2 and t % self.refit_every == 0:
+            self.refit()
+
+    def refit(self) -> None:
+        """Fit hyperparameters on the observations and rebuild the candidate posterior once."""
+        post = self.posterior
+        indices, values = post.observed_indices, post.observed_values
+        X = post.candidates[indices]
+        bounds = self.bounds or default_bounds(post.candidates, values, ard=self.ard)
+        floor = self.noise_variance_floor
+        bounds = replace(bounds, noise_variance=tuple(max(v, floor) for v in bounds.noise_variance))
+        current = post.kernel
+        initial = (current, max(post.noise_variance, bounds.noise_variance[0]))
+        same_kind = type(current) is type(self.refit_kernel)
+        fitted = fit_hyperparameters(
+            X,
+            values,
+            kernel=self.refit_kernel,
+            ard=self.ard,
+            bounds=bounds,
+            n_restarts=self.n_restarts,
+            rng=self.rng,
+            initial=initial if same_kind and current.ard == self.ard else None,
+        )
+        rebuilt = CandidatePosterior(
+            post.candidates, fitted.kernel, fitted.noise_variance, fitted.prior_mean, jitter=self.jitter
+        )
+        for index, y in zip(indices, values):
+            rebuilt.observe(index, y)
+        self.posterior = rebuilt
+
+    @property
+    def best_index(self) -> int | None:
+        """The observed candidate with the largest observed value (first one on ties)."""
+        if not self.n_observations:
+            return None
+        return int(self.posterior.observed_indices[np.argmax(self.posterior.observed_values)])
+
+    @property
+    def best_value(self) -> float | None:
+        return float(self.posterior.observed_values.max()) if self.n_observations else None
+
+
+@dataclass(frozen=True)
+class GPUCBRun:
+    indices: NDArray  # chosen candidate index per iteration
+    observations: NDArray  # what GP-UCB saw: values[index] + noise
+    values: NDArray  # the noise-free values[index]
+
+
+def run_gp_ucb(
+    candidates: ArrayLike,
+    values: ArrayLike,
+    iterations: int,
+    *,
+    noise_std: float = 0.0,
+    answers: ArrayLike | None = None,
+    rng: np.random.Generator | int | None = None,
+    **gpucb_options,
+) -> GPUCBRun:
+    """Run GP-UCB for ``iterations`` steps against a table of values: observing index i yields
+    values[i] + N(0, noise_std²) (simulation noise from ``rng``, which also draws the initial points), or
+    answers[i] on every query when ``answers`` is given (memoised measurements, e.g. private ones).
+    ``gpucb_options`` go to ``GPUCB`` (lengthscale, signal_variance, noise_variance, delta, …)."""
+    values = np.asarray(values, dtype=float).ravel()
+    rng = np.random.default_rng(rng)
+    engine = GPUCB(candidates, rng=rng, **gpucb_options)
+    if len(values) != engine.n_candidates or (answers is not None and np.shape(answers) != values.shape):
+        raise ValueError("values (and answers) must hold one entry per candidate")
+    indices = np.empty(iterations, dtype=int)
+    observations = np.empty(iterations)
+    for t in range(iterations):
+        i = engine.suggest()
+        if answers is not None:
+            y = float(answers[i])
+        else:
+            y = values[i] + (noise_std * rng.standard_normal() if noise_std > 0 else 0.0)
+        engine.observe(i, y)
+        indices[t], observations[t] = i, y
+    return GPUCBRun(indices, observations, values[indices])
