@@ -6,6 +6,7 @@ import io
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -128,12 +129,14 @@ class ModelerClient:
         session_id: int,
         query_ids: Iterable[int],
         *,
+        until: Literal["all", "any"] = "all",
         poll: float = 0.5,
         max_poll: float = 30.0,
         timeout: float | None = None,
         on_wait: Callable[[list[QueryResult], float], None] | None = None,
     ) -> dict[int, QueryResult]:
-        """Poll until every query in ``query_ids`` is ``done``; returns them by id.
+        """Poll until every query in ``query_ids`` is ``done`` (``until="any"``: at least one); returns them
+        all by id, as last seen.
 
         The interval grows by 1.5× from ``poll`` up to ``max_poll`` seconds (a manual measurement can
         take hours; the server should not be hammered). ``on_wait(still_pending, waited_seconds)`` is
@@ -148,7 +151,7 @@ class ModelerClient:
             if missing:
                 raise RuntimeError(f"the session's query list does not contain queries {sorted(missing)}")
             pending = [q for q in by_id.values() if q.status != "done"]
-            if not pending:
+            if not pending or (until == "any" and len(pending) < len(by_id)):
                 return by_id
             waited = time.monotonic() - start
             if timeout is not None and waited >= timeout:

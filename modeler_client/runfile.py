@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.api.schemas import QueryResult, ReleaseOut
 
 RUN_FORMAT = "pobo-run/1"
+MAX_BATCH = 100
 
 
 class _Model(BaseModel):
@@ -53,6 +54,18 @@ class RunSettings(_Model):
         ),
     )
     seed: int = Field(default=0, description="Seeds the restarts of hyperparameter fitting (client side only).")
+    batch: int = Field(default=1, ge=1, le=MAX_BATCH, description="q: indices per request (GP-BUCB), or pending at once.")
+    asynchronous: bool = Field(
+        default=False, description="Keep up to q queries pending and propose a new one whenever an answer arrives."
+    )
+    batch_beta: Literal["desautels", "plain"] = Field(
+        default="desautels",
+        description="'desautels': GP-BUCB's exp(2C)·β_t with C the pending picks' information; 'plain': β_t.",
+    )
+    optimizer: str = Field(default="gp-ucb", description="What chose the rows (gp-ucb, botorch-ucb, optuna-tpe, ...).")
+    reuse_sessions: list[int] = Field(
+        default_factory=list, description="Earlier sessions of the same key whose answers are reused, not paid again."
+    )
     optimum: float | None = Field(default=None, description="The known best value, for simple-regret plots.")
     signal_std: float | None = Field(default=None, gt=0, description="σ_y to express regret in units of it.")
 
@@ -66,6 +79,9 @@ class QueryRecord(_Model):
     status: Literal["done", "pending"]
     value: float | None = None
     request_id: str | None = None
+    reused_from_session: int | None = Field(
+        default=None, description="The earlier session whose answer this is (not charged again); None: asked here."
+    )
 
 
 class InFlight(_Model):
@@ -124,6 +140,31 @@ class RunRecord(_Model):
             return None
         regret = np.abs(self.settings.optimum - self.best_so_far())
         return regret / self.settings.signal_std if self.settings.signal_std else regret
+
+    def to_dataframe(self):
+        """One row per query: iteration, request (a batch's queries share it), row index, query id, status,
+        value, best so far (over answers up to this one, in run order) and simple regret when the optimum is
+        known. Needs pandas (``pip install 'pobo[pandas]'``)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # optional extra
+            raise ImportError("to_dataframe needs pandas: pip install 'pobo[pandas]'") from exc
+        requests = {rid: k for k, rid in enumerate(dict.fromkeys(q.request_id for q in self.queries), start=1)}
+        frame = pd.DataFrame({
+            "iteration": [q.iteration for q in self.queries],
+            "request": [requests[q.request_id] if q.request_id else None for q in self.queries],
+            "index": [q.index for q in self.queries],
+            "query_id": [q.query_id for q in self.queries],
+            "status": [q.status for q in self.queries],
+            "value": [q.value for q in self.queries],
+            "reused": [q.reused_from_session is not None for q in self.queries],
+        })
+        values = frame["value"].astype(float)
+        best = values.cummin() if self.goal == "minimize" else values.cummax()
+        frame["best_so_far"] = best.ffill()
+        if self.settings.optimum is not None:
+            frame["simple_regret"] = (self.settings.optimum - frame["best_so_far"]).abs() / (self.settings.signal_std or 1.0)
+        return frame
 
     # --- merging server answers ----------------------------------------------------------------------
 

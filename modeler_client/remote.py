@@ -1,0 +1,274 @@
+"""The ask/tell layer any optimiser can drive: a release as data (:class:`RemoteRelease`) and index queries
+on a journaled session (:class:`RemoteSession`).
+
+An optimiser proposes rows of the released inputs Z; ``submit`` sends them, ``wait``/``refresh`` bring the
+answers back for the optimiser's ``tell``. Every request is journaled in a run file (``pobo-run/1``, module
+:mod:`modeler_client.runfile`) before it is sent, with a ``request_id`` that the service deduplicates, so a
+process killed at any point resumes with ``RemoteSession.resume(path)``: nothing is lost and nothing is
+charged twice. Answers a key already paid for in earlier sessions can be reused (``reuse_from``): each
+earlier answer serves one later query of the same row instead of a new, charged one. That is right only
+when a row's answer cannot change (memoised private measurements, a deterministic evaluator); a lab that
+measures again gives a new sample, so reuse is the caller's choice.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shared.api.schemas import QueryResult, ReleaseOut
+
+from modeler_client.client import ModelerClient, PendingTimeout
+from modeler_client.runfile import InFlight, QueryRecord, RunRecord, RunSettings
+
+
+class RemoteRelease:
+    """A release as the modeler sees it: its public metadata and the released inputs Z (n × dim).
+
+    Nothing here is secret on the modeler's side; Z is downloaded once, on first use.
+    """
+
+    def __init__(self, client: ModelerClient, release_id: int, *, metadata: ReleaseOut | None = None) -> None:
+        self.client = client
+        self.metadata = metadata or client.release(release_id)
+        self._Z: NDArray[np.float64] | None = None
+
+    @property
+    def id(self) -> int:
+        return self.metadata.id
+
+    @property
+    def n(self) -> int:
+        return self.metadata.n
+
+    @property
+    def dim(self) -> int:
+        return self.metadata.dim
+
+    @property
+    def noise_std(self) -> float | None:
+        """The public standard deviation of the Gaussian noise in every entry of Z (``gaussian`` releases)."""
+        return self.metadata.noise_std
+
+    @property
+    def measurement_noise_std(self) -> float | None:
+        """σ_y of private measurements (None when measurements are returned as computed)."""
+        return self.metadata.measurement_noise_std
+
+    @property
+    def certified(self) -> bool:
+        return self.metadata.certified
+
+    @property
+    def goal(self) -> str:
+        return self.metadata.goal
+
+    @property
+    def Z(self) -> NDArray[np.float64]:
+        """The released inputs, read-only (a shared copy; ``.copy()`` it to change it)."""
+        if self._Z is None:
+            Z = self.client.inputs(self.id)
+            if Z.shape != (self.n, self.dim):
+                raise RuntimeError(f"the released inputs have shape {Z.shape}, but the release says {self.n} × {self.dim}")
+            Z.setflags(write=False)
+            self._Z = Z
+        return self._Z
+
+    def to_dataframe(self):
+        """Z as a pandas DataFrame: columns ``z0 … z{dim-1}``, index = the row index a query sends."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # optional extra
+            raise ImportError("to_dataframe needs pandas: pip install 'pobo[pandas]'") from exc
+        frame = pd.DataFrame(self.Z, columns=[f"z{j}" for j in range(self.dim)])
+        frame.index.name = "index"
+        return frame
+
+    def describe(self) -> dict[str, object]:
+        """The public facts an optimiser may use: shape, noise, certification, goal."""
+        m = self.metadata
+        return dict(
+            release_id=m.id, mechanism=m.mechanism, certified=m.certified, epsilon=m.epsilon, delta=m.delta,
+            n=m.n, dim=m.dim, noise_std=m.noise_std, measurement_noise_std=m.measurement_noise_std, goal=m.goal,
+        )
+
+
+def previous_answers(client: ModelerClient, session_ids: Iterable[int]) -> dict[int, deque[tuple[int, QueryResult]]]:
+    """Answered queries of earlier sessions (the same key's) as (session id, query), by row index, oldest first."""
+    by_index: dict[int, deque[tuple[int, QueryResult]]] = defaultdict(deque)
+    for session_id in session_ids:
+        for result in client.queries(session_id):
+            if result.status == "done":
+                by_index[result.index].append((session_id, result))
+    return by_index
+
+
+class RemoteSession:
+    """Index queries on one server session, journaled in a run file.
+
+    ``submit(indices)`` → the queries as the server stored them (``done`` with a value, or ``pending`` for a
+    manual evaluator); ``refresh()`` and ``wait()`` return queries answered since; ``evaluate(indices)`` does
+    both and returns the values. ``observations()`` gives every answer so far as (indices, values).
+    ``on_wait(still_pending, waited_seconds)`` is called while waiting.
+    """
+
+    def __init__(
+        self,
+        client: ModelerClient,
+        record: RunRecord,
+        path: str | Path,
+        *,
+        reuse_from: Iterable[int] = (),
+        poll: float = 0.5,
+        max_poll: float = 30.0,
+        pending_timeout: float | None = None,
+        on_wait: Callable[[list[QueryRecord], float], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.record = record
+        self.path = Path(path)
+        self.poll, self.max_poll, self.pending_timeout = poll, max_poll, pending_timeout
+        self.on_wait = on_wait
+        self._clock_start = time.monotonic()
+        self._elapsed_before = record.elapsed_seconds
+        self._reusable = self._unused_previous_answers(reuse_from)
+
+    @classmethod
+    def start(cls, client: ModelerClient, release_id: int, path: str | Path, settings: RunSettings, **options) -> RemoteSession:
+        """Open a server session on ``release_id`` and write the run file before any query."""
+        release = client.release(release_id)
+        session = client.open_session(release_id)
+        record = RunRecord(
+            run_id=uuid.uuid4().hex, url=client.url, release_id=release_id, session_id=session.id,
+            release=release, settings=settings,
+        )
+        record.save(path)
+        return cls(client, record, path, **options)
+
+    @classmethod
+    def resume(cls, client: ModelerClient, path: str | Path, **options) -> RemoteSession:
+        """Load the run file and bring it up to date with the server (see :meth:`reconcile`)."""
+        remote = cls(client, RunRecord.load(path), path, **options)
+        remote.reconcile()
+        return remote
+
+    # --- journal ----------------------------------------------------------------------------------------
+
+    def save(self) -> None:
+        self.record.elapsed_seconds = self._elapsed_before + time.monotonic() - self._clock_start
+        self.record.save(self.path)
+
+    def _unused_previous_answers(self, session_ids: Iterable[int]) -> dict[int, deque[tuple[int, QueryResult]]]:
+        session_ids = [s for s in dict.fromkeys(session_ids) if s != self.record.session_id]
+        answers = previous_answers(self.client, session_ids)
+        used = {q.query_id for q in self.record.queries if q.reused_from_session is not None}
+        return {i: deque(a for a in stored if a[1].query_id not in used) for i, stored in answers.items()}
+
+    def reconcile(self) -> int:
+        """Record answers the server stored but the run file missed, and re-send an in-flight request with
+        its ``request_id`` (the server returns the stored results, uncharged). Returns how many were new."""
+        record = self.record
+        recovered = record.merge(self.client.queries(record.session_id))
+        if record.in_flight is not None:
+            flight = record.in_flight
+            results = self.client.query(record.session_id, flight.indices, request_id=flight.request_id)
+            recovered += record.merge(results, request_id=flight.request_id)
+            record.in_flight = None
+        self.save()
+        return recovered
+
+    # --- asking the curator -----------------------------------------------------------------------------
+
+    def _reuse(self, index: int) -> QueryRecord | None:
+        stored = self._reusable.get(index)
+        if not stored:
+            return None
+        session_id, result = stored.popleft()
+        query = QueryRecord(
+            iteration=len(self.record.queries) + 1, index=index, query_id=result.query_id, status="done",
+            value=result.value, reused_from_session=session_id,
+        )
+        self.record.queries.append(query)
+        return query
+
+    def submit(self, indices: Sequence[int]) -> list[QueryRecord]:
+        """Ask for rows ``indices``: reusable earlier answers first, the rest in one charged request."""
+        indices = [int(i) for i in indices]
+        if not indices:
+            return []
+        out: dict[int, QueryRecord] = {}
+        to_send: list[tuple[int, int]] = []
+        for position, index in enumerate(indices):
+            reused = self._reuse(index)
+            if reused is None:
+                to_send.append((position, index))
+            else:
+                out[position] = reused
+        if to_send:
+            record = self.record
+            request_id = f"{record.run_id}-{len(record.queries) + 1}"
+            record.in_flight = InFlight(iteration=len(record.queries) + 1, request_id=request_id,
+                                        indices=[i for _, i in to_send])
+            self.save()
+            results = self.client.query(record.session_id, record.in_flight.indices, request_id=request_id)
+            record.merge(results, request_id=request_id)
+            record.in_flight = None
+            by_id = {q.query_id: q for q in record.queries}
+            out.update({position: by_id[r.query_id] for (position, _), r in zip(to_send, results)})
+        self.save()
+        return [out[p] for p in range(len(indices))]
+
+    def refresh(self) -> list[QueryRecord]:
+        """One look at the server: the pending queries answered since, in the run's order."""
+        before = {q.query_id for q in self.record.pending()}
+        if not before:
+            return []
+        self.record.merge(self.client.queries(self.record.session_id))
+        answered = [q for q in self.record.queries if q.query_id in before and q.status == "done"]
+        if answered:
+            self.save()
+        return answered
+
+    def wait(self, *, until: str = "all") -> list[QueryRecord]:
+        """Wait for the pending queries (``until="all"``) or for at least one of them (``"any"``); returns
+        the queries answered meanwhile. Raises :class:`~modeler_client.client.PendingTimeout` after
+        ``pending_timeout`` seconds; the answers stay on the server for a later resume."""
+        pending = self.record.pending()
+        if not pending:
+            return []
+        answered = self.client.wait_for(
+            self.record.session_id, [q.query_id for q in pending], until=until, poll=self.poll,
+            max_poll=self.max_poll, timeout=self.pending_timeout, on_wait=self.on_wait,
+        )
+        before = {q.query_id for q in pending}
+        self.record.merge(list(answered.values()))
+        self.save()
+        return [q for q in self.record.queries if q.query_id in before and q.status == "done"]
+
+    def evaluate(self, indices: Sequence[int]) -> NDArray[np.float64]:
+        """Submit ``indices`` and wait for every answer; the values in the order asked."""
+        queries = self.submit(indices)
+        if any(q.status != "done" for q in queries):
+            self.wait(until="all")
+        by_id = {q.query_id: q for q in self.record.queries}
+        return np.array([by_id[q.query_id].value for q in queries], dtype=float)
+
+    def observations(self) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Every answered query of the run, in the run's order, as (row indices, values as measured)."""
+        done = self.record.done()
+        return np.array([q.index for q in done], dtype=int), np.array([q.value for q in done], dtype=float)
+
+    def close(self) -> None:
+        """Close the server session (no further queries; the answers stay readable)."""
+        self.record.finished = True
+        self.save()
+        self.client.close_session(self.record.session_id)
+
+
+__all__ = ["PendingTimeout", "RemoteRelease", "RemoteSession", "previous_answers"]
