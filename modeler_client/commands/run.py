@@ -1,4 +1,5 @@
-"""``pobo-modeler run`` and ``pobo-modeler resume``: the remote GP-UCB loop with a progress display."""
+"""``pobo-modeler run`` and ``pobo-modeler resume``: GP-UCB one query per request, or GP-BUCB batches (``--batch q``,
+``--asynchronous``), with a progress display."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from modeler_client.batch import GPBUCBProposer, run_batched
 from modeler_client.loop import LoopEvent, RemoteGPUCB
-from modeler_client.runfile import RunRecord, RunSettings
+from modeler_client.remote import RemoteRelease, RemoteSession
+from modeler_client.runfile import MAX_BATCH, RunRecord, RunSettings
 
 from modeler_client.commands.common import (
     Retries,
@@ -31,6 +34,11 @@ class HyperparameterMode(StrEnum):
 class KernelName(StrEnum):
     se = "se"
     matern52 = "matern52"
+
+
+class BatchBeta(StrEnum):
+    desautels = "desautels"
+    plain = "plain"
 
 
 class InputNoise(StrEnum):
@@ -64,17 +72,36 @@ class ProgressDisplay:
         self.progress.update(self.task, completed=len(record.done()), description=description)
 
 
-def drive(loop: RemoteGPUCB) -> RunRecord:
-    record = loop.record
+def batched(record: RunRecord) -> bool:
+    """Runs that need the batch driver: q > 1, asynchronous, or reusing earlier answers."""
+    s = record.settings
+    return s.batch > 1 or s.asynchronous or bool(s.reuse_sessions)
+
+
+def drive(client, path: Path, **options) -> RunRecord:
+    """Run (or resume) the run file at ``path`` with a progress display: Algorithm 2 one query per request,
+    or GP-BUCB through the ask/tell layer (:mod:`modeler_client.batch`)."""
+    record = RunRecord.load(path)
     show_release_warnings(record.release)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
-        loop.on_event = ProgressDisplay(progress, record.settings.iterations)
-        record = loop.run()
+        display = ProgressDisplay(progress, record.settings.iterations)
+        if batched(record):
+            def waiting(still: list, waited: float) -> None:
+                rows = ", ".join(f"#{q.query_id} (row {q.index})" for q in still)
+                display(LoopEvent("waiting", session.record, f"waiting {waited:.0f} s for the curator to measure {rows}"))
+
+            session = RemoteSession.resume(client, path, reuse_from=record.settings.reuse_sessions, on_wait=waiting,
+                                           **options)
+            release = RemoteRelease(client, record.release_id, metadata=record.release)
+            proposer = GPBUCBProposer(release.Z, record.release, record.settings)
+            record = run_batched(session, proposer, on_step=lambda kind, rec: display(LoopEvent(kind, rec)))
+        else:
+            record = RemoteGPUCB.resume(client, path, on_event=display, **options).run()
     best = record.best()
     console.print(
         f"[bold green]done[/]: {len(record.done())} measurements in {record.elapsed_seconds:.1f} s; "
-        f"best {best.value:.6g} at row {best.index} ({record.goal}); run file {loop.path}"
+        f"best {best.value:.6g} at row {best.index} ({record.goal}); run file {path}"
     )
     return record
 
@@ -100,6 +127,20 @@ def run(
     ] = InputNoise.auto,
     optimum: Annotated[float | None, typer.Option(help="Known best value, for simple regret in plots.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the client's hyperparameter restarts.")] = 0,
+    batch: Annotated[
+        int, typer.Option("--batch", "-q", min=1, max=MAX_BATCH, help="q indices per request (GP-BUCB), for slow labs.")
+    ] = 1,
+    asynchronous: Annotated[
+        bool, typer.Option(help="Keep up to q queries pending; propose a new one whenever an answer arrives.")
+    ] = False,
+    batch_beta: Annotated[
+        BatchBeta, typer.Option(help="GP-BUCB's β: 'desautels' exp(2C)·β_t (their Theorem 1) or 'plain' β_t.")
+    ] = BatchBeta.desautels,
+    reuse_from: Annotated[
+        list[Path] | None,
+        typer.Option(help="An earlier run file of this key and release: its answers are reused, not paid again "
+                          "(only when a row's answer cannot change). Repeatable."),
+    ] = None,
     poll: Poll = 0.5,
     max_poll: MaxPoll = 30.0,
     pending_timeout: PendingTimeoutOption = None,
@@ -119,8 +160,9 @@ def run(
                 f"{out} holds a run of release {existing.release_id} on {existing.url}; choose another --out"
             )
         console.print(f"[yellow]{out} exists: resuming that run[/]")
-        drive(RemoteGPUCB.resume(client, out, **options))
+        drive(client, out, **options)
         return
+    reuse_sessions = [reused_session(path, release, client.url) for path in reuse_from or []]
     settings = RunSettings(
         iterations=iterations,
         ucb_delta=ucb_delta,
@@ -133,8 +175,22 @@ def run(
         input_noise=input_noise.value,
         seed=seed,
         optimum=optimum,
+        batch=batch,
+        asynchronous=asynchronous,
+        batch_beta=batch_beta.value,
+        reuse_sessions=reuse_sessions,
     )
-    drive(RemoteGPUCB.start(client, release, settings, out, **options))
+    RemoteSession.start(client, release, out, settings)
+    drive(client, out, **options)
+
+
+def reused_session(path: Path, release: int, url: str) -> int:
+    """The session of an earlier run file, checked to be of the same release on the same server."""
+    earlier = RunRecord.load(path)
+    if earlier.release_id != release or earlier.url != url:
+        raise typer.BadParameter(f"{path} is a run of release {earlier.release_id} on {earlier.url}, not of release "
+                                 f"{release} on {url}; its answers cannot be reused here")
+    return earlier.session_id
 
 
 def resume(
@@ -155,7 +211,7 @@ def resume(
         record.finished = False
         record.save(path)
     client = connect(url or record.url, token, timeout, retries)
-    drive(RemoteGPUCB.resume(client, path, poll=poll, max_poll=max_poll, pending_timeout=pending_timeout))
+    drive(client, path, poll=poll, max_poll=max_poll, pending_timeout=pending_timeout)
 
 
 def register(app: typer.Typer) -> None:

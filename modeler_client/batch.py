@@ -1,0 +1,164 @@
+"""Batch and asynchronous GP-UCB over the wire: GP-BUCB (Desautels, Krause & Burdick 2014) driven through
+the ask/tell layer (:class:`modeler_client.remote.RemoteSession`).
+
+GP-BUCB picks a batch sequentially. After each pick x_j (and for every query still pending) it adds a
+*hallucinated* observation equal to the posterior mean: μ is unchanged, σ shrinks around x_j, so the next
+pick explores elsewhere. Pick t uses the batch confidence parameter of their Theorem 1,
+
+    β_t^batch = exp(2C) · β_t,        β_t = 2 log(n t² π² / (6 δ'))   (PO-GP-UCB's Algorithm 2),
+
+where C bounds the information the hallucinated (pending) observations carry, I(f; y_pending | y_done).
+Their proof needs exp(C) ≥ σ_done(x) / σ_hallucinated(x) for every x; we use the exact conditional
+information of the queries pending at that pick,
+
+    C_t = ½ Σ_{pending j} log(1 + σ²_{j−1}(x_j) / σ_n²)     (the chain rule of Gaussian entropy),
+
+which bounds that ratio and is what any fixed C of their Theorem 1 must exceed. ``batch_beta="plain"`` uses
+β_t alone (the engine's :meth:`shared.gp.ucb.GPUCB.suggest_batch`, a common heuristic without the guarantee).
+
+Two ways to run (:func:`run_batched`):
+
+* synchronous (``--batch q``): q indices in one request; the next batch is chosen when all q are answered;
+* asynchronous (``--batch q --asynchronous``): up to q queries pending at once; whenever any answer arrives
+  the free places are refilled, treating the still-pending queries as hallucinated (GP-BUCB's delay case).
+
+The run file records pending queries, so ``resume`` waits for them and continues the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shared.api.schemas import ReleaseOut
+from shared.gp.ucb import GPUCB
+
+from modeler_client.remote import RemoteSession
+from modeler_client.runfile import RunRecord, RunSettings
+from modeler_client.surrogate import Surrogate
+
+
+class Proposer(Protocol):
+    """What :func:`run_batched` drives: ``tell`` each answer (oriented so that larger is better) in the order
+    the answers arrived, ``ask`` for q new row indices given those still pending."""
+
+    def tell(self, index: int, value: float) -> None: ...
+
+    def ask(self, q: int, pending: Sequence[int]) -> list[int]: ...
+
+
+def gp_bucb(ucb: GPUCB, q: int, pending: Sequence[int] = (), *, inflate: bool = True) -> list[int]:
+    """q indices by GP-BUCB on ``ucb``'s posterior, with ``pending`` hallucinated first; with ``inflate`` the
+    batch β exp(2 C_t) β_t (module docstring), else β_t. The real posterior is left untouched."""
+    if q < 1:
+        raise ValueError("q must be ≥ 1")
+    picks: list[int] = []
+    information = 0.0
+    with ucb.posterior.hallucinating() as post:
+
+        def hallucinate(index: int) -> None:
+            nonlocal information
+            information += 0.5 * math.log1p(max(post.variance[index], 0.0) / post.noise_variance)
+            post.observe(index, post.mean_at(index))
+
+        for index in pending:
+            hallucinate(int(index))
+        for _ in range(q):
+            t = post.n_observations + 1
+            # exp(2C) overflows a float past C ≈ 354; the scores are then σ-ranked anyway.
+            beta = ucb.beta(t) * (math.exp(min(2.0 * information, 700.0)) if inflate else 1.0)
+            scores = post.upper_confidence_bound(beta)
+            if not ucb.requery:
+                seen = post.observed_indices
+                if len(np.unique(seen)) == len(scores):
+                    raise ValueError("every row is measured or pending and requery is off: nothing is left to ask")
+                scores[seen] = -np.inf
+            picks.append(int(np.argmax(scores)))
+            if len(picks) < q:
+                hallucinate(picks[-1])
+    return picks
+
+
+class GPBUCBProposer:
+    """GP-BUCB over released inputs, with the GP-UCB loop's surrogate (same kernels, hyperparameter fitting
+    and input-noise handling, :class:`modeler_client.surrogate.Surrogate`)."""
+
+    def __init__(self, Z: NDArray, release: ReleaseOut, settings: RunSettings, **surrogate_options) -> None:
+        self.surrogate = Surrogate(Z, release, settings, **surrogate_options)
+        self.inflate = settings.batch_beta == "desautels"
+        self.indices: list[int] = []
+        self.values: list[float] = []
+
+    def tell(self, index: int, value: float) -> None:
+        self.indices.append(int(index))
+        self.values.append(float(value))
+
+    def ask(self, q: int, pending: Sequence[int]) -> list[int]:
+        self.surrogate.update(self.indices, np.array(self.values))
+        return gp_bucb(self.surrogate.ucb, q, pending, inflate=self.inflate)
+
+
+class RandomProposer:
+    """Uniform random search without repeats: the baseline every batch method must beat."""
+
+    def __init__(self, n: int, seed: int | np.random.Generator | None = None) -> None:
+        self.n = n
+        self.rng = np.random.default_rng(seed)
+        self.asked: set[int] = set()
+
+    def tell(self, index: int, value: float) -> None:
+        self.asked.add(int(index))
+
+    def ask(self, q: int, pending: Sequence[int]) -> list[int]:
+        free = np.setdiff1d(np.arange(self.n), [*self.asked, *pending])
+        picks = self.rng.choice(free, size=min(q, len(free)), replace=False) if len(free) else []
+        self.asked.update(int(i) for i in picks)
+        return [int(i) for i in picks]
+
+
+def run_batched(
+    session: RemoteSession,
+    proposer: Proposer,
+    *,
+    on_step: Callable[[str, RunRecord], None] | None = None,
+) -> RunRecord:
+    """Drive ``proposer`` through ``session`` until the run's T queries are made and answered.
+
+    q = ``settings.batch``; ``settings.asynchronous`` refills free places as soon as any answer arrives,
+    otherwise the next batch waits for the whole previous one. Answers are told in the order they arrived
+    (oriented: −y for a ``minimize`` release). ``on_step(kind, record)`` reports ``asked``/``answered``.
+    """
+    record = session.record
+    settings = record.settings
+    report = on_step or (lambda kind, record: None)
+    orientation = -1.0 if record.goal == "minimize" else 1.0
+    told: set[int] = set()
+
+    def tell(queries) -> None:
+        for query in queries:
+            if query.status == "done" and query.query_id not in told:
+                proposer.tell(query.index, orientation * query.value)
+                told.add(query.query_id)
+
+    tell(record.done())
+    while True:
+        pending = record.pending()
+        room = min(settings.batch - len(pending), settings.iterations - len(record.queries))
+        if room > 0 and (settings.asynchronous or not pending):
+            picks = proposer.ask(room, [q.index for q in pending])
+            if not picks:
+                raise RuntimeError("the optimiser proposed no row; every row may have been asked already")
+            tell(session.submit(picks))
+            report("asked", record)
+            continue
+        if not pending:
+            break
+        tell(session.wait(until="any" if settings.asynchronous else "all"))
+        report("answered", record)
+    record.finished = True
+    session.save()
+    return record
