@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import UTC, datetime
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
