@@ -9,13 +9,14 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from curator_service import __version__, audit, datasets, keys, ledger, planner, reconstruction, releases, sessions
-from curator_service.db import Database, migrate
+from curator_service import __version__
 from curator_service.errors import ERROR_RESPONSES, GuardMiddleware, install_error_handlers
-from curator_service.jobs import api as jobs_api
 from curator_service.jobs.runner import JobRunner
+from curator_service.persistence.blobs import TableCache
+from curator_service.persistence.db import Database, migrate
+from curator_service.routers import ROUTERS
+from curator_service.routers.datasets import add_registration_schema
 from curator_service.settings import Settings
-from curator_service.storage import TableCache
 from shared.api.schemas import Health
 
 DESCRIPTION = """The curator's side of pobo (private outsourced Bayesian optimization).
@@ -33,7 +34,10 @@ def make_data_dir_private(data_dir: Path) -> None:
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """The service for ``settings`` (default: from the environment). The database is migrated here."""
+    """The service for ``settings`` (default: from the environment). The database is migrated here.
+
+    ``app.state`` holds what the services need: ``settings``, ``db`` (:class:`Database`), ``tables`` (the decoded
+    table cache) and ``jobs`` (the job runner)."""
     settings = settings or Settings.from_env()
     make_data_dir_private(settings.data_dir)
     db = Database(settings.database_url)
@@ -61,14 +65,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def health() -> Health:
         return Health(version=__version__)
 
-    for module in (datasets, releases, planner, reconstruction, keys, sessions, ledger, audit, jobs_api):
-        app.include_router(module.router)
+    for router in ROUTERS:
+        app.include_router(router)
 
     def openapi() -> dict:
         if app.openapi_schema is None:
             document = get_openapi(title=app.title, version=app.version, description=app.description,
                                    routes=app.routes)
-            datasets.add_registration_schema(document)
+            add_registration_schema(document)
             app.openapi_schema = document
         return app.openapi_schema
 

@@ -30,7 +30,7 @@ def main() -> None:
     from sklearn.datasets import load_diabetes
 
     from modeler_client.client import ModelerClient
-    from modeler_client.local_curator import LocalCurator
+    from curator_service.testing import LocalCurator
     from modeler_client.loop import RemoteGPUCB
     from modeler_client.runfile import RunSettings
 

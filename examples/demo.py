@@ -43,7 +43,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table  # noqa: E402
 
 from modeler_client.client import ModelerClient  # noqa: E402
-from modeler_client.local_curator import CuratorAdmin, LocalCurator  # noqa: E402
+from curator_service.admin_client import CuratorAdmin  # noqa: E402
+from curator_service.testing import LocalCurator  # noqa: E402
 from modeler_client.loop import RemoteGPUCB  # noqa: E402
 from modeler_client.plot import plot_runs  # noqa: E402
 from modeler_client.runfile import RunRecord, RunSettings  # noqa: E402

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from modeler_client.local_curator import LocalCurator
+from curator_service.testing import LocalCurator
 
 # Schemathesis checks whose failure means the response contradicts the published OpenAPI.
 SCHEMA_CHECKS = {"status_code_conformance", "content_type_conformance", "response_headers_conformance",

@@ -13,7 +13,7 @@ from datetime import datetime
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from curator_service.models import ModelingSession, Query, Release
+from curator_service.persistence.models import ModelingSession, Query, Release
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from curator_service.storage import RawTable
+from curator_service.persistence.blobs import RawTable
 from shared.dp.mechanisms import laplace_mechanism, summation_error
 from shared.dp.noise import NoiseSource
 from shared.releases.gaussian import _clip_rows as clip_rows
-from shared.releases.scaling import apply_scaling
+from shared.api.scaling import apply_scaling
 from shared.api.schemas import ScalingSpec
 
 

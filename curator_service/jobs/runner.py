@@ -9,14 +9,15 @@ import numpy as np
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from curator_service.datasets import cached_table
-from curator_service.errors import ApiError, log_unexpected
+from curator_service.errors import log_unexpected
 from curator_service.jobs import KINDS, DatasetInfo, JobCancelled, JobContext, JobFailed, JobKind
-from curator_service.ledger import budget_status
-from curator_service.models import Dataset, Job, utcnow
-from curator_service.releases import refuse_seed_in_production
-from shared.dp.noise import seeded_streams
+from curator_service.persistence.models import Dataset, Job, utcnow
+from curator_service.services.datasets import cached_table
+from curator_service.services.ledger import budget_status
+from curator_service.services.policy import refuse_seed_in_production
+from shared.api.errors import ApiError
 from shared.api.schemas import ScalingSpec
+from shared.dp.noise import seeded_streams
 
 INTERRUPTED = "the service stopped while this job was running; its privacy budget stays charged; submit it again"
 
@@ -117,7 +118,7 @@ class JobRunner:
             info = table = None
             if job.dataset_id is not None:
                 dataset = session.get(Dataset, job.dataset_id)
-                info, table = dataset_info(session, dataset), cached_table(self.app, dataset)
+                info, table = dataset_info(session, dataset), cached_table(self.app.state.tables, dataset)
             job.status = "running"
             noise, rng = seeded_streams(seed)
             ctx = JobContext(

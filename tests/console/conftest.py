@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from modeler_client.local_curator import LocalCurator
+from curator_service.testing import LocalCurator
 
 CHROMIUM = os.environ.get("POBO_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("POBO_CHROMEDRIVER", "/usr/bin/chromedriver")

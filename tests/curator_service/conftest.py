@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,11 +15,13 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
+from click.testing import Result
 from typer.testing import CliRunner
 
 from curator_service.app import create_app
 from curator_service.cli import app as cli_app
 from curator_service.settings import Settings
+from curator_service.testing import free_port
 
 ADMIN = "test-admin-token"
 ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN}"}
@@ -146,12 +147,6 @@ def assert_error(response, status: int, code: str, *words: str) -> None:
         assert word in body["detail"], (word, body["detail"])
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass(frozen=True)
 class CuratorCli:
     """``pobo-curator`` admin commands against a live server, and a 20-row CSV (``csv``) to register."""
@@ -159,8 +154,15 @@ class CuratorCli:
     url: str
     csv: Path
 
+    def invoke(self, *args: str, connect: bool = True, token: str = ADMIN) -> Result:
+        """The command's result (``stdout``, ``stderr``, ``exit_code``), with ``--url`` and ``--token`` unless
+        ``connect`` is false."""
+        options = ["--url", self.url, "--token", token] if connect else []
+        return CliRunner().invoke(cli_app, [*args, *options], env={"COLUMNS": "250"})
+
     def __call__(self, *args: str, exit_code: int = 0) -> str:
-        result = CliRunner().invoke(cli_app, [*args, "--url", self.url, "--token", ADMIN], env={"COLUMNS": "250"})
+        """The command's output (stdout and stderr), after checking its exit code."""
+        result = self.invoke(*args)
         assert result.exit_code == exit_code, result.output
         return result.output
 

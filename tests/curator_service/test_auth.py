@@ -102,7 +102,7 @@ def test_a_modeler_cannot_touch_another_keys_session(shared_client, world):
     for method, path in [("GET", "/v1/sessions/{session}"), ("GET", "/v1/sessions/{session}/queries"),
                          ("POST", "/v1/sessions/{session}/queries"), ("POST", "/v1/sessions/{session}/close")]:
         response = client.request(method, path.format(**ids), headers=headers, json={"indices": [0]})
-        assert_error(response, 403, "forbidden", "another key")
+        assert_error(response, 404, "not_found", f"session with id {ids['session']}")  # as if it did not exist
 
 
 def test_health_needs_no_token(shared_client):

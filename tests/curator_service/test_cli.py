@@ -61,8 +61,8 @@ def test_release_options_and_every_public_parameter_on_the_command_line(curator_
     assert "release 1: projection identity" in listed and "release 2: projection pca" in listed
     assert "release of inputs and measurements (gaussian, identity)" in flat(run("ledger"))
     assert "release of inputs (gaussian, pca)" in flat(run("ledger"))
-    refused = flat(run("release", "create", "--dataset", "1", "--epsilon", "1", "--projection", "pca", exit_code=1))
-    assert "validation_error" in refused and "give both or neither" in refused
+    refused = flat(run("release", "create", "--dataset", "1", "--epsilon", "1", "--projection", "pca", exit_code=2))
+    assert "--projection pca with both --pca-share and --pca-clip-norm" in refused
 
 
 def test_plan_prints_the_noise_the_bound_and_the_simulated_regret_and_charges_nothing(curator_cli):

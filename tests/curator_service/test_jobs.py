@@ -68,12 +68,12 @@ def test_modeler_jobs_are_scoped_to_its_releases_and_its_own(client):
     headers = bearer(key["token"])
     params = {"column": "y", "lower": 0, "upper": 1, "epsilon": 0.1}
     assert_error(client.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": second["id"], "params": params},
-                             headers=headers), 403, "forbidden", f"dataset {second['id']}")
+                             headers=headers), 404, "not_found", f"dataset with id {second['id']}")
     own = client.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": first["id"], "params": params},
                       headers=headers).json()
     admins = client.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": first["id"], "params": params}).json()
     assert [j["id"] for j in client.get("/v1/jobs", headers=headers).json()] == [own["id"]]
-    assert_error(client.get(f"/v1/jobs/{admins['id']}", headers=headers), 403, "forbidden")
+    assert_error(client.get(f"/v1/jobs/{admins['id']}", headers=headers), 404, "not_found")
     assert _wait(client, own["id"], headers)["status"] == "succeeded"
 
 
@@ -200,7 +200,7 @@ def test_dp_bo_progress_and_fitting_do_not_depend_on_the_data(monkeypatch):
 def test_labels_other_than_one_count_as_zero_so_no_row_value_can_fail_a_job():
     """A failure on one row's label value would tell a modeler that such a row exists."""
     from curator_service.jobs import binary_labels
-    from curator_service.storage import RawTable
+    from curator_service.persistence.blobs import RawTable
 
     table = RawTable(columns={"y": np.array([0.0, 1.0, 2.0, -1.0, 1.0])}, feature_columns=())
     np.testing.assert_array_equal(binary_labels(table, "y"), [0, 1, 0, 0, 1])

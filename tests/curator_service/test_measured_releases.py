@@ -12,8 +12,8 @@ from alembic.config import Config
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from curator_service.db import MIGRATIONS_DIR, make_engine, migrate
-from curator_service.models import Dataset, Release
+from curator_service.persistence.db import MIGRATIONS_DIR, make_engine, migrate
+from curator_service.persistence.models import Dataset, Release
 from shared.releases import gaussian_release
 from shared.releases.measurements import MeasurementOption
 from shared.releases.gaussian import PcaOption

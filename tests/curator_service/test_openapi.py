@@ -10,7 +10,7 @@ ENDPOINTS = {
     ("get", "/v1/releases"), ("get", "/v1/releases/{release_id}"), ("get", "/v1/releases/{release_id}/inputs"),
     ("post", "/v1/releases/{release_id}/audits/reconstruction"),
     ("post", "/v1/keys"), ("get", "/v1/keys"), ("delete", "/v1/keys/{key_id}"),
-    ("post", "/v1/releases/{release_id}/sessions"), ("get", "/v1/sessions/{session_id}"),
+    ("post", "/v1/releases/{release_id}/sessions"), ("get", "/v1/sessions"), ("get", "/v1/sessions/{session_id}"),
     ("post", "/v1/sessions/{session_id}/queries"), ("get", "/v1/sessions/{session_id}/queries"),
     ("post", "/v1/sessions/{session_id}/close"),
     ("get", "/v1/queries"), ("post", "/v1/queries/{query_id}/answer"),

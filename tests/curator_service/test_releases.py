@@ -181,7 +181,7 @@ def test_reconstruction_audit_refuses_a_seed_in_production(make_client):
 
 def test_a_seeded_release_draws_its_noise_independently_of_m():
     """With X = 0, Z is the noise G alone; one seed used twice made G's first d rows noise_std · M."""
-    from curator_service.releases import compute_release
+    from curator_service.services.releases import compute_release
     from shared.api.schemas import ReleaseCreate
 
     d, r, seed = 3, 2, 7

@@ -11,10 +11,10 @@ from alembic.config import Config
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from curator_service import cli
-from curator_service.db import MIGRATIONS_DIR, make_engine, migrate
+from curator_service.cli.serve import serve
 from curator_service.jobs import KINDS
-from curator_service.models import Job, Release
+from curator_service.persistence.db import MIGRATIONS_DIR, make_engine, migrate
+from curator_service.persistence.models import Job, Release
 from curator_service.settings import Settings
 from shared.api.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, UNKNOWN_SEED_WARNING
 from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
@@ -32,7 +32,7 @@ def test_the_service_defaults_to_production_mode(tmp_path, monkeypatch):
     monkeypatch.setenv("POBO_ADMIN_TOKEN", "t")
     umask = os.umask(0o022)
     try:
-        cli.serve(host="127.0.0.1", port=1, data_dir=tmp_path, database_url=None)
+        serve(host="127.0.0.1", port=1, data_dir=tmp_path, database_url=None)
     finally:
         assert os.umask(umask) == 0o077  # serve makes everything it writes owner-only
     assert started["settings"].mode == "production"

@@ -1,4 +1,5 @@
-"""One conformance suite, two backends (embedded SQLite and PostgreSQL): ledger, keys, sessions, queries.
+"""One conformance suite, two backends (embedded SQLite and PostgreSQL): ledger, keys, sessions, queries, through
+HTTP and, below it, through the service layer the console and the command line call.
 
 The PostgreSQL half runs when POBO_TEST_POSTGRES_URL is set (``.ci/run`` sets it); each test starts from
 an empty schema.
@@ -7,18 +8,30 @@ an empty schema.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import httpx
 import pytest
 
+from curator_service.persistence.blobs import TableCache
+from curator_service.persistence.db import Database, migrate
+from curator_service.services import datasets, keys, ledger, queries, releases
+from curator_service.services.policy import ADMIN, Principal, principal_for_token
+from curator_service.settings import Settings
+from shared.api.errors import ApiError
+from shared.api.schemas import DatasetOut, DatasetSpec, KeyCreate, QueryRequest, QueryResponse, ReleaseCreate, ReleaseOut
 from tests.curator_service.conftest import (
     ADMIN_HEADERS,
     assert_error,
     bearer,
+    dataset_spec,
     modeler_key,
     register,
     release,
+    synthetic_table,
+    table_csv,
 )
 
 
@@ -138,9 +151,10 @@ def test_keys_are_hashed_scoped_and_revocable(make_client, database_url):
     headers = bearer(key["token"])
     assert "token" not in client.get("/v1/keys").json()[0]
     assert [r["id"] for r in client.get("/v1/releases", headers=headers).json()] == [first["id"]]
-    assert_error(client.get(f"/v1/releases/{second['id']}", headers=headers), 403, "forbidden",
-                 f"release {second['id']}")
-    assert_error(client.post(f"/v1/releases/{second['id']}/sessions", headers=headers), 403, "forbidden")
+    # Out of scope reads exactly like missing: 404, so an id tells a modeler nothing.
+    assert_error(client.get(f"/v1/releases/{second['id']}", headers=headers), 404, "not_found",
+                 f"release with id {second['id']}")
+    assert_error(client.post(f"/v1/releases/{second['id']}/sessions", headers=headers), 404, "not_found")
     session = client.post(f"/v1/releases/{first['id']}/sessions", headers=headers).json()
     assert client.delete(f"/v1/keys/{key['id']}").json()["revoked"] is True
     assert_error(client.post(f"/v1/sessions/{session['id']}/queries", json={"indices": [0]}, headers=headers), 401,
@@ -162,3 +176,145 @@ def test_closed_session_refuses_new_queries(make_client, database_url):
     assert closed["status"] == "closed"
     assert_error(client.post(f"/v1/sessions/{session['id']}/queries", json={"indices": [0]}, headers=headers), 409,
                  "conflict", "closed")
+
+
+# --- the same guarantees at the service layer (what the console and the command line call) ----------------------
+
+
+@dataclass(frozen=True)
+class Service:
+    """What a caller of :mod:`curator_service.services` holds: the database, the settings, the table cache."""
+
+    db: Database
+    settings: Settings
+    tables: TableCache
+
+
+@pytest.fixture
+def service(make_settings, database_url) -> Iterator[Service]:
+    settings = make_settings(database_url=database_url)
+    db = Database(settings.database_url)
+    migrate(db.engine)
+    yield Service(db, settings, TableCache())
+    db.dispose()
+
+
+def store_table(service: Service, n: int = 40, **spec_changes) -> DatasetOut:
+    X, y = synthetic_table(n)
+    spec = DatasetSpec.model_validate(dataset_spec(**spec_changes))
+    table = datasets.parse_registration(spec, table_csv(X, y).encode())
+    with service.db.write() as session:
+        return datasets.store_dataset(session, ADMIN, spec, table)
+
+
+def make_release(service: Service, dataset_id: int, epsilon: float = 1.0, delta: float = 1e-5) -> ReleaseOut:
+    body = ReleaseCreate(mechanism="gaussian", epsilon=epsilon, delta=delta, dim=2)
+    return releases.create_release(service.db, service.tables, service.settings, ADMIN, dataset_id, body)
+
+
+def key_principal(service: Service, release_ids: list[int], max_queries: int = 10) -> tuple[Principal, int]:
+    with service.db.write() as session:
+        created = keys.create_key(session, ADMIN, KeyCreate(name="m", release_ids=release_ids,
+                                                            max_queries=max_queries))
+    with service.db.read() as session:
+        return principal_for_token(session, created.token, None), created.id
+
+
+def raises(status: int, code: str, call, *args):
+    with pytest.raises(ApiError) as caught:
+        call(*args)
+    assert (caught.value.status, caught.value.code) == (status, code), caught.value.detail
+    return caught.value.detail
+
+
+def test_service_release_and_ledger_entry_are_one_transaction(service):
+    dataset = store_table(service, budget={"epsilon": 1.0, "delta": 1e-4})
+    made = make_release(service, dataset.id, epsilon=0.4, delta=2e-5)
+    detail = raises(409, "budget_exceeded", make_release, service, dataset.id, 0.7)
+    assert "epsilon=0.6" in detail
+    with service.db.read() as session:
+        [entry] = ledger.list_entries(session, dataset.id)
+        assert (entry.release_id, entry.epsilon, entry.delta) == (made.id, 0.4, 2e-5)
+        assert [r.id for r in releases.list_releases(session, service.settings, ADMIN)] == [made.id]
+        assert datasets.get_dataset(session, dataset.id).budget.remaining_epsilon == pytest.approx(0.6)
+
+
+def test_service_twenty_concurrent_releases_against_a_budget_for_five_create_exactly_five(service):
+    dataset = store_table(service, budget={"epsilon": 1.0, "delta": 1e-3})
+    barrier = threading.Barrier(20)
+
+    def attempt(_: int) -> str:
+        barrier.wait()
+        try:
+            make_release(service, dataset.id, epsilon=0.2)
+        except ApiError as exc:
+            return exc.code
+        return "created"
+
+    with ThreadPoolExecutor(20) as pool:
+        outcomes = sorted(pool.map(attempt, range(20)))
+    assert outcomes == ["budget_exceeded"] * 15 + ["created"] * 5
+    with service.db.read() as session:
+        assert sum(e.epsilon for e in ledger.list_entries(session)) == pytest.approx(1.0)
+
+
+def test_service_queries_are_charged_once_per_request_id_and_stop_at_the_key_budget(service):
+    dataset = store_table(service, evaluator={"kind": "column", "column": "y", "noise_std": 0.5})
+    made = make_release(service, dataset.id)
+    modeler, _ = key_principal(service, [made.id], max_queries=3)
+    with service.db.write() as session:
+        opened = queries.open_session(session, service.settings, modeler, made.id)
+
+    def ask(indices: list[int], request_id: str | None = None) -> QueryResponse:
+        with service.db.write() as session:
+            return queries.create_queries(session, service.tables, service.settings, modeler, opened.id,
+                                          QueryRequest(indices=indices, request_id=request_id))
+
+    first = ask([3, 4], "r-1")
+    assert ask([3, 4], "r-1") == first
+    raises(409, "conflict", ask, [5], "r-1")
+    ask([5])
+    assert "0 of 3" in raises(409, "query_budget_exhausted", ask, [6])
+    with service.db.read() as session:
+        assert queries.get_session(session, modeler, opened.id).used == 3
+        assert [q.index for q in queries.list_session_queries(session, modeler, opened.id).queries] == [3, 4, 5]
+
+
+def test_service_objects_of_other_keys_answer_404_like_missing_ones(service):
+    dataset = store_table(service)
+    first, second = make_release(service, dataset.id), make_release(service, dataset.id)
+    owner, _ = key_principal(service, [first.id])
+    other, other_id = key_principal(service, [first.id])
+    with service.db.write() as session:
+        opened = queries.open_session(session, service.settings, owner, first.id)
+    with service.db.read() as session:
+        missing = raises(404, "not_found", queries.get_session, session, other, opened.id + 100)
+        hidden = raises(404, "not_found", queries.get_session, session, other, opened.id)
+        assert hidden == missing.replace(str(opened.id + 100), str(opened.id))  # the same sentence
+        raises(404, "not_found", releases.get_release, session, service.settings, owner, second.id)
+        assert [s.id for s in queries.list_sessions(session, other)] == []
+        assert [s.id for s in queries.list_sessions(session, ADMIN)] == [opened.id]
+    with service.db.write() as session:
+        keys.revoke_key(session, ADMIN, other_id)
+    with service.db.read() as session:
+        raises(401, "unauthorized", principal_for_token, session, "not-a-token", None)
+
+
+def test_service_manual_queries_wait_for_the_curator(service):
+    dataset = store_table(service, evaluator={"kind": "manual"})
+    made = make_release(service, dataset.id)
+    modeler, _ = key_principal(service, [made.id])
+    with service.db.write() as session:
+        opened = queries.open_session(session, service.settings, modeler, made.id)
+        [pending] = queries.create_queries(session, service.tables, service.settings, modeler, opened.id,
+                                           QueryRequest(indices=[7])).results
+    assert (pending.status, pending.value) == ("pending", None)
+    with service.db.read() as session:
+        [listed] = queries.pending_queries(session, service.tables, dataset.id).queries
+    assert (listed.query_id, listed.index) == (pending.query_id, 7) and 1 <= listed.row <= 40
+    with service.db.write() as session:
+        assert queries.answer_query(session, ADMIN, pending.query_id, 1.5).value == 1.5
+    with service.db.write() as session:
+        raises(409, "conflict", queries.answer_query, session, ADMIN, pending.query_id, 2.0)
+    with service.db.read() as session:
+        assert queries.pending_queries(session, service.tables).queries == []

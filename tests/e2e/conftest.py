@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from modeler_client.local_curator import LocalCurator
+from curator_service.testing import LocalCurator
 
 
 @pytest.fixture(scope="session")

@@ -20,12 +20,12 @@ from sklearn.preprocessing import MinMaxScaler
 
 from modeler_client.commands.common import connect
 from modeler_client.commands.jobs import run_job
-from modeler_client.local_curator import CuratorAdmin
+from curator_service.admin_client import CuratorAdmin
 from curator_service.jobs import TRAINING_ROW_NORM, clip_rows
 from shared.datasets.adult import CATEGORIES, COLUMNS, SPLIT_FILES
 from shared.datasets.paths import data_file
 from shared.api.http_client import ApiClient
-from shared.releases.scaling import apply_scaling
+from shared.api.scaling import apply_scaling
 from shared.api.schemas import DatasetOut, JobOut, ScalingSpec
 from tests.modeler_client.test_cli_and_plot import flat
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modeler_client.local_curator import LocalCurator
+from curator_service.testing import LocalCurator
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from curator_service.jobs import KINDS, DatasetInfo, JobContext, held_out_split
-from curator_service.storage import RawTable
+from curator_service.persistence.blobs import RawTable
 from shared.dp.accounting import dpsgd_epsilon
 from shared.dp.noise import SeededNoise
 from shared.api.schemas import ScalingSpec

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from curator_service.jobs import KINDS
-from modeler_client.local_curator import LocalCurator
+from curator_service.testing import LocalCurator
 from shared.api.http_client import ApiError
 from shared.api.schemas import SEEDED_WARNING
 

@@ -13,34 +13,30 @@ Inputs, DP-PCA and measurements are one Gaussian mechanism: one ledger entry (ε
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
 
 import numpy as np
-from fastapi import APIRouter, Header, Query, Request, Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from curator_service.audit import record
-from curator_service.auth import AnyRole, Curator, Principal
-from curator_service.datasets import cached_table
-from curator_service.db import get_or_404
-from curator_service.errors import ApiError
-from curator_service.evaluators import measure_all
-from curator_service.ledger import budget_status, charge, check_affordable
-from curator_service.models import Dataset, Release
+from curator_service.persistence.blobs import RawTable, TableCache, decode_matrix, encode_matrix
+from curator_service.persistence.db import Database, get_or_404
+from curator_service.persistence.models import Dataset, Release
+from curator_service.services.audit import record
+from curator_service.services.datasets import cached_table
+from curator_service.services.evaluators import measure_all
+from curator_service.services.ledger import Spend, budget_status, charge, check_affordable
+from curator_service.services.ledger_events import NON_PRIVATE, gaussian_release_event
+from curator_service.services.policy import Principal, refuse_seed, visible_or_404
 from curator_service.settings import Settings
-from curator_service.storage import RawTable, decode_matrix, encode_matrix
-from shared.dp.noise import seeded_streams
-from shared.releases import gaussian_release, largest_r, po_gp_ucb_release
-from shared.releases.scaling import apply_scaling, neighbouring_step, scaling_warning
+from shared.api.errors import ApiError
 from shared.api.schemas import (
     CERTIFIED_MECHANISMS,
     FILE_ORDER_WARNING,
     MEASUREMENTS_NOTE,
     PRIVATE_MEASUREMENTS_NOTE,
     SEEDED_WARNING,
-    UNCERTIFIED_WARNING,
     UNCERTIFIED_MEASUREMENTS_NOTE,
+    UNCERTIFIED_WARNING,
     UNKNOWN_SEED_WARNING,
     InputsPage,
     NeighbouringStep,
@@ -50,13 +46,13 @@ from shared.api.schemas import (
     ReleaseParameters,
     ScalingSpec,
 )
-
-router = APIRouter(tags=["releases"])
+from shared.dp.noise import seeded_streams
+from shared.releases import gaussian_release, largest_r, po_gp_ucb_release
+from shared.api.scaling import apply_scaling, neighbouring_step, scaling_warning
 
 MAX_DIM = 1024
 AUTO_DIM_CAP = 10
 """``dim: "auto"`` for ``po-gp-ucb`` when the paper's guideline admits no r: min(d, 10)."""
-NPY = "application/x-npy"
 
 
 @dataclass(frozen=True)
@@ -231,21 +227,6 @@ def release_out(release: Release, dataset: Dataset, settings: Settings) -> Relea
     )
 
 
-def refuse_seed(settings: Settings, principal: Principal, seed: object) -> None:
-    """A seed makes the noise reproducible, so whoever knows it can subtract the noise: it is accepted only
-    from the curator, and only in research mode."""
-    if seed is not None and not principal.is_curator:
-        raise ApiError(403, "seed_refused", "a modeler key may not send a seed (whoever knows the seed can replay "
-                       "the noise), in any mode; remove 'seed' from the request")
-    refuse_seed_in_production(settings, seed)
-
-
-def refuse_seed_in_production(settings: Settings, seed: object) -> None:
-    if seed is not None and settings.mode == "production":
-        raise ApiError(403, "seed_refused", "seeds are refused in production mode (seeded noise is reproducible and "
-                       "not floating-point-safe); remove 'seed' from the request")
-
-
 def _check_mechanism_allowed(settings: Settings, mechanism: str) -> None:
     if mechanism not in CERTIFIED_MECHANISMS and not settings.allow_uncertified_mechanisms:
         raise ApiError(403, "uncertified_mechanism_disabled",
@@ -253,28 +234,27 @@ def _check_mechanism_allowed(settings: Settings, mechanism: str) -> None:
                        "use 'gaussian', or have the operator set POBO_ALLOW_UNCERTIFIED_MECHANISMS=true")
 
 
-def visible_release(session: Session, principal: Principal, release_id: int) -> tuple[Release, Dataset]:
-    """The release and its dataset, if this caller may see it (404 / 403 otherwise)."""
-    release = get_or_404(session, Release, release_id)
-    principal.require_release(release_id)
-    return release, session.get(Dataset, release.dataset_id)
+def release_spend(body: ReleaseCreate, computed: ComputedRelease, principal: Principal) -> Spend:
+    """The ledger's record of a release: its (ε, δ), what it released and, as data, its mechanism's parts."""
+    if computed.parameters is None:
+        event = NON_PRIVATE
+    else:
+        event = gaussian_release_event(ReleaseParameters.model_validate(computed.parameters))
+    return Spend(epsilon=body.epsilon, delta=body.delta, purpose=release_purpose(body, computed),
+                 mechanism=body.mechanism, event=event, actor=principal)
 
 
-@router.post(
-    "/v1/datasets/{dataset_id}/releases",
-    status_code=201,
-    response_model=ReleaseOut,
-    summary="Release a dataset's inputs (charged to its budget)",
-)
-def create_release(request: Request, principal: Curator, dataset_id: int, body: ReleaseCreate) -> ReleaseOut:
-    settings: Settings = request.app.state.settings
+def create_release(db: Database, tables: TableCache, settings: Settings, principal: Principal, dataset_id: int,
+                   body: ReleaseCreate) -> ReleaseOut:
+    """Checks, computes Z outside any transaction (it can take a while), then stores the release with its ledger
+    entry in one write transaction (refused there if the budget no longer fits)."""
     _check_mechanism_allowed(settings, body.mechanism)
     refuse_seed(settings, principal, body.seed)
     check_dim(body)
-    with request.app.state.db.read() as session:
+    with db.read() as session:
         dataset = get_or_404(session, Dataset, dataset_id)
         check_affordable(budget_status(session, dataset), body.epsilon, body.delta, "this release")  # fail fast
-        table = cached_table(request.app, dataset)
+        table = cached_table(tables, dataset)
         simulation_key = dataset.simulation_key
     if body.measurements is not None:
         check_measurable(dataset)
@@ -282,8 +262,8 @@ def create_release(request: Request, principal: Curator, dataset_id: int, body: 
         check_gaussian_options(body, dataset.d)
     y = None if body.measurements is None else measure_all(dataset.evaluator, table, simulation_key)
     computed = compute_release(mechanism_input(table, dataset.scaling, body.mechanism), body, y)
-    with request.app.state.db.write() as session:
-        entry = charge(session, dataset_id, body.epsilon, body.delta, release_purpose(body, computed))
+    with db.write() as session:
+        entry = charge(session, dataset_id, release_spend(body, computed, principal))
         release = Release(
             dataset_id=dataset_id,
             mechanism=body.mechanism,
@@ -310,42 +290,31 @@ def create_release(request: Request, principal: Curator, dataset_id: int, body: 
     return release_out(release, dataset, settings)
 
 
-@router.get("/v1/releases", response_model=list[ReleaseOut], summary="Releases this caller may see")
-def list_releases(request: Request, principal: AnyRole) -> list[ReleaseOut]:
-    with request.app.state.db.read() as session:
-        statement = select(Release, Dataset).join(Dataset, Dataset.id == Release.dataset_id).order_by(Release.id)
-        if not principal.is_curator:
-            statement = statement.where(Release.id.in_(principal.release_ids))
-        settings = request.app.state.settings
-        return [release_out(release, dataset, settings) for release, dataset in session.execute(statement)]
+def list_releases(session: Session, settings: Settings, principal: Principal,
+                  dataset_id: int | None = None) -> list[ReleaseOut]:
+    """The releases this caller may see (a modeler: those its key is scoped to), oldest first."""
+    statement = select(Release, Dataset).join(Dataset, Dataset.id == Release.dataset_id).order_by(Release.id)
+    if not principal.is_curator:
+        statement = statement.where(Release.id.in_(principal.release_ids))
+    if dataset_id is not None:
+        statement = statement.where(Release.dataset_id == dataset_id)
+    return [release_out(release, dataset, settings) for release, dataset in session.execute(statement)]
 
 
-@router.get("/v1/releases/{release_id}", response_model=ReleaseOut, summary="One release's metadata")
-def get_release(request: Request, principal: AnyRole, release_id: int) -> ReleaseOut:
-    with request.app.state.db.read() as session:
-        return release_out(*visible_release(session, principal, release_id), request.app.state.settings)
+def get_release(session: Session, settings: Settings, principal: Principal, release_id: int) -> ReleaseOut:
+    release = visible_or_404(session, principal, Release, release_id)
+    return release_out(release, session.get(Dataset, release.dataset_id), settings)
 
 
-@router.get(
-    "/v1/releases/{release_id}/inputs",
-    response_model=InputsPage,
-    summary="The released inputs Z, a page of rows (or the whole matrix as .npy)",
-    responses={200: {"content": {NPY: {"schema": {"type": "string", "format": "binary"}}}}},
-)
-def get_release_inputs(
-    request: Request,
-    principal: AnyRole,
-    release_id: int,
-    offset: Annotated[int, Query(ge=0, description="First row of the page.")] = 0,
-    limit: Annotated[int, Query(ge=1, le=100_000, description="Rows in the page.")] = 10_000,
-    accept: Annotated[str | None, Header()] = None,
-) -> InputsPage | Response:
-    with request.app.state.db.read() as session:
-        release, _ = visible_release(session, principal, release_id)
-        check_served(request.app.state.settings, release)
-        blob = release.inputs
-    if accept and NPY in accept:
-        return Response(content=blob, media_type=NPY)
+def release_inputs_blob(session: Session, settings: Settings, principal: Principal, release_id: int) -> bytes:
+    """Z as the stored ``.npy`` bytes, for a caller who may see the release and a server that still serves it."""
+    release = visible_or_404(session, principal, Release, release_id)
+    check_served(settings, release)
+    return release.inputs
+
+
+def inputs_page(blob: bytes, offset: int, limit: int) -> InputsPage:
+    """Rows ``offset`` to ``offset + limit`` of Z."""
     Z = decode_matrix(blob)
     if offset > Z.shape[0]:
         raise ApiError(422, "validation_error",

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from curator_service.errors import ApiError
-from curator_service.storage import RawTable
+from curator_service.persistence.blobs import RawTable
+from shared.api.errors import ApiError
 
 
 class EvaluatorError(ApiError):

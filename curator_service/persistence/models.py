@@ -1,7 +1,7 @@
 """The service's tables (SQLAlchemy 2). The Alembic migrations in ``migrations/`` create them.
 
-Raw tables and released inputs are stored as NumPy ``.npz`` / ``.npy`` bytes; nothing here ever holds a
-projection matrix or the transformed-but-unprojected data.
+Raw tables and released inputs are stored as NumPy ``.npz`` / ``.npy`` blobs (:mod:`.blobs`); nothing here ever
+holds a projection matrix or the transformed-but-unprojected data.
 """
 
 from __future__ import annotations
@@ -113,6 +113,12 @@ class LedgerEntry(Base):
     purpose: Mapped[str] = mapped_column(Text)
     release_id: Mapped[int | None] = mapped_column(ForeignKey("releases.id"), nullable=True)
     job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id"), nullable=True)
+    # What was spent, as data (services/ledger_events.py): the mechanism and its DP event (σ or scale, sensitivity);
+    # NULL where migration 0006 could not tell (and always for a raise, which spends nothing).
+    mechanism: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    event: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # Who caused it: "admin" or "key:<id>:<name>" (the audit log's actor); NULL where migration 0006 found none.
+    actor: Mapped[str | None] = mapped_column(String(240), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

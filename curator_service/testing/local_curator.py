@@ -1,15 +1,13 @@
-"""A throwaway curator on loopback, for the demo, examples and end-to-end tests, and the curator's
-setup steps over HTTP (``CuratorAdmin``) that the demo also runs against a deployed service.
+"""A throwaway curator on loopback, for the demo, examples and end-to-end tests (a curator test harness).
 
-It runs the real ``pobo-curator serve`` command in a subprocess (so nothing of the service is imported
-here: the modeler's package depends on the curator only through its command line and HTTP API), on a
-free port, with its own data directory and admin token, and can be killed with SIGKILL and restarted
-on the same port and data to show durability.
+:class:`LocalCurator` runs the real ``pobo-curator serve`` command in a subprocess (so a test talks to the service
+exactly as a deployment does), on a free port, with its own data directory and admin token, and can be killed with
+SIGKILL and restarted on the same port and data to show durability. It is a
+:class:`~curator_service.admin_client.CuratorAdmin`, so the curator's setup steps are its methods.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -21,11 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
-import numpy as np
-from numpy.typing import ArrayLike
 
-from shared.api.http_client import ApiClient
-from shared.api.schemas import API_PREFIX, DatasetOut, KeyCreated, ReleaseOut
+from curator_service.admin_client import CuratorAdmin
 
 
 def free_port() -> int:
@@ -42,71 +37,6 @@ def curator_command() -> list[str]:
     if found is None:
         raise FileNotFoundError("the 'pobo-curator' command is not installed; run `pip install -e .` first")
     return [found]
-
-
-class CuratorAdmin:
-    """The curator's setup steps over HTTP (register a table, release it, issue a key), for demos and tests.
-
-    The ``pobo-curator`` admin commands do the same from a shell; this is their Python equivalent.
-    """
-
-    def __init__(self, url: str, admin_token: str) -> None:
-        self.url = url.rstrip("/")
-        self.admin_token = admin_token
-
-    def admin(self, **options) -> ApiClient:
-        """An API client with the admin token."""
-        return ApiClient(self.url, self.admin_token, **options)
-
-    def register_table(
-        self,
-        name: str,
-        features: ArrayLike,
-        feature_columns: list[str],
-        *,
-        evaluator: dict,
-        budget: tuple[float, float],
-        scaling: dict,
-        extra_columns: Mapping[str, ArrayLike] | None = None,
-        goal: str = "maximize",
-    ) -> DatasetOut:
-        """Upload a table as CSV (features plus e.g. the measured column) and register it.
-
-        ``scaling`` is required, as by the service: it fixes what one neighbouring step hides, e.g.
-        ``{"kind": "bounds", "lower": [...], "upper": [...], "diameter": 1}`` (a whole record)."""
-        X = np.asarray(features, dtype=float)
-        columns = {c: X[:, j] for j, c in enumerate(feature_columns)}
-        columns.update({c: np.asarray(v, dtype=float) for c, v in (extra_columns or {}).items()})
-        header = ",".join(columns)
-        body = "\n".join(",".join(repr(float(v)) for v in row) for row in zip(*columns.values()))
-        spec = {
-            "name": name,
-            "feature_columns": feature_columns,
-            "evaluator": evaluator,
-            "budget": {"epsilon": budget[0], "delta": budget[1]},
-            "scaling": scaling,
-            "goal": goal,
-        }
-        with self.admin() as api:
-            return api.post(
-                f"{API_PREFIX}/datasets",
-                files={"file": (f"{name}.csv", f"{header}\n{body}\n".encode(), "text/csv")},
-                data={"spec": json.dumps(spec)},
-                model=DatasetOut,
-            )
-
-    def release(self, dataset_id: int, mechanism: str, epsilon: float, delta: float, dim: int | str = "auto",
-                seed: int | None = None) -> ReleaseOut:
-        body = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "dim": dim}
-        if seed is not None:  # seeds are for research mode only; production refuses them
-            body["seed"] = seed
-        with self.admin() as api:
-            return api.post(f"{API_PREFIX}/datasets/{dataset_id}/releases", body, model=ReleaseOut)
-
-    def issue_key(self, release_ids: list[int], max_queries: int, name: str = "modeler") -> KeyCreated:
-        body = {"name": name, "release_ids": release_ids, "max_queries": max_queries}
-        with self.admin() as api:
-            return api.post(f"{API_PREFIX}/keys", body, model=KeyCreated)
 
 
 class LocalCurator(CuratorAdmin):

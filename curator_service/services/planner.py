@@ -1,4 +1,4 @@
-"""``POST /v1/datasets/{id}/plan``: what a ``gaussian`` release would buy at each ε, before anything is charged.
+"""The planner: what a ``gaussian`` release would buy at each ε, before anything is charged.
 
 A thin call of :func:`shared.algorithms.planner.plan` (docs/planner.md) on the dataset's public shape only: n, d, the
 width of its public box and the requested release options. It never reads the raw rows and charges nothing.
@@ -8,18 +8,14 @@ request within a few seconds; larger studies run :func:`shared.algorithms.planne
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-
-from curator_service.audit import record
-from curator_service.auth import Curator
-from curator_service.db import get_or_404
-from curator_service.errors import ApiError
-from curator_service.models import Dataset
-from curator_service.releases import check_dim, gaussian_dim, gaussian_options
+from curator_service.persistence.db import Database, get_or_404
+from curator_service.persistence.models import Dataset
+from curator_service.services.audit import record
+from curator_service.services.policy import Principal
+from curator_service.services.releases import check_dim, gaussian_dim, gaussian_options
 from shared.algorithms.planner import ReleaseSetting, plan
-from shared.api.schemas import PlanOut, PlanRequest, PlanRow
-
-router = APIRouter(tags=["planner"])
+from shared.api.errors import ApiError
+from shared.api.schemas import PlanOut, PlanRequest, PlanRow, ScalingSpec
 
 MAX_SIMULATED_QUERIES = 200
 """simulate_runs × (number of ε + 1) × queries: GP-UCB answers simulated per request (20–60 ms each, growing
@@ -45,8 +41,9 @@ def public_width(dataset: Dataset, body: PlanRequest) -> float:
     """Each scaled feature's public range: the request's ``width``, else the dataset's bounds scaling."""
     if body.width is not None:
         return body.width
-    if dataset.scaling["kind"] == "bounds":
-        return float(dataset.scaling["width"])
+    scaling = ScalingSpec.model_validate(dataset.scaling)  # a scaling stored before 'width' existed gets its default
+    if scaling.kind == "bounds":
+        return scaling.width
     raise ApiError(422, "validation_error",
                    f"dataset {dataset.id} has {dataset.scaling['kind']!r} scaling, which has no public box; give "
                    "'width', the public range [0, width] of every scaled feature, to plan for")
@@ -74,10 +71,9 @@ def check_size(body: PlanRequest, n: int, d: int) -> None:
                        "set simulate_runs to 0, or run shared.algorithms.planner.plan offline")
 
 
-@router.post("/v1/datasets/{dataset_id}/plan", response_model=PlanOut,
-             summary="Plan a gaussian release: noise, bound and simulated regret per ε (charges nothing)")
-def plan_release(request: Request, principal: Curator, dataset_id: int, body: PlanRequest) -> PlanOut:
-    with request.app.state.db.write() as session:
+def plan_release(db: Database, principal: Principal, dataset_id: int, body: PlanRequest) -> PlanOut:
+    """Audited, then computed outside any transaction (the simulation takes seconds)."""
+    with db.write() as session:
         dataset = get_or_404(session, Dataset, dataset_id)
         record(session, principal, "dataset.plan", f"dataset:{dataset_id}")
     check_dim(body)

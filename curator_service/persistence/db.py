@@ -17,11 +17,12 @@ from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, event, select
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from curator_service.errors import ApiError
+from shared.api.errors import ApiError
 
 Row = TypeVar("Row")
 
@@ -80,6 +81,12 @@ def migrate(engine: Engine) -> None:
         command.upgrade(config, "head")
 
 
+def schema_revision(engine: Engine) -> str | None:
+    """The database's current Alembic revision (None: never migrated)."""
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
 class Database:
     """Session factory with two kinds of transaction: :meth:`read` and :meth:`write`."""
 
@@ -111,6 +118,13 @@ class Database:
         self.engine.dispose()
 
 
+def not_found(model: type, row_id: int) -> ApiError:
+    """The one 404 of the service: for a row that does not exist and for one the caller may not see alike."""
+    noun = getattr(model, "noun", "row")
+    return ApiError(404, "not_found", f"there is no {noun} with id {row_id} that you may see; list them to see "
+                    "the valid ids")
+
+
 def get_or_404(session: Session, model: type[Row], row_id: int, *, lock: bool = False) -> Row:
     """The row of ``model`` with ``row_id`` (locked ``FOR UPDATE`` if asked) or a 404 naming it."""
     statement = select(model).where(model.id == row_id)  # type: ignore[attr-defined]
@@ -118,13 +132,12 @@ def get_or_404(session: Session, model: type[Row], row_id: int, *, lock: bool = 
         statement = statement.with_for_update()
     row = session.scalars(statement).one_or_none()
     if row is None:
-        noun = getattr(model, "noun", "row")
-        raise ApiError(404, "not_found", f"there is no {noun} with id {row_id}; list them to see the valid ids")
+        raise not_found(model, row_id)
     return row
 
 
 def revision(message: str) -> None:
-    """Autogenerates a migration from the difference between ``models.py`` and the newest revision
+    """Autogenerates a migration from the difference between :mod:`.models` and the newest revision
     (a developer tool: it builds a scratch SQLite database at head and compares)."""
     import tempfile
 

@@ -1,4 +1,4 @@
-"""How raw tables and released matrices are stored in the database: NumPy ``.npz`` / ``.npy`` bytes.
+"""Blob codecs: raw tables and released matrices as the database stores them, NumPy ``.npz`` / ``.npy`` bytes.
 
 Loading never unpickles (``allow_pickle=False``): numeric columns are float64, text columns unicode.
 """

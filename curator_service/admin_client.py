@@ -1,0 +1,209 @@
+"""The curator's typed admin client: every administrative endpoint as a method taking and returning the wire
+models of :mod:`shared.api.schemas`, over :class:`shared.api.http_client.ApiClient` (its retries and error model).
+
+The ``pobo-curator`` admin commands, the demo, the benchmarks and the tests' harness
+(:mod:`curator_service.testing`) use it; it talks HTTP only, so it works against a deployed service too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from shared.api.http_client import ApiClient
+from shared.api.schemas import (
+    API_PREFIX,
+    AuditEvent,
+    BudgetRaise,
+    BudgetStatus,
+    DatasetFromPath,
+    DatasetOut,
+    DatasetSpec,
+    JobOut,
+    KeyCreate,
+    KeyCreated,
+    KeyOut,
+    LedgerEntry,
+    PendingQueryList,
+    PlanOut,
+    PlanRequest,
+    QueryList,
+    QueryResult,
+    ReconstructionAuditOut,
+    ReconstructionAuditRequest,
+    ReleaseCreate,
+    ReleaseOut,
+    RowOrder,
+    SessionOut,
+)
+
+
+def _list(api: ApiClient, path: str, model: type, params: Mapping[str, Any] | None = None) -> list:
+    """A JSON list of ``model`` (``None`` parameters are left out of the query string)."""
+    query = {name: value for name, value in (params or {}).items() if value is not None}
+    return [model.model_validate(item) for item in api.get(path, params=query or None)]
+
+
+class CuratorAdmin:
+    """The curator's API, typed. Each call opens its own connection (``admin()``), so an instance is cheap to keep.
+
+    ``url``: the service's root; ``admin_token``: the admin token or a curator key.
+    """
+
+    def __init__(self, url: str, admin_token: str) -> None:
+        self.url = url.rstrip("/")
+        self.admin_token = admin_token
+
+    def admin(self, **options: Any) -> ApiClient:
+        """An API client with the admin token (``options`` go to :class:`ApiClient`, e.g. ``timeout``)."""
+        return ApiClient(self.url, self.admin_token, **options)
+
+    # --- datasets -------------------------------------------------------------------------------------------
+
+    def register_csv(self, csv: bytes, spec: DatasetSpec, filename: str = "data.csv") -> DatasetOut:
+        """Uploads a CSV (with a header row) and registers it under ``spec``."""
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/datasets", files={"file": (filename, csv, "text/csv")},
+                            data={"spec": spec.model_dump_json(exclude_none=True)}, model=DatasetOut)
+
+    def register_path(self, spec: DatasetFromPath) -> DatasetOut:
+        """Registers a CSV that is already on the curator's server, by its path there."""
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/datasets", spec, model=DatasetOut)
+
+    def register_table(
+        self,
+        name: str,
+        features: ArrayLike,
+        feature_columns: list[str],
+        *,
+        evaluator: dict,
+        budget: tuple[float, float],
+        scaling: dict,
+        extra_columns: Mapping[str, ArrayLike] | None = None,
+        goal: str = "maximize",
+    ) -> DatasetOut:
+        """Uploads an array as CSV (features plus e.g. the measured column) and registers it.
+
+        ``scaling`` is required, as by the service: it fixes what one neighbouring step hides, e.g.
+        ``{"kind": "bounds", "lower": [...], "upper": [...], "diameter": 1}`` (a whole record)."""
+        X = np.asarray(features, dtype=float)
+        columns = {c: X[:, j] for j, c in enumerate(feature_columns)}
+        columns.update({c: np.asarray(v, dtype=float) for c, v in (extra_columns or {}).items()})
+        header = ",".join(columns)
+        body = "\n".join(",".join(repr(float(v)) for v in row) for row in zip(*columns.values()))
+        spec = DatasetSpec.model_validate({"name": name, "feature_columns": feature_columns, "evaluator": evaluator,
+                                           "budget": {"epsilon": budget[0], "delta": budget[1]}, "scaling": scaling,
+                                           "goal": goal})
+        return self.register_csv(f"{header}\n{body}\n".encode(), spec, filename=f"{name}.csv")
+
+    def datasets(self) -> list[DatasetOut]:
+        with self.admin() as api:
+            return _list(api, f"{API_PREFIX}/datasets", DatasetOut)
+
+    def dataset(self, dataset_id: int) -> DatasetOut:
+        with self.admin() as api:
+            return api.get(f"{API_PREFIX}/datasets/{dataset_id}", model=DatasetOut)
+
+    def row_order(self, dataset_id: int) -> RowOrder:
+        with self.admin() as api:
+            return api.get(f"{API_PREFIX}/datasets/{dataset_id}/row-order", model=RowOrder)
+
+    def plan(self, dataset_id: int, body: PlanRequest) -> PlanOut:
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/datasets/{dataset_id}/plan", body, model=PlanOut)
+
+    # --- budget and ledger ----------------------------------------------------------------------------------
+
+    def raise_budget(self, dataset_id: int, body: BudgetRaise) -> BudgetStatus:
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/datasets/{dataset_id}/budget", body, model=BudgetStatus)
+
+    def ledger(self, dataset_id: int | None = None) -> list[LedgerEntry]:
+        with self.admin() as api:
+            return _list(api, f"{API_PREFIX}/ledger", LedgerEntry, {"dataset_id": dataset_id})
+
+    def audit_events(self, *, actor: str | None = None, action: str | None = None, offset: int = 0,
+                     limit: int = 1000) -> list[AuditEvent]:
+        with self.admin() as api:
+            return _list(api, f"{API_PREFIX}/audit", AuditEvent,
+                         {"actor": actor, "action": action, "offset": offset, "limit": limit})
+
+    # --- releases -------------------------------------------------------------------------------------------
+
+    def create_release(self, dataset_id: int, body: ReleaseCreate) -> ReleaseOut:
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/datasets/{dataset_id}/releases", body, model=ReleaseOut)
+
+    def release(self, dataset_id: int, mechanism: str, epsilon: float, delta: float, dim: int | str = "auto",
+                seed: int | None = None) -> ReleaseOut:
+        """A release with the common options (seeds are for research mode only; production refuses them)."""
+        body = ReleaseCreate(mechanism=mechanism, epsilon=epsilon, delta=delta, dim=dim, seed=seed)
+        return self.create_release(dataset_id, body)
+
+    def releases(self, dataset_id: int | None = None) -> list[ReleaseOut]:
+        with self.admin() as api:
+            return _list(api, f"{API_PREFIX}/releases", ReleaseOut, {"dataset_id": dataset_id})
+
+    def release_info(self, release_id: int) -> ReleaseOut:
+        with self.admin() as api:
+            return api.get(f"{API_PREFIX}/releases/{release_id}", model=ReleaseOut)
+
+    def reconstruction_audit(self, release_id: int, body: ReconstructionAuditRequest) -> ReconstructionAuditOut:
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/releases/{release_id}/audits/reconstruction", body,
+                            model=ReconstructionAuditOut)
+
+    # --- keys -----------------------------------------------------------------------------------------------
+
+    def create_key(self, body: KeyCreate) -> KeyCreated:
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/keys", body, model=KeyCreated)
+
+    def issue_key(self, release_ids: list[int], max_queries: int, name: str = "modeler") -> KeyCreated:
+        """A modeler key scoped to ``release_ids``."""
+        return self.create_key(KeyCreate(name=name, release_ids=release_ids, max_queries=max_queries))
+
+    def keys(self) -> list[KeyOut]:
+        with self.admin() as api:
+            return _list(api, f"{API_PREFIX}/keys", KeyOut)
+
+    def revoke_key(self, key_id: int) -> KeyOut:
+        with self.admin() as api:
+            return api.delete(f"{API_PREFIX}/keys/{key_id}", model=KeyOut)
+
+    # --- sessions and manual measurements -------------------------------------------------------------------
+
+    def sessions(self, release_id: int | None = None) -> list[SessionOut]:
+        with self.admin() as api:
+            return _list(api, f"{API_PREFIX}/sessions", SessionOut, {"release_id": release_id})
+
+    def session_queries(self, session_id: int) -> QueryList:
+        with self.admin() as api:
+            return api.get(f"{API_PREFIX}/sessions/{session_id}/queries", model=QueryList)
+
+    def pending_queries(self, dataset_id: int | None = None) -> PendingQueryList:
+        with self.admin() as api:
+            params = None if dataset_id is None else {"dataset_id": dataset_id}
+            return api.get(f"{API_PREFIX}/queries", params=params, model=PendingQueryList)
+
+    def answer_query(self, query_id: int, value: float) -> QueryResult:
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/queries/{query_id}/answer", {"value": value}, model=QueryResult)
+
+    # --- jobs -----------------------------------------------------------------------------------------------
+
+    def jobs(self, status: str | None = None) -> list[JobOut]:
+        with self.admin() as api:
+            return _list(api, f"{API_PREFIX}/jobs", JobOut, {"status": status})
+
+    def job(self, job_id: int) -> JobOut:
+        with self.admin() as api:
+            return api.get(f"{API_PREFIX}/jobs/{job_id}", model=JobOut)
+
+    def cancel_job(self, job_id: int) -> JobOut:
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/jobs/{job_id}/cancel", model=JobOut)

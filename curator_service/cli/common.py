@@ -1,0 +1,131 @@
+"""What every ``pobo-curator`` admin command shares: the connection options, the typed client, output (a table on
+stdout, or ``--json``), and errors (one sentence on stderr naming the command-line flag to fix, non-zero exit)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from curator_service.admin_client import CuratorAdmin
+from curator_service.errors import validation_sentence
+from shared.api.errors import ApiError
+from shared.api.schemas import NeighbouringStep
+
+Model = TypeVar("Model", bound=BaseModel)
+
+console = Console()
+errors = Console(stderr=True)
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+USAGE_ERROR = 2  # the exit code of a bad option, as click uses; a refusal by the server exits with 1
+
+Url = Annotated[str, typer.Option("--url", envvar="POBO_URL", help="The curator service's base URL.")]
+Token = Annotated[str, typer.Option("--token", envvar="POBO_ADMIN_TOKEN", help="Admin token or a curator key.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON (a list for listings) instead of a table.")]
+
+
+def fail(sentence: str, exit_code: int = 1) -> NoReturn:
+    errors.print(f"[red]error:[/red] {sentence}", highlight=False)
+    raise typer.Exit(exit_code)
+
+
+def with_flags(sentence: str, flags: Mapping[str, str]) -> str:
+    """The sentence with each quoted request field (``'max_queries'``) named by its flag (``--max-queries``)."""
+    for field, flag in sorted(flags.items(), key=lambda item: -len(item[0])):
+        sentence = sentence.replace(f"'{field}'", flag)
+    return sentence
+
+
+@contextmanager
+def curator(url: str, token: str, flags: Mapping[str, str] | None = None) -> Iterator[CuratorAdmin]:
+    """The typed client; the server's refusal ends the command on stderr with its code and sentence, exit 1."""
+    try:
+        yield CuratorAdmin(url, token)
+    except ApiError as exc:
+        fail(f"({exc.code}) {with_flags(exc.detail, flags or {})}")
+
+
+def build(model: type[Model], values: dict[str, Any], flags: Mapping[str, str]) -> Model:
+    """The request body, validated here so that a bad option is named by its flag before anything is sent."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        sentence = (validation_sentence(exc.errors(include_input=False)).replace("invalid request:", "invalid options:")
+                    .replace("the request body ", "").replace("fix the field", "fix the option"))
+        fail(with_flags(sentence, flags), USAGE_ERROR)
+
+
+def split(text: str | None) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()] if text else []
+
+
+def numbers(text: str | None, flag: str) -> list[float]:
+    try:
+        return [float(value) for value in split(text)]
+    except ValueError:
+        fail(f"{flag} takes numbers separated by commas, e.g. 0,10.5", USAGE_ERROR)
+
+
+def print_json(items: BaseModel | Sequence[BaseModel]) -> None:
+    """Plain JSON on stdout (no colours, no wrapping), for scripts."""
+    data = (items.model_dump(mode="json") if isinstance(items, BaseModel)
+            else [item.model_dump(mode="json") for item in items])
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def cell(_column: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def show(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str,
+         format_cell: Callable[[str, Any], str] = cell) -> None:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*[format_cell(column, row.get(column)) for column in columns])
+    console.print(table)
+
+
+def listing(items: Sequence[BaseModel], as_json: bool, columns: Sequence[str], title: str,
+            format_cell: Callable[[str, Any], str] = cell) -> bool:
+    """Prints a listing as a JSON list or as a table; returns whether it printed a table (callers then add notes)."""
+    if as_json:
+        print_json(items)
+        return False
+    show([item.model_dump(mode="json") for item in items], columns, title, format_cell)
+    return True
+
+
+def single(item: BaseModel, as_json: bool, columns: Sequence[str], title: str,
+           format_cell: Callable[[str, Any], str] = cell) -> bool:
+    """Prints one object as a JSON object or as a one-row table; returns whether it printed a table."""
+    if as_json:
+        print_json(item)
+        return False
+    return listing([item], False, columns, title, format_cell)
+
+
+def show_step(what: str, step: NeighbouringStep | None) -> None:
+    """One neighbouring step in the table's own units: the summary, then each feature's raw extent."""
+    if step is None:
+        return
+    colour = "green" if step.whole_record else "yellow"
+    console.print(f"[{colour}]{what}: {step.summary}[/{colour}]")
+    for feature in step.features:
+        of_range = "" if feature.public_range is None else (
+            f" of its public range {feature.public_range:.4g}" + (" (all of it)" if feature.covers_range else ""))
+        console.print(f"  {feature.feature}: one step spans {feature.raw_extent:.4g} raw units{of_range}")

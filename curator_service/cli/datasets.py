@@ -1,0 +1,234 @@
+"""``pobo-curator dataset add/list/show``, ``budget raise`` and ``plan``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from curator_service.cli.common import (
+    DEFAULT_URL,
+    USAGE_ERROR,
+    Json,
+    Token,
+    Url,
+    build,
+    console,
+    curator,
+    fail,
+    single,
+    numbers,
+    print_json,
+    show,
+    show_step,
+    split,
+)
+from curator_service.cli.releases import (
+    DEFAULT_RELEASE_DELTA,
+    RELEASE_FLAGS,
+    MeasurementsClip,
+    MeasurementsShare,
+    PcaClipNorm,
+    PcaShare,
+    Projection,
+    release_options,
+)
+from shared.api.schemas import BudgetRaise, DatasetFromPath, DatasetOut, DatasetSpec, PlanOut, PlanRequest
+
+dataset_app = typer.Typer(help="Register, list and show datasets.", no_args_is_help=True)
+budget_app = typer.Typer(help="Raise a dataset's privacy budget (a recorded ledger entry).", no_args_is_help=True)
+
+DEFAULT_DATASET_DELTA = 1e-5
+
+SPEC_FLAGS = {"name": "--name", "feature_columns": "--features", "evaluator": "--evaluator",
+              "evaluator.column": "--evaluator column:<name>", "evaluator.target": "--evaluator python:<target>",
+              "evaluator.noise_std": "--noise-std", "budget": "--epsilon", "budget.epsilon": "--epsilon",
+              "budget.delta": "--delta", "goal": "--goal", "scaling": "--lower/--upper or --identity",
+              "scaling.lower": "--lower", "scaling.upper": "--upper", "scaling.diameter": "--diameter"}
+BUDGET_FLAGS = {"epsilon": "--epsilon", "delta": "--delta", "reason": "--reason"}
+PLAN_FLAGS = {**RELEASE_FLAGS, "epsilons": "--epsilon", "width": "--width", "simulate_runs": "--simulate",
+              "queries": "--queries"}
+
+
+def _evaluator(text: str, noise_std: float) -> dict[str, Any]:
+    kind, _, rest = text.partition(":")
+    return {"column": {"kind": "column", "column": rest, "noise_std": noise_std},
+            "python": {"kind": "python", "target": rest},
+            "manual": {"kind": "manual"}}.get(kind, {"kind": kind})
+
+
+def _spec(name: str | None, features: str | None, evaluator: str | None, noise_std: float, epsilon: float | None,
+          delta: float, goal: str, lower: str | None, upper: str | None, diameter: float, identity: bool,
+          spec_file: Path | None) -> dict[str, Any]:
+    """The dataset spec from ``--spec`` (a JSON file) overridden by the individual options."""
+    spec: dict[str, Any] = json.loads(spec_file.read_text()) if spec_file else {}
+    if name:
+        spec["name"] = name
+    if features:
+        spec["feature_columns"] = split(features)
+    if evaluator:
+        spec["evaluator"] = _evaluator(evaluator, noise_std)
+    if epsilon is not None:
+        spec["budget"] = {"epsilon": epsilon, "delta": delta}
+    if (lower or upper) and identity:
+        fail("give --lower/--upper (bounds scaling) or --identity, not both", USAGE_ERROR)
+    if lower or upper:
+        spec["scaling"] = {"kind": "bounds", "lower": numbers(lower, "--lower"), "upper": numbers(upper, "--upper"),
+                           "diameter": diameter}
+    elif identity:
+        spec["scaling"] = {"kind": "identity"}
+    if "scaling" not in spec:
+        fail("choose the public scaling: --lower/--upper with --diameter (default 1: one neighbouring step is a "
+             "whole record), or --identity (raw units, no clipping)", USAGE_ERROR)
+    spec.setdefault("goal", goal)
+    return spec
+
+
+@dataset_app.command("add")
+def dataset_add(
+    csv: Annotated[Path, typer.Argument(help="The CSV (uploaded; with --on-server, a path on the curator's host).")],
+    name: Annotated[str | None, typer.Option(help="Dataset name.")] = None,
+    features: Annotated[str | None, typer.Option(help="Feature columns, comma-separated.")] = None,
+    evaluator: Annotated[str | None, typer.Option(help="'column:<name>', 'python:<module>:<function>' or 'manual'.")] = None,
+    noise_std: Annotated[float, typer.Option(help="Measurement noise for a column evaluator.")] = 0.0,
+    epsilon: Annotated[float | None, typer.Option(help="Total privacy budget ε.")] = None,
+    delta: Annotated[float, typer.Option(help="Total privacy budget δ.")] = DEFAULT_DATASET_DELTA,
+    goal: Annotated[str, typer.Option(help="maximize or minimize.")] = "maximize",
+    lower: Annotated[str | None, typer.Option(help="Public per-feature lower bounds (bounds scaling).")] = None,
+    upper: Annotated[str | None, typer.Option(help="Public per-feature upper bounds (bounds scaling).")] = None,
+    diameter: Annotated[float, typer.Option(help="ℓ2 diameter of the scaled public box (bounds scaling): 1 makes one "
+                                            "neighbouring step a whole record.")] = 1.0,
+    identity: Annotated[bool, typer.Option(help="Use the features as given: no clipping, one neighbouring step is "
+                                           "one raw unit (hides far less than a record).")] = False,
+    spec: Annotated[Path | None, typer.Option(help="A JSON DatasetSpec; the options above override it.")] = None,
+    on_server: Annotated[bool, typer.Option(help="CSV is a path on the server: register it without uploading.")] = False,
+    as_json: Json = False,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Register a dataset."""
+    values = _spec(name, features, evaluator, noise_std, epsilon, delta, goal, lower, upper, diameter, identity, spec)
+    if on_server:
+        from_path = build(DatasetFromPath, {**values, "path": str(csv)}, SPEC_FLAGS)
+    else:
+        body = build(DatasetSpec, values, SPEC_FLAGS)
+        if not csv.is_file():
+            fail(f"there is no file {str(csv)!r}; give the path of a CSV (or --on-server for a path on the "
+                 "curator's host)", USAGE_ERROR)
+    with curator(url, token, SPEC_FLAGS) as admin:
+        out = admin.register_path(from_path) if on_server else admin.register_csv(csv.read_bytes(), body, csv.name)
+    _show_datasets(out, "registered", as_json)
+
+
+def _show_datasets(datasets: DatasetOut | list[DatasetOut], title: str, as_json: bool) -> None:
+    """A table of datasets and their neighbouring steps, or JSON (an object for one, a list for a listing)."""
+    if as_json:
+        print_json(datasets)
+        return
+    datasets = [datasets] if isinstance(datasets, DatasetOut) else datasets
+    rows = [{**d.model_dump(mode="json"), "features": ", ".join(d.feature_columns),
+             "ε spent / total": f"{d.budget.spent_epsilon:.4g} / {d.budget.total_epsilon:.4g}",
+             "δ spent / total": f"{d.budget.spent_delta:.3g} / {d.budget.total_delta:.3g}"} for d in datasets]
+    show(rows, ["id", "name", "n", "d", "features", "evaluator_kind", "ε spent / total", "δ spent / total"], title)
+    for dataset in datasets:
+        show_step(f"dataset {dataset.id}", dataset.neighbouring_step)
+
+
+@dataset_app.command("list")
+def dataset_list(as_json: Json = False, url: Url = DEFAULT_URL, token: Token = "") -> None:
+    """List datasets with their budgets."""
+    with curator(url, token) as admin:
+        _show_datasets(admin.datasets(), "datasets", as_json)
+
+
+@dataset_app.command("show")
+def dataset_show(
+    dataset: Annotated[int, typer.Argument(help="Dataset id.")],
+    as_json: Json = False,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """One dataset's metadata, budget and neighbouring step."""
+    with curator(url, token) as admin:
+        _show_datasets(admin.dataset(dataset), f"dataset {dataset}", as_json)
+
+
+@budget_app.command("raise")
+def budget_raise(
+    dataset: Annotated[int, typer.Option(help="Dataset id.")],
+    reason: Annotated[str, typer.Option(help="Why the budget is raised (kept in the ledger).")],
+    epsilon: Annotated[float, typer.Option(help="ε added to the total.")] = 0.0,
+    delta: Annotated[float, typer.Option(help="δ added to the total.")] = 0.0,
+    as_json: Json = False,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Raise a dataset's total budget; the ledger and the audit trail record it."""
+    body = build(BudgetRaise, {"epsilon": epsilon, "delta": delta, "reason": reason}, BUDGET_FLAGS)
+    with curator(url, token, BUDGET_FLAGS) as admin:
+        out = admin.raise_budget(dataset, body)
+    single(out, as_json, ["total_epsilon", "spent_epsilon", "remaining_epsilon", "total_delta", "spent_delta",
+                             "remaining_delta"], f"dataset {dataset}: budget raised")
+
+
+def plan(
+    dataset: Annotated[int, typer.Option(help="Dataset id.")],
+    epsilon: Annotated[str, typer.Option(help="The ε to plan for, comma-separated (e.g. 0.5,1,2,4).")],
+    delta: Annotated[float, typer.Option(help="δ of the planned release.")] = DEFAULT_RELEASE_DELTA,
+    dim: Annotated[str, typer.Option(help="Projection dimension r, or 'auto' (r = d).")] = "auto",
+    projection: Projection = "auto",
+    pca_share: PcaShare = None,
+    pca_clip_norm: PcaClipNorm = None,
+    measurements_clip: MeasurementsClip = None,
+    measurements_share: MeasurementsShare = None,
+    width: Annotated[float | None, typer.Option(help="Range [0, width] of each scaled feature (public: fixed "
+                                                "without looking at the data; default: the dataset's bounds "
+                                                "scaling).")] = None,
+    simulate: Annotated[int, typer.Option(help="Stand-in tables to simulate GP-UCB on (0: noise and bound "
+                                          "only).")] = 0,
+    queries: Annotated[int, typer.Option(help="Queries per simulated run.")] = 50,
+    as_json: Json = False,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """What a gaussian release would buy at each ε, before anything is charged (reads no row)."""
+    values = {"epsilons": numbers(epsilon, "--epsilon"), "delta": delta, "simulate_runs": simulate,
+              "queries": queries, "width": width,
+              **release_options(dim, projection, pca_share, pca_clip_norm, measurements_clip, measurements_share)}
+    body = build(PlanRequest, values, PLAN_FLAGS)
+    with curator(url, token, PLAN_FLAGS) as admin:
+        out = admin.plan(dataset, body)
+    if as_json:
+        print_json(out)
+    else:
+        _show_plan(out)
+
+
+def _show_plan(out: PlanOut) -> None:
+    n = out.n
+    rows = []
+    for row in out.rows:
+        measurements = row.parameters.measurements
+        multiple = row.random_search_multiple
+        rows.append({
+            "ε": row.epsilon, "μ": row.mu, "input σ": row.parameters.noise_std,
+            "σ_y": measurements.noise_std if measurements else None, "noise / spread": row.noise_to_spread,
+            "random search per query": (f"at most {multiple:.3g}×" if multiple < 0.999 * n
+                                        else f"at most {n}× (says nothing)"),
+            "regret": None if row.regret is None else f"{row.regret:.3f} ± {row.regret_stderr:.3f}",
+        })
+    first = out.rows[0].parameters
+    show(rows, ["ε", "μ", "input σ", "σ_y", "noise / spread", "random search per query", "regret"],
+         f"plan for dataset {out.dataset_id} (n = {n}, d = {out.d}, width {out.width:.4g}, δ = {out.delta:g}, "
+         f"r = {first.dim}, {first.projection})")
+    console.print(f"the bound: {out.assumptions}")
+    console.print(f"the bound covers {out.bound_covers}")
+    if out.random_search_regret is not None:
+        half = out.half_gap_epsilon
+        console.print(f"simulated on {out.simulate_runs} stand-in table(s) of the same n, d and public box, "
+                      f"{out.queries} queries: random search {out.random_search_regret:.3f}, non-private "
+                      f"GP-UCB {out.non_private_regret:.3f}; half the gap is forecast at "
+                      + (f"ε = {half:g}" if half is not None else "no planned ε (plan larger ones)"))
+    console.print("nothing was charged and no row was read")

@@ -1,0 +1,144 @@
+"""``pobo-curator release create/list/show``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from curator_service.cli.common import (
+    DEFAULT_URL,
+    USAGE_ERROR,
+    Json,
+    Token,
+    Url,
+    build,
+    cell,
+    console,
+    curator,
+    fail,
+    numbers,
+    print_json,
+    show,
+    show_step,
+)
+from shared.api.schemas import ReleaseCreate, ReleaseOut
+
+release_app = typer.Typer(help="Make, list and show releases of a dataset's inputs.", no_args_is_help=True)
+
+DEFAULT_RELEASE_DELTA = 1e-6
+RELEASE_FLAGS = {"mechanism": "--mechanism", "epsilon": "--epsilon", "delta": "--delta", "dim": "--dim",
+                 "projection": "--projection", "pca.share": "--pca-share", "pca.clip_norm": "--pca-clip-norm",
+                 "measurements.clip": "--measurements-clip", "measurements.share": "--measurements-share",
+                 "seed": "--seed"}
+
+Projection = Annotated[str, typer.Option(help="gaussian: auto (identity at r = d, haar above, jl below), identity, "
+                                         "haar, jl, or pca (with --pca-share and --pca-clip-norm).")]
+PcaShare = Annotated[float | None, typer.Option(help="DP-PCA: the fraction of the budget for the subspace, in (0, 1).")]
+PcaClipNorm = Annotated[float | None, typer.Option(help="DP-PCA: bound on the scaled rows' norm (public: fixed "
+                                                  "without looking at the data).")]
+MeasurementsClip = Annotated[str | None, typer.Option(help="Private measurements: the clip 'a,b' of y (public: "
+                                                      "fixed without looking at the data).")]
+MeasurementsShare = Annotated[float | None, typer.Option(help="Private measurements: their budget share ρ in (0, 1).")]
+
+
+def release_options(dim: str, projection: str, pca_share: float | None, pca_clip_norm: float | None,
+                    measurements_clip: str | None, measurements_share: float | None) -> dict[str, Any]:
+    """The release options of a request body (``dim``, ``projection``, ``pca``, ``measurements``)."""
+    if dim != "auto" and not dim.isdigit():
+        fail("--dim takes a whole number r >= 1 or 'auto'", USAGE_ERROR)
+    body: dict[str, Any] = {"dim": dim if dim == "auto" else int(dim), "projection": projection}
+    if (projection == "pca") != (pca_share is not None and pca_clip_norm is not None):
+        fail("DP-PCA is --projection pca with both --pca-share and --pca-clip-norm: give all three or none",
+             USAGE_ERROR)
+    if projection == "pca":
+        body["pca"] = {"share": pca_share, "clip_norm": pca_clip_norm}
+    if measurements_clip is not None or measurements_share is not None:
+        clip = numbers(measurements_clip, "--measurements-clip")
+        if len(clip) != 2 or measurements_share is None:
+            fail("private measurements need --measurements-clip 'a,b' and --measurements-share", USAGE_ERROR)
+        body["measurements"] = {"clip": clip, "share": measurements_share}
+    return body
+
+
+@release_app.command("create")
+def release_create(
+    dataset: Annotated[int, typer.Option(help="Dataset id.")],
+    epsilon: Annotated[float, typer.Option(help="ε charged for the release (every part of it, once).")],
+    delta: Annotated[float, typer.Option(help="δ charged for the release (default: a tenth of the default "
+                                          "dataset δ, so one release leaves room for others).")] = DEFAULT_RELEASE_DELTA,
+    mechanism: Annotated[str, typer.Option(help="gaussian (certified) or po-gp-ucb (NOT DP).")] = "gaussian",
+    dim: Annotated[str, typer.Option(help="Projection dimension r, or 'auto' (gaussian: r = d).")] = "auto",
+    projection: Projection = "auto",
+    pca_share: PcaShare = None,
+    pca_clip_norm: PcaClipNorm = None,
+    measurements_clip: MeasurementsClip = None,
+    measurements_share: MeasurementsShare = None,
+    seed: Annotated[int | None, typer.Option(help="Research mode only.")] = None,
+    as_json: Json = False,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Release a dataset's inputs, and optionally private measurements (charged once to its budget)."""
+    values = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "seed": seed,
+              **release_options(dim, projection, pca_share, pca_clip_norm, measurements_clip, measurements_share)}
+    body = build(ReleaseCreate, values, RELEASE_FLAGS)
+    with curator(url, token, RELEASE_FLAGS) as admin:
+        out = admin.create_release(dataset, body)
+    show_releases(out, "release", as_json)
+
+
+@release_app.command("list")
+def release_list(
+    dataset: Annotated[int | None, typer.Option(help="Only this dataset's releases.")] = None,
+    as_json: Json = False,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """List releases: mechanism, whether certified or seeded, cost, projection and noise."""
+    with curator(url, token) as admin:
+        show_releases(admin.releases(dataset), "releases", as_json)
+
+
+@release_app.command("show")
+def release_show(
+    release: Annotated[int, typer.Argument(help="Release id.")],
+    as_json: Json = False,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """One release: its metadata, every public parameter, its neighbouring step and warnings."""
+    with curator(url, token) as admin:
+        out = admin.release_info(release)
+    show_releases(out, f"release {release}", as_json)
+    if not as_json:
+        show_step(f"release {out.id}", out.neighbouring_step)
+        console.print(out.measurements_note)
+
+
+def _release_cell(column: str, value: Any) -> str:
+    if column == "certified":
+        return "[green]yes[/green]" if value else "[bold red]NO[/bold red]"
+    if column == "seeded":
+        return {True: "[bold red]yes[/bold red]", False: "no", None: "[bold red]unknown[/bold red]"}[value]
+    return cell(column, value)
+
+
+def show_releases(releases: ReleaseOut | list[ReleaseOut], title: str, as_json: bool) -> None:
+    """The releases' table, then every release's public parameters and warnings, one per line; or JSON (an object
+    for one release, a list for a listing)."""
+    if as_json:
+        print_json(releases)
+        return
+    releases = [releases] if isinstance(releases, ReleaseOut) else releases
+    rows = []
+    for release in releases:
+        measurements = release.parameters.measurements if release.parameters else None
+        rows.append({**release.model_dump(mode="json"), "σ_y": measurements.noise_std if measurements else None})
+    show(rows, ["id", "dataset_id", "mechanism", "certified", "seeded", "epsilon", "delta", "n", "dim", "projection",
+                "noise_std", "σ_y"], title, _release_cell)
+    for release in releases:
+        if release.parameters:
+            console.print(f"release {release.id}: " + "\n  ".join(release.parameters.summary_lines()))
+        for warning in release.warnings:
+            console.print(f"[yellow]warning (release {release.id}):[/yellow] {warning}")

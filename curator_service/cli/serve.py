@@ -1,0 +1,67 @@
+"""``pobo-curator serve`` and ``upgrade``: run the service, or only bring its database schema up to date."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from curator_service.cli.common import console
+from curator_service.settings import Settings
+
+ADMIN_TOKEN_FILE = "admin_token"
+
+DataDir = Annotated[Path | None, typer.Option(help="Where the embedded database lives (POBO_DATA_DIR).")]
+DatabaseUrl = Annotated[str | None, typer.Option(help="SQLAlchemy URL, e.g. postgresql+psycopg://… "
+                                                 "(POBO_DATABASE_URL; default: SQLite in the data dir).")]
+
+
+def _admin_token(data_dir: Path) -> str:
+    """POBO_ADMIN_TOKEN, or a token kept in ``<data dir>/admin_token`` (created once, mode 0600)."""
+    path = data_dir / ADMIN_TOKEN_FILE
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(32) + "\n")
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Run the curator service (one process; jobs run in its worker threads)."""
+    import uvicorn
+
+    os.umask(0o077)  # everything the service writes (database, WAL, admin token) is for its owner only
+
+    from curator_service.app import create_app
+
+    settings = Settings.from_env(data_dir=data_dir, database_url=database_url)
+    if settings.admin_token is None:
+        settings = Settings.from_env(data_dir=data_dir, database_url=database_url,
+                                     admin_token=_admin_token(settings.data_dir))
+        console.print(f"admin token: POBO_ADMIN_TOKEN is unset, using the one in {settings.data_dir / ADMIN_TOKEN_FILE}")
+    console.print(f"pobo curator on http://{host}:{port} (mode {settings.mode}, "
+                  f"uncertified mechanisms {'enabled' if settings.allow_uncertified_mechanisms else 'disabled'})")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+def upgrade(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+    """Bring the database schema to the newest revision and stop (``serve`` does this at every start too)."""
+    os.umask(0o077)
+
+    from curator_service.persistence.db import Database, migrate, schema_revision
+
+    settings = Settings.from_env(data_dir=data_dir, database_url=database_url)
+    db = Database(settings.database_url)
+    try:
+        migrate(db.engine)
+        console.print(f"database schema at revision {schema_revision(db.engine)}")
+    finally:
+        db.dispose()

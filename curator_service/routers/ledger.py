@@ -1,0 +1,30 @@
+"""The privacy ledger: its entries, and the curator's recorded budget raises."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+
+from curator_service.routers.auth import Curator
+from curator_service.services import ledger
+from shared.api.schemas import BudgetRaise, BudgetStatus, LedgerEntry
+
+router = APIRouter(tags=["ledger and audit"])
+
+
+@router.post("/v1/datasets/{dataset_id}/budget", status_code=201, response_model=BudgetStatus,
+             summary="Raise a dataset's total budget (a recorded, audited ledger entry)")
+def raise_budget(request: Request, principal: Curator, dataset_id: int, body: BudgetRaise) -> BudgetStatus:
+    with request.app.state.db.write() as session:
+        return ledger.raise_budget(session, principal, dataset_id, body)
+
+
+@router.get("/v1/ledger", response_model=list[LedgerEntry], summary="Privacy-budget entries, oldest first")
+def list_ledger(
+    request: Request,
+    principal: Curator,
+    dataset_id: Annotated[int | None, Query(description="Only this dataset's entries.")] = None,
+) -> list[LedgerEntry]:
+    with request.app.state.db.read() as session:
+        return ledger.list_entries(session, dataset_id)

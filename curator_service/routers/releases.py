@@ -1,0 +1,68 @@
+"""Releases of a dataset's inputs: create (charged), list, read, download Z, the reconstruction audit."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Request, Response
+
+from curator_service.routers.auth import AnyRole, Curator
+from curator_service.services import reconstruction, releases
+from shared.api.schemas import InputsPage, ReconstructionAuditOut, ReconstructionAuditRequest, ReleaseCreate, ReleaseOut
+
+router = APIRouter(tags=["releases"])
+
+NPY = "application/x-npy"
+
+
+@router.post("/v1/datasets/{dataset_id}/releases", status_code=201, response_model=ReleaseOut,
+             summary="Release a dataset's inputs (charged to its budget)")
+def create_release(request: Request, principal: Curator, dataset_id: int, body: ReleaseCreate) -> ReleaseOut:
+    state = request.app.state
+    return releases.create_release(state.db, state.tables, state.settings, principal, dataset_id, body)
+
+
+@router.get("/v1/releases", response_model=list[ReleaseOut], summary="Releases this caller may see")
+def list_releases(
+    request: Request,
+    principal: AnyRole,
+    dataset_id: Annotated[int | None, Query(description="Only this dataset's releases.")] = None,
+) -> list[ReleaseOut]:
+    with request.app.state.db.read() as session:
+        return releases.list_releases(session, request.app.state.settings, principal, dataset_id)
+
+
+@router.get("/v1/releases/{release_id}", response_model=ReleaseOut, summary="One release's metadata")
+def get_release(request: Request, principal: AnyRole, release_id: int) -> ReleaseOut:
+    with request.app.state.db.read() as session:
+        return releases.get_release(session, request.app.state.settings, principal, release_id)
+
+
+@router.get(
+    "/v1/releases/{release_id}/inputs",
+    response_model=InputsPage,
+    summary="The released inputs Z, a page of rows (or the whole matrix as .npy)",
+    responses={200: {"content": {NPY: {"schema": {"type": "string", "format": "binary"}}}}},
+)
+def get_release_inputs(
+    request: Request,
+    principal: AnyRole,
+    release_id: int,
+    offset: Annotated[int, Query(ge=0, description="First row of the page.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=100_000, description="Rows in the page.")] = 10_000,
+    accept: Annotated[str | None, Header()] = None,
+) -> InputsPage | Response:
+    with request.app.state.db.read() as session:
+        blob = releases.release_inputs_blob(session, request.app.state.settings, principal, release_id)
+    if accept and NPY in accept:
+        return Response(content=blob, media_type=NPY)
+    return releases.inputs_page(blob, offset, limit)
+
+
+@router.post("/v1/releases/{release_id}/audits/reconstruction", response_model=ReconstructionAuditOut,
+             summary="Reconstruction audit: aggregate error of an attacker knowing K records")
+def reconstruction_audit(
+    request: Request, principal: Curator, release_id: int, body: ReconstructionAuditRequest
+) -> ReconstructionAuditOut:
+    state = request.app.state
+    return reconstruction.reconstruction_audit(state.db, state.tables, state.settings, principal, release_id, body)

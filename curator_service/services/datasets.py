@@ -1,0 +1,204 @@
+"""Datasets: validating and registering a table, its metadata and budget, the curator's row order.
+
+The raw table is validated completely before anything is stored; problems are reported as one sentence naming
+the column and the row to fix, never the offending value. Rows are stored in a secret random order
+(:func:`~curator_service.persistence.blobs.secret_permutation`), so a row index says nothing of the file's order.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import secrets
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from curator_service.persistence.blobs import RawTable, TableCache, encode_matrix, secret_permutation
+from curator_service.persistence.db import get_or_404
+from curator_service.persistence.models import Dataset
+from curator_service.services.audit import record
+from curator_service.services.evaluators import load_target
+from curator_service.services.ledger import budget_status
+from curator_service.services.policy import Principal
+from shared.api.errors import ApiError
+from shared.api.schemas import DatasetOut, DatasetSpec, RowOrder, ScalingSpec
+from shared.api.scaling import neighbouring_step
+
+
+def invalid(sentence: str) -> ApiError:
+    return ApiError(422, "validation_error", sentence)
+
+
+def _parse_number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def parse_csv(content: bytes, spec: DatasetSpec) -> RawTable:
+    """The validated raw table of a CSV with a header row.
+
+    Feature columns and the evaluator's column must hold a finite number in every row; other columns are
+    kept as numbers when every cell is one, otherwise as text (a python evaluator receives them).
+    """
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise invalid("the CSV file is not UTF-8 text; save it as UTF-8 and upload it again") from None
+    rows = list(csv.reader(io.StringIO(text)))
+    while rows and not any(cell.strip() for cell in rows[-1]):
+        rows.pop()
+    if not rows:
+        raise invalid("the CSV file is empty; it needs a header row naming the columns and at least 2 data rows")
+    header = [name.strip() for name in rows[0]]
+    if any(not name for name in header):
+        raise invalid(f"column {header.index('') + 1} of the CSV header has no name; name every column")
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise invalid(f"the CSV header names column {name!r} twice; column names must be unique")
+        seen.add(name)
+    body = rows[1:]
+    if len(body) < 2:
+        raise invalid(f"the CSV has {len(body)} data row(s); a dataset needs at least 2 rows (n >= 2)")
+    for line, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise invalid(
+                f"line {line} of the CSV has {len(row)} fields but the header has {len(header)}; fix that line"
+            )
+    _check_spec_columns(spec, header)
+    required = set(spec.feature_columns) | ({spec.evaluator.column} if spec.evaluator.kind == "column" else set())
+    columns: dict[str, np.ndarray] = {}
+    for j, name in enumerate(header):
+        cells = [row[j].strip() for row in body]
+        numbers = [_parse_number(cell) for cell in cells]
+        bad = next((i for i, value in enumerate(numbers) if value is None), None)
+        if bad is None:
+            columns[name] = np.array(numbers, dtype=np.float64)
+        elif name in required:
+            what = "is empty" if not cells[bad] else "is not a finite number"
+            raise invalid(
+                f"column {name!r}, data row {bad + 1} (line {bad + 2} of the file) {what}; "
+                "every feature and measurement cell must be a finite number"
+            )
+        else:
+            columns[name] = np.array(cells, dtype=np.str_)
+    return RawTable(columns, tuple(spec.feature_columns))
+
+
+def _check_spec_columns(spec: DatasetSpec, header: list[str]) -> None:
+    """Spec-against-header checks: known columns, no duplicates, scaling vectors of length d."""
+    available = ", ".join(repr(name) for name in header)
+    seen: set[str] = set()
+    for name in spec.feature_columns:
+        if name in seen:
+            raise invalid(f"feature_columns lists {name!r} twice; list each feature once")
+        seen.add(name)
+        if name not in header:
+            raise invalid(f"feature column {name!r} is not in the CSV; the columns are {available}")
+    if spec.evaluator.kind == "column":
+        target = spec.evaluator.column
+        if target not in header:
+            raise invalid(f"evaluator column {target!r} is not in the CSV; the columns are {available}")
+        if target in seen:
+            raise invalid(
+                f"evaluator column {target!r} is also a feature column; the measurement must not be a released feature"
+            )
+    d = len(spec.feature_columns)
+    for field in ("offset", "scale", "lower", "upper"):
+        values = getattr(spec.scaling, field)
+        if values is not None and len(values) != d:
+            raise invalid(f"scaling.{field} has {len(values)} numbers but there are {d} feature columns; "
+                           "give one per feature column, in the same order")
+
+
+def _check_evaluator(spec: DatasetSpec) -> None:
+    if spec.evaluator.kind == "python":
+        try:
+            load_target(spec.evaluator.target)
+        except ValueError as exc:
+            raise invalid(str(exc)) from None
+
+
+def dataset_out(session: Session, dataset: Dataset) -> DatasetOut:
+    return DatasetOut(
+        id=dataset.id,
+        name=dataset.name,
+        n=dataset.n,
+        d=dataset.d,
+        feature_columns=dataset.feature_columns,
+        evaluator_kind=dataset.evaluator["kind"],
+        goal=dataset.goal,
+        scaling_kind=dataset.scaling["kind"],
+        neighbouring_step=neighbouring_step(ScalingSpec.model_validate(dataset.scaling), dataset.feature_columns),
+        budget=budget_status(session, dataset),
+        created_at=dataset.created_at,
+    )
+
+
+def parse_registration(spec: DatasetSpec, content: bytes) -> RawTable:
+    """The validated table of a registration, rows in a fresh secret order (call it outside a transaction: it
+    reads the whole file)."""
+    _check_evaluator(spec)
+    table = parse_csv(content, spec)
+    return table.permuted(secret_permutation(table.n))  # row indices must not reveal the file's order
+
+
+def store_dataset(session: Session, principal: Principal, spec: DatasetSpec, table: RawTable) -> DatasetOut:
+    """Stores a parsed table and its audit event in the caller's write transaction."""
+    dataset = Dataset(
+        name=spec.name,
+        n=table.n,
+        d=len(spec.feature_columns),
+        columns=list(table.columns),
+        feature_columns=list(spec.feature_columns),
+        evaluator=spec.evaluator.model_dump(),
+        scaling=spec.scaling.model_dump(),
+        goal=spec.goal,
+        budget_epsilon=spec.budget.epsilon,
+        budget_delta=spec.budget.delta,
+        table=table.encode(),
+        source_rows=encode_matrix(table.source_rows, dtype=np.int64),
+        simulation_key=secrets.token_hex(16),
+    )
+    try:
+        with session.begin_nested():
+            session.add(dataset)
+            session.flush()
+    except IntegrityError:
+        raise ApiError(409, "conflict", f"a dataset named {spec.name!r} already exists; choose another name") from None
+    record(session, principal, "dataset.create", f"dataset:{dataset.id}")
+    return dataset_out(session, dataset)
+
+
+def list_datasets(session: Session) -> list[DatasetOut]:
+    return [dataset_out(session, dataset) for dataset in session.scalars(select(Dataset).order_by(Dataset.id))]
+
+
+def get_dataset(session: Session, dataset_id: int) -> DatasetOut:
+    return dataset_out(session, get_or_404(session, Dataset, dataset_id))
+
+
+def row_order(session: Session, tables: TableCache, principal: Principal, dataset_id: int) -> RowOrder:
+    """The file row behind each row index, for the curator's own analyses (e.g. a benchmark's regret by file
+    row); audited, since it undoes the secret order that keeps row indices from revealing the file's order."""
+    table = cached_table(tables, get_or_404(session, Dataset, dataset_id))
+    record(session, principal, "dataset.row_order", f"dataset:{dataset_id}")
+    return RowOrder(dataset_id=dataset_id, rows=[table.file_row(i) for i in range(table.n)])
+
+
+def cached_table(tables: TableCache, dataset: Dataset) -> RawTable:
+    """The dataset's decoded raw table (rows in stored order, with their file rows); tables never change, so
+    decoded ones are kept in a small cache.
+
+    Call it inside a session: on a cache miss the deferred ``table`` column is loaded."""
+    return tables.get(
+        dataset.id,
+        lambda: RawTable.decode(dataset.table, dataset.columns, dataset.feature_columns, dataset.source_rows),
+    )

@@ -1,0 +1,124 @@
+"""Curator-side jobs as the API sees them: submit (charged at once), watch, list, cancel.
+
+Who may submit and see a kind is set by the kind (:class:`~curator_service.jobs.JobKind`); a modeler sees only
+its own key's jobs, and may run them only on the datasets behind its releases. The worker threads that run the
+jobs are :mod:`curator_service.jobs.runner`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from curator_service.errors import api_error_from_validation
+from curator_service.jobs import KINDS, DatasetInfo, JobKind
+from curator_service.jobs.runner import dataset_info
+from curator_service.persistence.db import Database
+from curator_service.persistence.models import Dataset, Job, utcnow
+from curator_service.services.audit import record
+from curator_service.services.ledger import Spend, charge
+from curator_service.services.ledger_events import job_event
+from curator_service.services.policy import Principal, refuse_seed, visible_or_404
+from curator_service.settings import Settings
+from shared.api.errors import ApiError
+from shared.api.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, JobCreate, JobOut
+
+
+def job_out(job: Job) -> JobOut:
+    """A job as its submitter sees it; ``certified`` only when its result is a charged, unseeded DP release."""
+    seeded = job.params.get("seed") is not None
+    charged = job.epsilon > 0 or job.delta > 0
+    warnings = ([SEEDED_JOB_WARNING] if seeded else []) + ([] if charged else [UNCHARGED_JOB_WARNING])
+    return JobOut(
+        id=job.id, kind=job.kind, dataset_id=job.dataset_id, status=job.status, progress=job.progress,
+        message=job.message, epsilon=job.epsilon, delta=job.delta, seeded=seeded, certified=charged and not seeded,
+        warnings=warnings, result=job.result, created_at=job.created_at, finished_at=job.finished_at,
+    )
+
+
+def kind_for(principal: Principal, name: str) -> JobKind:
+    kind = KINDS.get(name)
+    if kind is None:
+        raise ApiError(422, "validation_error", f"'kind' {name!r} is not a job kind on this server; "
+                       f"the kinds are {sorted(KINDS)}")
+    if principal.role not in kind.roles:
+        raise ApiError(403, "forbidden", f"job kind {name!r} is for the {' or '.join(sorted(kind.roles))} role only")
+    return kind
+
+
+def job_cost(kind: JobKind, params: dict, info: DatasetInfo | None) -> tuple[float, float]:
+    """The kind's (ε, δ) for ``params``: a 422 naming the parameter when they are bad; a kind that returns an
+    impossible cost is a bug of the kind (500)."""
+    try:
+        epsilon, delta = kind.cost(params, info)
+    except ValidationError as exc:
+        raise api_error_from_validation(exc, prefix="params.") from None
+    except ValueError as exc:
+        raise ApiError(422, "validation_error", f"bad params for job kind {kind.name!r}: {exc}") from None
+    epsilon, delta = float(epsilon), float(delta)
+    if math.isinf(epsilon):
+        raise ApiError(422, "validation_error", f"bad params for job kind {kind.name!r}: they give an infinite "
+                       "privacy cost; use finite epsilon values")
+    if not (math.isfinite(epsilon) and epsilon >= 0 and 0 <= delta < 1):
+        raise RuntimeError(f"job kind {kind.name!r} returned an invalid cost")
+    if (epsilon > 0 or delta > 0) and info is None:
+        raise RuntimeError(f"job kind {kind.name!r} costs privacy budget but has no dataset to charge")
+    return epsilon, delta
+
+
+def submit_job(db: Database, settings: Settings, principal: Principal, body: JobCreate) -> JobOut:
+    """Prices the job from its parameters, then charges the ledger and queues the job in one write transaction
+    (the caller hands the returned id to the runner)."""
+    kind = kind_for(principal, body.kind)
+    refuse_seed(settings, principal, body.params.get("seed"))
+    if kind.needs_dataset and body.dataset_id is None:
+        raise ApiError(422, "validation_error", f"job kind {kind.name!r} needs a 'dataset_id'")
+    with db.read() as session:
+        info = None
+        if body.dataset_id is not None:
+            info = dataset_info(session, visible_or_404(session, principal, Dataset, body.dataset_id))
+        epsilon, delta = job_cost(kind, body.params, info)
+    with db.write() as session:
+        entry = None
+        if epsilon > 0 or delta > 0:
+            entry = charge(session, body.dataset_id, Spend(epsilon=epsilon, delta=delta, purpose=f"job {kind.name}",
+                                                           mechanism=f"job:{kind.name}", event=job_event(kind.name),
+                                                           actor=principal))
+        job = Job(kind=kind.name, dataset_id=body.dataset_id, key_id=principal.key_id, params=body.params,
+                  status="queued", progress=0.0, epsilon=epsilon, delta=delta)
+        session.add(job)
+        session.flush()
+        if entry is not None:
+            entry.job_id, entry.purpose = job.id, f"job {kind.name} #{job.id}"
+        record(session, principal, "job.submit", f"job:{job.id} ({kind.name})")
+        return job_out(job)
+
+
+def list_jobs(session: Session, principal: Principal, status: str | None = None) -> list[JobOut]:
+    """The jobs this caller may see (a modeler: its key's), oldest first, optionally of one status."""
+    statement = select(Job).order_by(Job.id)
+    if not principal.is_curator:
+        statement = statement.where(Job.key_id == principal.key_id)
+    if status is not None:
+        statement = statement.where(Job.status == status)
+    return [job_out(job) for job in session.scalars(statement)]
+
+
+def get_job(session: Session, principal: Principal, job_id: int) -> JobOut:
+    return job_out(visible_or_404(session, principal, Job, job_id))
+
+
+def cancel_job(session: Session, principal: Principal, job_id: int) -> JobOut:
+    """Queued: cancelled at once; running: at its next check. The charge stays (its randomness may already have
+    touched the data)."""
+    job = visible_or_404(session, principal, Job, job_id)
+    if job.status in ("succeeded", "failed"):
+        raise ApiError(409, "conflict", f"job {job_id} has already {job.status}; there is nothing to cancel")
+    if job.status == "queued":
+        job.status, job.message, job.finished_at = "cancelled", "cancelled before it started; the budget stays charged", utcnow()
+    job.cancel_requested = True
+    record(session, principal, "job.cancel", f"job:{job_id}")
+    return job_out(job)

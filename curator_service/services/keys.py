@@ -1,0 +1,69 @@
+"""API keys: created by the curator, scoped to releases, with a query budget; stored hashed; revocable.
+
+A ``modeler`` key may see the releases it is scoped to and spend up to ``max_queries`` measurements over all its
+sessions. A ``curator`` key has the curator's powers (its ``release_ids`` do not limit it). A modeler key is never
+scoped to both a release with private measurements and a release of the same dataset that returns y as computed
+(the second would hand it what the first hides).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from curator_service.persistence.db import get_or_404
+from curator_service.persistence.models import ApiKey, Release
+from curator_service.services.audit import record
+from curator_service.services.policy import Principal, hash_token, new_token
+from shared.api.errors import ApiError
+from shared.api.schemas import KeyCreate, KeyCreated, KeyOut
+
+
+def key_out(key: ApiKey) -> KeyOut:
+    return KeyOut.model_validate(key, from_attributes=True)
+
+
+def check_measurements_kinds(scope: list[tuple[int, int, bool]]) -> None:
+    """Refuses a key that would read one dataset's y both privately and as computed: the plain release's answers
+    are the true y_i, so the private release's noise on row i would hide nothing from this key.
+
+    ``scope``: (release id, dataset id, has private measurements) of every release in the key's scope."""
+    for dataset_id in sorted({dataset for _, dataset, _ in scope}):
+        private = sorted(r for r, d, p in scope if d == dataset_id and p)
+        plain = sorted(r for r, d, p in scope if d == dataset_id and not p)
+        if private and plain:
+            raise ApiError(422, "validation_error",
+                           f"'release_ids' mixes releases of dataset {dataset_id} with private measurements "
+                           f"{private} and releases that return y as computed {plain}: the plain ones would give "
+                           "this key the true y that the private ones hide; scope the key to one kind only")
+
+
+def create_key(session: Session, principal: Principal, body: KeyCreate) -> KeyCreated:
+    """A new key and its token (the only time the token exists outside the caller's hands)."""
+    token = new_token()
+    scope = session.execute(select(Release.id, Release.dataset_id, Release.measurements.is_not(None))
+                            .where(Release.id.in_(body.release_ids))).all()
+    missing = sorted(set(body.release_ids) - {release_id for release_id, _, _ in scope})
+    if missing:
+        raise ApiError(422, "validation_error",
+                       f"'release_ids' names releases that do not exist: {missing}; list them with GET /v1/releases")
+    if body.role == "modeler":
+        check_measurements_kinds(scope)
+    key = ApiKey(name=body.name, role=body.role, token_hash=hash_token(token), release_ids=sorted(set(body.release_ids)),
+                 max_queries=body.max_queries, used_queries=0, revoked=False)
+    session.add(key)
+    session.flush()
+    record(session, principal, "key.create", f"key:{key.id}")
+    return KeyCreated(**key_out(key).model_dump(), token=token)
+
+
+def list_keys(session: Session) -> list[KeyOut]:
+    return [key_out(key) for key in session.scalars(select(ApiKey).order_by(ApiKey.id))]
+
+
+def revoke_key(session: Session, principal: Principal, key_id: int) -> KeyOut:
+    """Revokes a key at once: its token stops authenticating and its sessions stop answering."""
+    key = get_or_404(session, ApiKey, key_id, lock=True)
+    key.revoked = True
+    record(session, principal, "key.revoke", f"key:{key.id}")
+    return key_out(key)

@@ -1,0 +1,111 @@
+"""Who is calling and what they may see: the admin token, curator keys, modeler keys, and seeds.
+
+Keys are random 32-byte tokens shown once; only their SHA-256 is stored. A curator sees everything; a modeler
+sees the releases its key is scoped to (and the datasets behind them, for jobs) and the sessions and jobs its
+own key created. Anything else answers 404 exactly like a row that does not exist (:func:`visible_or_404`), so
+an id tells a modeler nothing about what other callers hold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from curator_service.persistence.db import get_or_404, not_found
+from curator_service.persistence.models import ApiKey, Dataset, Job, ModelingSession, Release
+from curator_service.settings import Settings
+from shared.api.errors import ApiError
+
+Row = TypeVar("Row")
+
+TOKEN_PREFIX = "pobo_"
+ADMIN_ACTOR = "admin"
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The authenticated caller. ``key_id`` is None for the admin token."""
+
+    role: str
+    key_id: int | None = None
+    name: str = ADMIN_ACTOR
+    release_ids: frozenset[int] = frozenset()
+
+    @property
+    def is_curator(self) -> bool:
+        return self.role == "curator"
+
+    @property
+    def actor(self) -> str:
+        """How the audit log and the ledger name this caller."""
+        return ADMIN_ACTOR if self.key_id is None else f"key:{self.key_id}:{self.name}"
+
+
+ADMIN = Principal(role="curator")
+"""The admin token's principal (also what the command line and the console act as with it)."""
+
+
+def principal_for_token(session: Session, token: str, admin_token: str | None) -> Principal:
+    """The caller a bearer token stands for; 401 with a sentence when it stands for nobody."""
+    if admin_token and hmac.compare_digest(token.encode(), admin_token.encode()):
+        return ADMIN
+    key = session.scalars(select(ApiKey).where(ApiKey.token_hash == hash_token(token))).one_or_none()
+    if key is None:
+        raise ApiError(401, "unauthorized", "the token is not valid; check it or ask the curator for a new key")
+    if key.revoked:
+        raise ApiError(401, "unauthorized", "this key was revoked; ask the curator for a new key")
+    return Principal(role=key.role, key_id=key.id, name=key.name, release_ids=frozenset(key.release_ids))
+
+
+def may_see(session: Session, principal: Principal, row: object) -> bool:
+    """Whether ``principal`` may see ``row``: a curator everything; a modeler its releases in scope, the datasets
+    behind them, and the sessions and jobs of its own key."""
+    if principal.is_curator:
+        return True
+    if isinstance(row, Release):
+        return row.id in principal.release_ids
+    if isinstance(row, Dataset):
+        return session.scalar(select(Release.id).where(Release.dataset_id == row.id,
+                                                        Release.id.in_(principal.release_ids)).limit(1)) is not None
+    if isinstance(row, ModelingSession | Job):
+        return row.key_id == principal.key_id
+    return False
+
+
+def visible_or_404(session: Session, principal: Principal, model: type[Row], row_id: int, *,
+                   lock: bool = False) -> Row:
+    """The one way a service fetches an object by id for a caller: the row, or the same 404 whether it does not
+    exist or the caller may not see it."""
+    row = get_or_404(session, model, row_id, lock=lock)
+    if not may_see(session, principal, row):
+        raise not_found(model, row_id)
+    return row
+
+
+def refuse_seed(settings: Settings, principal: Principal, seed: object) -> None:
+    """A seed makes the noise reproducible, so whoever knows it can subtract the noise: it is accepted only
+    from the curator, and only in research mode."""
+    if seed is not None and not principal.is_curator:
+        raise ApiError(403, "seed_refused", "a modeler key may not send a seed (whoever knows the seed can replay "
+                       "the noise), in any mode; remove 'seed' from the request")
+    refuse_seed_in_production(settings, seed)
+
+
+def refuse_seed_in_production(settings: Settings, seed: object) -> None:
+    if seed is not None and settings.mode == "production":
+        raise ApiError(403, "seed_refused", "seeds are refused in production mode (seeded noise is reproducible and "
+                       "not floating-point-safe); remove 'seed' from the request")
