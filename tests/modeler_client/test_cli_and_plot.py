@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 import struct
 
+import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from modeler_client.cli import app
-from modeler_client.plot import plot_runs
+from modeler_client.plot import figure_runs, plot_runs, random_search_band
 from modeler_client.runfile import RunRecord
 
 runner = CliRunner()
@@ -64,3 +66,49 @@ def test_plot_without_a_known_optimum_has_one_panel(bowl, curator, tmp_path):
     one = plot_runs([RunRecord.load(out)], tmp_path / "one.png")
     width, _ = png_size(one)
     assert width < 1000
+
+
+def test_random_search_band_is_the_exact_distribution_of_the_best_of_k_rows():
+    from shared.algorithms.planner import random_search_regret
+
+    values = np.random.default_rng(4).normal(size=60)
+    mean, low, high = random_search_band(values, 10)
+    for k in (1, 3, 10):
+        assert mean[k - 1] == pytest.approx(values.max() - random_search_regret(values, k), abs=1e-9)
+    draws = np.array([np.random.default_rng(s).choice(values, 5, replace=False).max() for s in range(4000)])
+    assert low[4] == pytest.approx(np.quantile(draws, 0.1), abs=0.05)  # a Monte Carlo check of the quantiles
+    assert high[4] == pytest.approx(np.quantile(draws, 0.9), abs=0.05)
+    low_min = random_search_band(values, 5, goal="minimize")[0]
+    assert low_min[0] == pytest.approx(values.mean()) and low_min[4] < low_min[0]  # best = smallest
+
+
+def test_figure_shows_every_measurement_the_best_so_far_the_band_and_names_dataset_and_release(bowl, curator, tmp_path):
+    env = {"POBO_URL": curator.url, "POBO_TOKEN": bowl["token"]}
+    out = tmp_path / "run.json"
+    result = runner.invoke(app, ["run", "--release", str(bowl["release"].id), "-T", "6", "--out", str(out),
+                                 "--optimum", str(bowl["y"].max())], env=env)
+    assert result.exit_code == 0, result.output
+    record = RunRecord.load(out)
+    figure = figure_runs([record], random_values=bowl["y"])
+    best_ax, regret_ax = figure.axes
+    dots = best_ax.collections[0].get_offsets()
+    np.testing.assert_array_equal(dots[:, 1], [q.value for q in record.done()])  # every measurement
+    np.testing.assert_array_equal(best_ax.lines[0].get_ydata(), record.best_so_far())
+    assert any("random search" in t.get_text() for t in best_ax.get_legend().get_texts())
+    assert f"dataset {bowl['dataset'].id}" in figure.get_suptitle()
+    assert f"release {bowl['release'].id}" in figure.get_suptitle()
+    assert len(regret_ax.lines) >= 2  # the run's regret and the random-search mean
+
+
+def test_run_to_dataframe_has_one_row_per_query_with_best_so_far_and_regret(bowl, curator, tmp_path):
+    pytest.importorskip("pandas")
+    env = {"POBO_URL": curator.url, "POBO_TOKEN": bowl["token"]}
+    out = tmp_path / "run.json"
+    args = ["run", "--release", str(bowl["release"].id), "-T", "6", "--batch", "3", "--out", str(out), "--optimum", "5"]
+    assert runner.invoke(app, args, env=env).exit_code == 0
+    record = RunRecord.load(out)
+    frame = record.to_dataframe()
+    assert len(frame) == 6 and frame["request"].tolist() == [1, 1, 1, 2, 2, 2]
+    assert frame["index"].tolist() == [q.index for q in record.queries]
+    np.testing.assert_allclose(frame["best_so_far"], record.best_so_far())
+    np.testing.assert_allclose(frame["simple_regret"], record.simple_regret())
