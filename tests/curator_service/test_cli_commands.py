@@ -84,6 +84,20 @@ def test_sessions_and_their_queries(curator_cli):
     assert "used / max_queries" in flat(run("sessions"))
 
 
+def test_pending_manual_queries_and_their_answers_as_json(curator_cli):
+    run = curator_cli
+    add_dataset_and_release(run, evaluator="manual")
+    token = as_json(run, "key", "create", "--name", "lab", "--release", "1", "--max-queries", "5")["token"]
+    with httpx.Client(base_url=run.url, headers=bearer(token)) as modeler:
+        session = modeler.post("/v1/releases/1/sessions").json()
+        modeler.post(f"/v1/sessions/{session['id']}/queries", json={"indices": [2]})
+    [pending] = as_json(run, "queries", "pending", "--dataset", "1")
+    assert (pending["index"], pending["session_id"]) == (2, session["id"]) and 1 <= pending["row"] <= 20
+    answered = as_json(run, "queries", "answer", str(pending["query_id"]), "0.25")
+    assert answered == {"query_id": pending["query_id"], "index": 2, "status": "done", "value": 0.25}
+    assert as_json(run, "queries", "pending") == []
+
+
 def test_the_audit_log_filters_by_actor_and_action(curator_cli):
     run = curator_cli
     add_dataset_and_release(run)
