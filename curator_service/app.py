@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from curator_service import __version__
+from curator_service.console import install_console
 from curator_service.errors import ERROR_RESPONSES, GuardMiddleware, install_error_handlers
 from curator_service.jobs.runner import JobRunner
 from curator_service.persistence.blobs import TableCache
@@ -52,7 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="pobo curator service", version=__version__, description=DESCRIPTION, lifespan=lifespan,
-        responses=ERROR_RESPONSES,
+        responses=ERROR_RESPONSES, docs_url=None,  # /docs comes with the console, from vendored files (no CDN)
     )
     app.state.settings = settings
     app.state.db = db
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for router in ROUTERS:
         app.include_router(router)
+    install_console(app)
 
     def openapi() -> dict:
         if app.openapi_schema is None:
