@@ -8,10 +8,11 @@ projection matrix or the transformed-but-unprojected data.
 from __future__ import annotations
 
 import math
+import numbers
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
 
 from shared.releases.measurements import MeasurementOption
 from shared.releases import PcaOption
@@ -98,6 +99,52 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# --- numbers on the wire ---------------------------------------------------------------------------
+
+DB_INT_MAX = 2**31 - 1
+"""The largest id, count or index on the wire: PostgreSQL's INTEGER (SQLite's 2^63 − 1 is larger), so no value
+a request carries can overflow a column or a query parameter of either backend."""
+SEED_MAX = 2**63 - 1
+MAX_RELEASE_DIM = 1024
+"""The largest projection dimension r a release or a plan may ask for."""
+
+
+def _json_number(value: Any) -> Any:
+    """A JSON number and nothing that merely converts to one: ``"0.01"`` and ``true`` are refused."""
+    if isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Real):
+        raise ValueError("must be a JSON number, not a string or a boolean")
+    return value
+
+
+def _json_integer(value: Any) -> Any:
+    """A JSON integer: ``true``, ``"3"`` and ``3.0`` are refused (lax parsing would read them as 1, 3 and 3)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError("must be a JSON integer, not a string, a boolean or a decimal")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_json_number)]
+"""A float field that accepts only JSON numbers (integers included)."""
+Integer = Annotated[int, BeforeValidator(_json_integer)]
+Id = Annotated[Integer, Field(ge=1, le=DB_INT_MAX)]
+"""An object id: 1 to 2^31 − 1."""
+Count = Annotated[Integer, Field(ge=1, le=DB_INT_MAX)]
+
+
+def _dim(value: Any) -> int | str:
+    if value == "auto":
+        return value
+    if not 1 <= _json_integer(value) <= MAX_RELEASE_DIM:
+        raise ValueError(f"must be 'auto' or an integer at least 1 and at most {MAX_RELEASE_DIM}")
+    return value
+
+
+Dim = Annotated[int | Literal["auto"], PlainValidator(_dim), WithJsonSchema({"anyOf": [
+    {"type": "integer", "minimum": 1, "maximum": MAX_RELEASE_DIM}, {"type": "string", "enum": ["auto"]}]})]
+"""A projection dimension: an integer r from 1 to :data:`MAX_RELEASE_DIM`, or ``"auto"`` (one error, no union noise)."""
+Seed = Annotated[Integer, Field(ge=0, le=SEED_MAX, description="Research mode only; refused in production mode.")]
+
+
 class ErrorBody(_Model):
     """Body of every 4xx/5xx response."""
 
@@ -116,8 +163,8 @@ class Health(_Model):
 class Budget(_Model):
     """A total privacy budget (ε, δ) for one dataset."""
 
-    epsilon: float = Field(gt=0, allow_inf_nan=False, description="Total ε; must be finite and > 0.")
-    delta: float = Field(ge=0, lt=1, description="Total δ; must be in [0, 1).")
+    epsilon: Number = Field(gt=0, allow_inf_nan=False, description="Total ε; must be finite and > 0.")
+    delta: Number = Field(ge=0, lt=1, description="Total δ; must be in [0, 1).")
 
 
 class BudgetStatus(_Model):
@@ -132,8 +179,8 @@ class BudgetStatus(_Model):
 class BudgetRaise(_Model):
     """The curator raises a dataset's total budget: a recorded, audited ledger entry, never a silent change."""
 
-    epsilon: float = Field(default=0.0, ge=0, allow_inf_nan=False, description="ε added to the total.")
-    delta: float = Field(default=0.0, ge=0, lt=1, description="δ added to the total (the total must stay below 1).")
+    epsilon: Number = Field(default=0.0, ge=0, allow_inf_nan=False, description="ε added to the total.")
+    delta: Number = Field(default=0.0, ge=0, lt=1, description="δ added to the total (the total must stay below 1).")
     reason: str = Field(min_length=1, max_length=500, description="Why: kept in the ledger entry's purpose.")
 
     @model_validator(mode="after")
@@ -148,7 +195,7 @@ class ColumnEvaluator(_Model):
 
     kind: Literal["column"] = "column"
     column: str
-    noise_std: float = Field(default=0.0, ge=0)
+    noise_std: Number = Field(default=0.0, ge=0, allow_inf_nan=False)
 
 
 class PythonEvaluator(_Model):
@@ -178,12 +225,12 @@ class ScalingSpec(_Model):
     """
 
     kind: Literal["identity", "affine", "bounds"] = "identity"
-    offset: list[float] | None = None
-    scale: list[float] | None = None
-    lower: list[float] | None = None
-    upper: list[float] | None = None
-    width: float = Field(default=1.0, gt=0, allow_inf_nan=False)
-    diameter: float | None = Field(
+    offset: list[Number] | None = None
+    scale: list[Number] | None = None
+    lower: list[Number] | None = None
+    upper: list[Number] | None = None
+    width: Number = Field(default=1.0, gt=0, allow_inf_nan=False)
+    diameter: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="bounds only: the ℓ2 diameter of the scaled public box; sets width = diameter/√d.",
     )
@@ -280,7 +327,8 @@ class RowOrder(_Model):
 class DatasetFromPath(DatasetSpec):
     """JSON registration of a CSV that already sits on the curator's server."""
 
-    path: str
+    path: str = Field(min_length=1, max_length=4096, description="A CSV file inside the server's import root "
+                      "(POBO_IMPORT_ROOT), relative to it or absolute; refused when the root is unset.")
 
 
 class DatasetOut(_Model):
@@ -308,8 +356,8 @@ class PcaSpec(_Model):
     """DP-PCA (gaussian only): a differentially private top-k subspace (Analyze Gauss on the clipped rows' Gram
     matrix), then k = ``dim`` noisy coordinates; charged inside the release's one (ε, δ)."""
 
-    share: float = Field(description="The fraction of the release's μ² spent on the subspace, in (0, 1).")
-    clip_norm: float = Field(description="Bound C on the scaled rows' ℓ2 norm for the Gram matrix (> 0). "
+    share: Number = Field(description="The fraction of the release's μ² spent on the subspace, in (0, 1).")
+    clip_norm: Number = Field(description="Bound C on the scaled rows' ℓ2 norm for the Gram matrix (> 0). "
                                          + PUBLIC_CHOICE)
 
     @model_validator(mode="after")
@@ -325,9 +373,9 @@ class MeasurementsSpec(_Model):
     """Private measurements (gaussian only): ỹ_i = clip(y_i, a, b) + N(0, σ_y²) drawn once per row at release
     time and returned on every query of row i; charged inside the release's one (ε, δ)."""
 
-    clip: tuple[float, float] = Field(description="The interval [a, b] measurements are clipped to (a < b). "
-                                                  + PUBLIC_CHOICE)
-    share: float = Field(description="ρ: the fraction of the release's μ² spent on the measurements, in (0, 1).")
+    clip: tuple[Number, Number] = Field(description="The interval [a, b] measurements are clipped to (a < b). "
+                                                    + PUBLIC_CHOICE)
+    share: Number = Field(description="ρ: the fraction of the release's μ² spent on the measurements, in (0, 1).")
 
     @model_validator(mode="after")
     def _valid(self) -> MeasurementsSpec:
@@ -341,7 +389,7 @@ class MeasurementsSpec(_Model):
 class ReleaseOptions(_Model):
     """How a release is shaped: its dimension, projection, DP-PCA and private measurements."""
 
-    dim: int | Literal["auto"] = Field(
+    dim: Dim = Field(
         default="auto",
         description="Projection dimension r ≥ 1, or 'auto': gaussian, r = d (identity projection, sensitivity 1); "
                     "po-gp-ucb, the paper's guideline (largest r with σ_min ≥ ω).",
@@ -355,13 +403,6 @@ class ReleaseOptions(_Model):
     measurements: MeasurementsSpec | None = Field(
         default=None, description="Private measurements (deterministic evaluators only: not 'manual')."
     )
-
-    @field_validator("dim")
-    @classmethod
-    def _dim_positive(cls, value: int | str) -> int | str:
-        if isinstance(value, int) and value < 1:
-            raise ValueError("dim (the projection dimension r) must be at least 1, or 'auto'")
-        return value
 
     @model_validator(mode="after")
     def _pca_with_its_projection(self) -> ReleaseOptions:
@@ -378,9 +419,9 @@ class ReleaseOptions(_Model):
 
 class ReleaseCreate(ReleaseOptions):
     mechanism: Mechanism
-    epsilon: float = Field(gt=0, allow_inf_nan=False, description="ε charged for this release; must be finite and > 0.")
-    delta: float = Field(gt=0, lt=1, description="δ charged for this release; must be in (0, 1).")
-    seed: int | None = Field(default=None, description="Research mode only; refused in production mode.")
+    epsilon: Number = Field(gt=0, allow_inf_nan=False, description="ε charged for this release; must be finite and > 0.")
+    delta: Number = Field(gt=0, lt=1, description="δ charged for this release; must be in (0, 1).")
+    seed: Seed | None = None
 
     @model_validator(mode="after")
     def _options_fit_mechanism(self) -> ReleaseCreate:
@@ -499,19 +540,19 @@ MAX_PLAN_QUERIES = 200
 class PlanRequest(ReleaseOptions):
     """A release setting to plan at several ε before anything is charged (docs/planner.md)."""
 
-    epsilons: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(
+    epsilons: list[Annotated[Number, Field(gt=0, allow_inf_nan=False)]] = Field(
         min_length=1, max_length=MAX_PLAN_EPSILONS, description="The ε to plan for, each finite and > 0."
     )
-    delta: float = Field(default=1e-6, gt=0, lt=1, description="δ of the planned release, in (0, 1).")
-    width: float | None = Field(
+    delta: Number = Field(default=1e-6, gt=0, lt=1, description="δ of the planned release, in (0, 1).")
+    width: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="Each scaled feature's range [0, width]; default: the dataset's bounds scaling (required for "
                     "identity and affine scalings, which have no public box). " + PUBLIC_CHOICE,
     )
-    simulate_runs: int = Field(default=0, ge=0, le=MAX_PLAN_RUNS,
+    simulate_runs: Integer = Field(default=0, ge=0, le=MAX_PLAN_RUNS,
                                description="Stand-in tables to simulate GP-UCB on (0: noise and bound only).")
-    queries: int = Field(default=50, ge=1, le=MAX_PLAN_QUERIES, description="Queries per simulated run.")
-    lengthscale: float | None = Field(default=None, gt=0, allow_inf_nan=False,
+    queries: Integer = Field(default=50, ge=1, le=MAX_PLAN_QUERIES, description="Queries per simulated run.")
+    lengthscale: Number | None = Field(default=None, gt=0, allow_inf_nan=False,
                                       description="The stand-in objective's lengthscale in scaled units "
                                                   "(default width/8).")
 
@@ -554,8 +595,8 @@ class PlanOut(_Model):
 
 class KeyCreate(_Model):
     name: str = Field(min_length=1, max_length=200)
-    release_ids: list[int] = Field(min_length=1)
-    max_queries: int = Field(ge=1)
+    release_ids: list[Id] = Field(min_length=1, max_length=10_000)
+    max_queries: Count
     role: Literal["modeler", "curator"] = "modeler"
 
 
@@ -589,7 +630,9 @@ class SessionOut(_Model):
 
 
 class QueryRequest(_Model):
-    indices: list[int] = Field(min_length=1, description="Row indices into the released inputs Z.")
+    indices: list[Annotated[Integer, Field(ge=0, le=DB_INT_MAX)]] = Field(
+        min_length=1, description="Row indices into the released inputs Z (0 to n − 1)."
+    )
     request_id: str | None = Field(
         default=None, max_length=200, description="Idempotency key: a repeat returns the stored results, uncharged."
     )
@@ -611,7 +654,7 @@ class QueryList(_Model):
 
 
 class AnswerRequest(_Model):
-    value: float
+    value: Number
 
 
 class PendingQuery(_Model):
@@ -636,8 +679,9 @@ class PendingQueryList(_Model):
 class ReconstructionAuditRequest(_Model):
     """Simulate an attacker who knows ``known`` records and their row indices (chosen at random)."""
 
-    known: int = Field(ge=1, description="How many records the attacker knows (d + 1 suffice against po-gp-ucb).")
-    seed: int | None = Field(default=None, description="Picks the known rows reproducibly; research mode only.")
+    known: Annotated[Integer, Field(ge=1, le=DB_INT_MAX)] = Field(
+        description="How many records the attacker knows (d + 1 suffice against po-gp-ucb).")
+    seed: Seed | None = Field(default=None, description="Picks the known rows reproducibly; research mode only.")
 
 
 class ReconstructionAuditOut(_Model):
@@ -688,8 +732,8 @@ JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
 class JobCreate(_Model):
-    kind: str = Field(description="One of the registered job kinds (dp-bo, dp-tune, dpareto).")
-    dataset_id: int | None = None
+    kind: str = Field(max_length=100, description="One of the registered job kinds (dp-bo, dp-tune, dpareto).")
+    dataset_id: Id | None = None
     params: dict[str, Any] = Field(default_factory=dict)
 
 
