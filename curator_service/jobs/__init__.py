@@ -151,7 +151,11 @@ def binary_labels(table: RawTable, column: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class JobKind:
-    """One kind of job. ``roles``: who may submit and see it (``{"curator"}``, or also ``"modeler"``)."""
+    """One kind of job. ``roles``: who may submit and see it (``{"curator"}``, or also ``"modeler"``).
+
+    ``event(params, dataset)``, when given, states the job's mechanism as a DP event for the ledger
+    (:mod:`curator_service.services.ledger_events`: noise scale and sensitivity), from the parameters alone like
+    ``cost``; without it the ledger records the kind's name and its (ε, δ)."""
 
     name: str
     description: str
@@ -159,6 +163,7 @@ class JobKind:
     run: Callable[[JobContext], dict[str, Any]]
     roles: frozenset[str] = field(default_factory=lambda: frozenset({"curator"}))
     needs_dataset: bool = True
+    event: Callable[[dict[str, Any], DatasetInfo], dict[str, Any]] | None = None
 
 
 def discover() -> dict[str, JobKind]:

@@ -84,9 +84,9 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
     with db.write() as session:
         entry = None
         if epsilon > 0 or delta > 0:
+            event = kind.event(body.params, info) if kind.event is not None else job_event(kind.name)
             entry = charge(session, body.dataset_id, Spend(epsilon=epsilon, delta=delta, purpose=f"job {kind.name}",
-                                                           mechanism=f"job:{kind.name}", event=job_event(kind.name),
-                                                           actor=principal))
+                                                           mechanism=f"job:{kind.name}", event=event, actor=principal))
         job = Job(kind=kind.name, dataset_id=body.dataset_id, key_id=principal.key_id, params=body.params,
                   status="queued", progress=0.0, epsilon=epsilon, delta=delta)
         session.add(job)

@@ -3,6 +3,8 @@ dp-accounting's own accountant, replaying a stored event, gets the charged ε ba
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from alembic import command
 from alembic.config import Config
@@ -71,7 +73,16 @@ def test_the_actor_is_the_key_that_caused_the_spend(client):
     assert (release_entry.actor, key_release_entry.actor) == ("admin", f"key:{curator_key['id']}:modeler")
     assert (job_entry.mechanism, job_entry.actor, job_entry.job_id) == (
         "job:dp-mean", f"key:{key['id']}:modeler", job.json()["id"])
-    assert job_entry.event["class_name"] == "UnsupportedDpEvent" and "dp-mean" in job_entry.event["reason"]
+    # dp-mean states its Laplace mechanism: scale Δ/ε with the Δ its result reports; replayed, it costs ε = 0.25.
+    deadline = time.monotonic() + 30
+    while (done := client.get(f"/v1/jobs/{job.json()['id']}").json())["status"] != "succeeded":
+        assert time.monotonic() < deadline and done["status"] in ("queued", "running"), done
+        time.sleep(0.05)
+    sensitivity = done["result"]["sensitivity"]
+    assert job_entry.event == {"class_name": "LaplaceDpEvent", "noise_multiplier": pytest.approx(4.0),
+                               "scale": pytest.approx(sensitivity / 0.25), "sensitivity": sensitivity,
+                               "part": "mean of y"}
+    assert replayed_epsilon(job_entry.event, 1e-9) == pytest.approx(0.25, rel=0.02)
     assert (raise_entry.kind, raise_entry.actor, raise_entry.mechanism, raise_entry.event) == (
         "raise", "admin", None, None)
 

@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind, bounded_mean_sensitivity
+from curator_service.services.ledger_events import Event, laplace_event
 from shared.dp.mechanisms import laplace_mechanism
 
 BOUND_LIMIT = 1e15
@@ -53,6 +54,13 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
     return parsed.epsilon, 0.0
 
 
+def event(params: dict[str, Any], dataset: DatasetInfo) -> Event:
+    """The Laplace mechanism on the clipped mean: scale Δ/ε for Δ = :func:`bounded_mean_sensitivity` (n public)."""
+    parsed = DpMeanParams.model_validate(params)
+    sensitivity = bounded_mean_sensitivity(parsed.lower, parsed.upper, dataset.n)
+    return laplace_event(sensitivity / parsed.epsilon, sensitivity, f"mean of {parsed.column}")
+
+
 def run(ctx: JobContext) -> dict[str, Any]:
     params = DpMeanParams.model_validate(ctx.params)
     values = ctx.table.columns[params.column]
@@ -73,4 +81,5 @@ KIND = JobKind(
     cost=cost,
     run=run,
     roles=frozenset({"curator", "modeler"}),
+    event=event,
 )

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from curator_service.jobs import (
