@@ -66,7 +66,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table  # noqa: E402
 
 from modeler_client.client import ModelerClient  # noqa: E402
-from modeler_client.local_curator import CuratorAdmin, LocalCurator  # noqa: E402
+from curator_service.admin_client import CuratorAdmin  # noqa: E402
+from curator_service.testing import LocalCurator  # noqa: E402
 from modeler_client.loop import LoopEvent, RemoteGPUCB  # noqa: E402
 from modeler_client.runfile import RunSettings  # noqa: E402
 from modeler_client.surrogate import Hyperparameters, Surrogate  # noqa: E402
@@ -77,7 +78,7 @@ from shared.datasets.tables import RealTable  # noqa: E402
 from shared.gp.regression import default_bounds  # noqa: E402
 from shared.releases import largest_r, omega, po_gp_ucb_release  # noqa: E402
 from shared.releases.po_gp_ucb import centred_gram  # noqa: E402
-from shared.releases.scaling import apply_scaling  # noqa: E402
+from shared.api.scaling import apply_scaling, unit_diameter_bounds  # noqa: E402
 from shared.api.schemas import API_PREFIX, DatasetOut, ReleaseOut, RowOrder, ScalingSpec  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -266,7 +267,12 @@ def benchmark_curator(data_dir: Path) -> LocalCurator:
     return LocalCurator(data_dir, env=CURATOR_ENV)
 
 
-def register(curator: CuratorAdmin, table: RealTable, workdir: Path, name: str) -> DatasetOut:
+def public_scaling(table: RealTable) -> ScalingSpec:
+    """The table's registration scaling: its public bounds with a box of diameter 1 (one step = one record)."""
+    return unit_diameter_bounds(table.public_lower, table.public_upper)
+
+
+def register(curator: CuratorAdmin, table: RealTable, workdir: Path, name: str, scaling: ScalingSpec) -> DatasetOut:
     """Writes the table as CSV in the curator's directory and registers it by server-side path, with its
     scaling explicit (identity included: the service requires one)."""
     path = table.write_csv(workdir / f"{name}.csv")
@@ -274,7 +280,7 @@ def register(curator: CuratorAdmin, table: RealTable, workdir: Path, name: str) 
         "name": name,
         "feature_columns": list(table.feature_names),
         "evaluator": {"kind": "column", "column": table.objective_name, "noise_std": 0.0},
-        "scaling": table.scaling.model_dump(exclude_none=True),
+        "scaling": scaling.model_dump(exclude_none=True),
         "budget": {"epsilon": BUDGET[0], "delta": BUDGET[1]},
         "goal": table.goal,
         "path": str(path),
@@ -304,9 +310,9 @@ def prepare_dataset(
     # reports the objective minus the fit's mean. Simple regret is unchanged (a difference); fitted runs too
     # (their prior mean is the sample mean).
     table = dataclasses.replace(table, objective=table.objective - preprocessing.prior_mean)
-    paper_table = dataclasses.replace(table, features=paper_inputs, scaling=ScalingSpec())
-    paper_dataset = register(curator, paper_table, workdir, f"{table.name}-paper-inputs")
-    public_dataset = register(curator, table, workdir, table.name)
+    paper_table = dataclasses.replace(table, features=paper_inputs)
+    paper_dataset = register(curator, paper_table, workdir, f"{table.name}-paper-inputs", ScalingSpec())
+    public_dataset = register(curator, table, workdir, table.name, public_scaling(table))
     return DatasetContext(
         experiment=experiment,
         table=table,
@@ -396,7 +402,7 @@ def one_run(ctx: DatasetContext, setting: Setting, run: int, timed: bool) -> tup
         indices = [*initial, *map(int, picks)]
         return RunResult(ctx.regret(values[indices])), {}
     if setting.method.startswith("non-private"):
-        X = ctx.paper_inputs if setting.method == "non-private" else apply_scaling(ctx.table.features, ctx.table.scaling)
+        X = ctx.paper_inputs if setting.method == "non-private" else apply_scaling(ctx.table.features, public_scaling(ctx.table))
         indices, seconds, _ = in_process_loop(X, local_metadata(ctx, X), ctx.run_settings(setting.method), values, initial)
         return RunResult(ctx.regret(values[indices]), seconds), {}
     release = make_release(ctx, setting, run)
@@ -546,7 +552,7 @@ def diagnose(ctx: DatasetContext, runs: int, console: Console) -> dict:
         seed = seed_of(experiment.key, "diagnose", log_epsilon, run)
         return po_gp_ucb_release(ctx.paper_inputs, math.exp(log_epsilon), experiment.delta, experiment.figure_r, seed).Z
 
-    public = apply_scaling(ctx.table.features, ctx.table.scaling)
+    public = apply_scaling(ctx.table.features, public_scaling(ctx.table))
     inputs: dict[Method, Callable[[int], np.ndarray]] = {
         "non-private": lambda run: ctx.paper_inputs,
         "non-private-public-scaling": lambda run: public,

@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 
 from shared.datasets.paths import data_file
-from shared.datasets.tables import RealTable, unit_diameter_bounds
+from shared.datasets.tables import RealTable
 
 FILE = "lendingclub_2007_2011.csv"
 FEATURES = ("funded_amnt_inv", "int_rate", "annual_inc")
@@ -76,6 +76,7 @@ def load_lendingclub(n: int | None = None, seed: int = 0, *, income_outliers: In
         objective=y,
         objective_name="log_roi",
         goal="maximize",
-        scaling=unit_diameter_bounds(PUBLIC_LOWER, PUBLIC_UPPER),
+        public_lower=tuple(PUBLIC_LOWER),
+        public_upper=tuple(PUBLIC_UPPER),
         description="LendingClub loans 2007-2011: find the loan with the highest log(1 + ROI)",
     )

@@ -14,7 +14,7 @@ import csv
 import numpy as np
 
 from shared.datasets.paths import data_file
-from shared.datasets.tables import RealTable, unit_diameter_bounds
+from shared.datasets.tables import RealTable
 
 FILE = "sg_ura_condo_projects.csv"
 FEATURES = ("lat", "long")
@@ -38,6 +38,7 @@ def load_sg_property() -> RealTable:
         objective=np.asarray(objective),
         objective_name="log_price_per_sqm",
         goal="minimize",
-        scaling=unit_diameter_bounds(PUBLIC_LOWER, PUBLIC_UPPER),
+        public_lower=tuple(PUBLIC_LOWER),
+        public_upper=tuple(PUBLIC_UPPER),
         description="Singapore condominium projects: find the cheapest price per m² (log)",
     )

@@ -1,4 +1,4 @@
-"""A real table ready to register with the curator: features, objective and the public scaling."""
+"""A real table ready to register with the curator: features, objective and its public bounds."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from typing import Literal
 
 import numpy as np
 
-from shared.api.schemas import ScalingSpec
-
 
 @dataclass(frozen=True)
 class RealTable:
-    """Features (n × d), the objective to optimise and everything the curator declares about them."""
+    """Features (n × d), the objective to optimise and everything the curator declares about them.
+
+    ``public_lower``/``public_upper``: per-feature bounds fixed without looking at the data, for the
+    registration's bounds scaling (:func:`shared.api.scaling.unit_diameter_bounds`)."""
 
     name: str
     features: np.ndarray
@@ -22,7 +23,8 @@ class RealTable:
     objective: np.ndarray
     objective_name: str
     goal: Literal["maximize", "minimize"]
-    scaling: ScalingSpec
+    public_lower: tuple[float, ...]
+    public_upper: tuple[float, ...]
     description: str
 
     @property
@@ -38,12 +40,3 @@ class RealTable:
             writer.writerows(np.column_stack([self.features, self.objective]).tolist())
         return path
 
-
-def unit_diameter_bounds(lower: list[float], upper: list[float]) -> ScalingSpec:
-    """Public per-feature bounds scaled so the whole domain has ℓ2 diameter 1.
-
-    Each feature maps to [0, 1/√d], so replacing one record by *any* other record in the public domain
-    is a change of ℓ2 norm ≤ 1: the neighbouring relation then hides a whole record, not only small
-    edits of it.
-    """
-    return ScalingSpec(kind="bounds", lower=lower, upper=upper, width=1.0 / np.sqrt(len(lower)))

@@ -15,7 +15,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from shared.dp.noise import NoiseSource, _finite_scores, _positive
+from shared.checks import finite_vector, open_unit, positive
+from shared.dp.noise import NoiseSource
 
 
 def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
@@ -38,11 +39,9 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     Solves :func:`gaussian_delta`(σ) = δ; δ(σ) is decreasing in σ, and the root is bracketed in σ/Δ.
     The returned σ is rounded up so that gaussian_delta(σ) ≤ δ holds in floating point too.
     """
-    epsilon = _positive(epsilon, "epsilon")
-    sensitivity = _positive(sensitivity, "sensitivity")
-    if not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    log_delta = math.log(delta)
+    epsilon = positive(epsilon, "epsilon")
+    sensitivity = positive(sensitivity, "sensitivity")
+    log_delta = math.log(open_unit(delta, "delta"))
 
     def excess(log_ratio: float) -> float:
         d = gaussian_delta(math.exp(log_ratio), epsilon)
@@ -64,8 +63,8 @@ def exponential_mechanism_probabilities(scores: np.ndarray, sensitivity: float, 
 
     Computed as a softmax with the maximum subtracted, so no score can overflow.
     """
-    scores = _finite_scores(scores)
-    logits = (_positive(epsilon, "epsilon") / (2.0 * _positive(sensitivity, "sensitivity"))) * scores
+    scores = finite_vector(scores, "scores")
+    logits = (positive(epsilon, "epsilon") / (2.0 * positive(sensitivity, "sensitivity"))) * scores
     weights = np.exp(logits - logits.max())
     return weights / weights.sum()
 
@@ -76,8 +75,8 @@ def laplace_mechanism(value: float | np.ndarray, sensitivity: float, epsilon: fl
     Δ' = Δ + (number of coordinates) · grid: the sampler's rounding can move each coordinate by one step.
     """
     values = np.asarray(value, dtype=float)
-    grid = noise.grid(_positive(sensitivity, "sensitivity"))
-    scale = (sensitivity + values.size * grid) / _positive(epsilon, "epsilon")
+    grid = noise.grid(positive(sensitivity, "sensitivity"))
+    scale = (sensitivity + values.size * grid) / positive(epsilon, "epsilon")
     released = noise.add_laplace(values, scale, grid)
     return float(released) if np.ndim(value) == 0 else released
 
@@ -97,7 +96,7 @@ def summation_error(terms: int) -> float:
 
 def l2_sensitivity_with_grid(sensitivity: float, coordinates: int, noise: NoiseSource) -> float:
     """Δ + √coordinates · grid: the ℓ2 sensitivity once ``noise`` has rounded one record's values to its grid."""
-    return sensitivity + math.sqrt(coordinates) * noise.grid(_positive(sensitivity, "sensitivity"))
+    return sensitivity + math.sqrt(coordinates) * noise.grid(positive(sensitivity, "sensitivity"))
 
 
 def gaussian_mechanism(

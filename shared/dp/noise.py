@@ -28,6 +28,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from shared.checks import finite_vector, positive
+
 GRID_BITS = 45
 """The sampler's grid is ``2**(floor(log2(sensitivity)) - GRID_BITS)``: ~3e-14 of the sensitivity."""
 
@@ -70,17 +72,17 @@ class SeededNoise(NoiseSource):
 
     def add_laplace(self, values: np.ndarray, scale: float, grid: float) -> np.ndarray:
         values = np.asarray(values, dtype=float)
-        return values + self.rng.laplace(0.0, _positive(scale, "scale"), size=values.shape)
+        return values + self.rng.laplace(0.0, positive(scale, "scale"), size=values.shape)
 
     def add_gaussian(self, values: np.ndarray, std: float, grid: float) -> np.ndarray:
         values = np.asarray(values, dtype=float)
-        return values + self.rng.normal(0.0, _positive(std, "std"), size=values.shape)
+        return values + self.rng.normal(0.0, positive(std, "std"), size=values.shape)
 
     def exponential_index(self, scores: np.ndarray, sensitivity: float, epsilon: float) -> int:
-        from shared.dp.mechanisms import exponential_mechanism_probabilities
-
-        cumulative = np.cumsum(exponential_mechanism_probabilities(scores, sensitivity, epsilon))
-        return int(min(np.searchsorted(cumulative, self.rng.random() * cumulative[-1], side="right"), cumulative.size - 1))
+        # The Gumbel-max trick, as the safe source: argmax(score + Gumbel(2Δ/ε)) ∝ exp(ε·score/(2Δ)).
+        scores = finite_vector(scores, "scores")
+        scale = 2.0 * positive(sensitivity, "sensitivity") / positive(epsilon, "epsilon")
+        return int(np.argmax(scores + self.rng.gumbel(0.0, scale, size=scores.size)))
 
     def grid(self, sensitivity: float) -> float:
         return 0.0
@@ -95,18 +97,18 @@ class OpenDPNoise(NoiseSource):
     floating_point_safe = True
 
     def add_laplace(self, values: np.ndarray, scale: float, grid: float) -> np.ndarray:
-        return self._add(values, "laplace", _positive(scale, "scale"), grid)
+        return self._add(values, "laplace", positive(scale, "scale"), grid)
 
     def add_gaussian(self, values: np.ndarray, std: float, grid: float) -> np.ndarray:
-        return self._add(values, "gaussian", _positive(std, "std"), grid)
+        return self._add(values, "gaussian", positive(std, "std"), grid)
 
     def exponential_index(self, scores: np.ndarray, sensitivity: float, epsilon: float) -> int:
-        scores = _finite_scores(scores)
+        scores = finite_vector(scores, "scores")
         # Report-noisy-max with Gumbel noise of scale 2Δ/ε samples exactly ∝ exp(ε·score/(2Δ)) (the
         # Gumbel-max trick). OpenDP uses Gumbel noise when the output measure is zCDP; with MaxDivergence it
         # would use exponential noise (permute-and-flip), a different distribution. The privacy guarantee we
         # claim is the exponential mechanism's ε-DP, not OpenDP's zCDP map.
-        measurement = _noisy_max(2.0 * _positive(sensitivity, "sensitivity") / _positive(epsilon, "epsilon"))
+        measurement = _noisy_max(2.0 * positive(sensitivity, "sensitivity") / positive(epsilon, "epsilon"))
         return int(measurement(scores.tolist()))
 
     def grid(self, sensitivity: float) -> float:
@@ -117,7 +119,7 @@ class OpenDPNoise(NoiseSource):
         values = np.asarray(values, dtype=float)
         if not np.all(np.isfinite(values)):
             raise ValueError("values to be noised must be finite")
-        k = int(round(math.log2(_positive(grid, "grid"))))
+        k = int(round(math.log2(positive(grid, "grid"))))
         if 2.0**k != grid:
             raise ValueError("the sampler's grid must be a power of two (use NoiseSource.grid)")
         flat = values.ravel()
@@ -143,21 +145,7 @@ def seeded_streams(seed: int | None) -> tuple[NoiseSource, np.random.Generator]:
 
 
 def _grid_exponent(sensitivity: float) -> int:
-    return math.floor(math.log2(_positive(sensitivity, "sensitivity"))) - GRID_BITS
-
-
-def _positive(value: float, name: str) -> float:
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return value
-
-
-def _finite_scores(scores: np.ndarray) -> np.ndarray:
-    scores = np.asarray(scores, dtype=float).ravel()
-    if scores.size == 0 or not np.all(np.isfinite(scores)):
-        raise ValueError("scores must be a non-empty vector of finite numbers")
-    return scores
+    return math.floor(math.log2(positive(sensitivity, "sensitivity"))) - GRID_BITS
 
 
 def _opendp():

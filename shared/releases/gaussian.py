@@ -2,7 +2,7 @@
 
     Z = X_s P + G,    G: n × r i.i.d. N(0, σ²)
 
-X_s is the *publicly* scaled data (:func:`shared.releases.scaling.apply_scaling`; nothing estimated from the data, no
+X_s is the *publicly* scaled data (:func:`shared.api.scaling.apply_scaling`; nothing estimated from the data, no
 centring). Row i of Z depends on row i of X_s only, through v ↦ v P, whose ℓ2 operator norm σ_max(P) is the
 sensitivity under "one row moves by ℓ2 ≤ 1" (``unit="bounded-change"``, PO-GP-UCB's Definition 1; attained
 by the top right-singular direction). The projection P (``projection=``):

@@ -55,11 +55,15 @@ def test_opendp_refuses_a_grid_that_is_not_a_power_of_two(grid):
         OpenDPNoise().add_gaussian(np.zeros(2), 1.0, grid)
 
 
-def test_opendp_exponential_index_follows_the_exponential_mechanism():
+@pytest.mark.parametrize("source", [OpenDPNoise(), SeededNoise(5)], ids=["opendp", "seeded"])
+def test_exponential_index_follows_the_exponential_mechanism(source):
+    """Both sources sample by Gumbel-max; p ∝ exp(ε·score/(2Δ)) = exp(score) here. Control: the law of ε = 4."""
     scores = np.array([0.0, 1.0, 2.0])
-    counts = np.bincount([OpenDPNoise().exponential_index(scores, 1.0, 2.0) for _ in range(6000)], minlength=3)
+    counts = np.bincount([source.exponential_index(scores, 1.0, 2.0) for _ in range(6000)], minlength=3)
     expected = np.exp(scores) / np.exp(scores).sum()
     assert stats.chisquare(counts, 6000 * expected).pvalue > 1e-4
+    too_sharp = np.exp(2 * scores) / np.exp(2 * scores).sum()
+    assert stats.chisquare(counts, 6000 * too_sharp).pvalue < 1e-12
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, np.inf, np.nan])

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from shared.releases.scaling import apply_scaling
+from shared.api.scaling import apply_scaling
 from shared.api.schemas import ScalingSpec
 
 

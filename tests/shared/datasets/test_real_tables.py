@@ -5,7 +5,7 @@ import pytest
 
 from shared.datasets.lendingclub import ROI_FLOOR, load_lendingclub
 from shared.datasets.sg_property import load_sg_property
-from shared.releases.scaling import apply_scaling
+from shared.api.scaling import apply_scaling, unit_diameter_bounds
 
 
 def test_lendingclub_keeps_finished_policy_loans(shared_data_file):
@@ -49,11 +49,12 @@ def test_property_table_and_public_scaling_diameter(shared_data_file):
     shared_data_file("sg_ura_condo_projects.csv")
     table = load_sg_property()
     assert table.n == 1_490 and table.goal == "minimize"
-    scaled = apply_scaling(table.features, table.scaling)
+    scaling = unit_diameter_bounds(table.public_lower, table.public_upper)
+    scaled = apply_scaling(table.features, scaling)
     # Every scaled record lies in a box of diameter 1: replacing a whole record is a neighbouring change.
-    span = np.asarray(table.scaling.upper) - np.asarray(table.scaling.lower)
-    assert np.allclose(np.linalg.norm(span / span * table.scaling.width), 1.0)
-    assert scaled.min() >= 0 and scaled.max() <= table.scaling.width + 1e-12
+    span = np.asarray(scaling.upper) - np.asarray(scaling.lower)
+    assert np.allclose(np.linalg.norm(span / span * scaling.width), 1.0)
+    assert scaled.min() >= 0 and scaled.max() <= scaling.width + 1e-12
 
 
 def test_write_csv_round_trips(tmp_path, shared_data_file):

@@ -1,4 +1,6 @@
-"""The dataset's public scaling (:class:`shared.api.schemas.ScalingSpec`), applied before any release.
+"""What the wire's public scaling (:class:`shared.api.schemas.ScalingSpec`) means: how it maps the features
+before any release, and what one neighbouring step then is in the table's own units. It lives beside the
+schema so the maths layers never see a wire model: the curator applies it, then hands them plain arrays.
 
 Privacy's unit is "one row moves by ℓ2 ≤ 1 after this scaling", so the scaling must be fixed without
 looking at the data: nothing here estimates anything from ``X``.
@@ -7,6 +9,7 @@ looking at the data: nothing here estimates anything from ``X``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -68,6 +71,12 @@ def neighbouring_step(spec: ScalingSpec, feature_columns: list[str]) -> Neighbou
                f"(e.g. {_extent(features[0])} alone), NOT a whole record")
     return NeighbouringStep(scaling_kind=spec.kind, clipped=False, whole_record=False, features=features,
                             summary=summary)
+
+
+def unit_diameter_bounds(lower: Sequence[float], upper: Sequence[float]) -> ScalingSpec:
+    """Bounds scaling whose public box has ℓ2 diameter 1: each feature maps to [0, 1/√d], so replacing one
+    record by *any* other record of the box is one neighbouring step (the relation hides a whole record)."""
+    return ScalingSpec(kind="bounds", lower=list(lower), upper=list(upper), diameter=1.0)
 
 
 def scaling_warning(step: NeighbouringStep) -> str | None:

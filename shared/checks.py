@@ -1,0 +1,43 @@
+"""The argument checks every layer of ``shared`` shares: one wording for one mistake.
+
+Each returns the checked value (converted) or raises ``ValueError`` with a sentence saying what to fix;
+the services turn that into a 4xx. Privacy post-conditions use these too: they must ``raise``, never
+``assert`` (``python -O`` strips asserts).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def positive(value: float, name: str) -> float:
+    """``value`` as a float, required > 0 and finite (ε, a scale, a sensitivity, a norm bound)."""
+    value = float(value)
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return value
+
+
+def open_unit(value: float, name: str) -> float:
+    """``value`` as a float, required in the open interval (0, 1) (δ, a share of the budget)."""
+    value = float(value)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+    return value
+
+
+def positive_int(value: int, name: str) -> int:
+    """``value`` required to be an integer ≥ 1 (a dimension, a count of iterations)."""
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be an integer ≥ 1, got {value!r}")
+    return int(value)
+
+
+def finite_vector(values: np.ndarray, name: str) -> np.ndarray:
+    """``values`` flattened to a non-empty float vector of finite numbers."""
+    values = np.asarray(values, dtype=float).ravel()
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} must be a non-empty vector of finite numbers")
+    return values
