@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from modeler_client.client import ModelerClient
-from modeler_client.local_curator import LocalCurator
+from curator_service.testing import LocalCurator
 from modeler_client.loop import RemoteGPUCB
 from modeler_client.runfile import RunSettings
 from shared.api.http_client import ApiClient, ServerUnreachable
@@ -147,18 +147,15 @@ def test_sigkill_loop_loses_nothing_acknowledged_and_the_run_completes(curator, 
 
     record = outcome["record"]
     assert record.finished and len(record.done()) == ITERATIONS
-    with curator.admin() as api:
-        stored_run = api.get(f"/v1/sessions/{record.session_id}/queries")["queries"]
-        stored_writer = api.get(f"/v1/sessions/{outcome['writer_session']}/queries")["queries"]
-        keys = {key["id"]: key for key in api.get("/v1/keys")}
-        ledger = api.get("/v1/ledger")
-    assert [(q["query_id"], q["index"], q["value"]) for q in stored_run] == \
-        [(q.query_id, q.index, q.value) for q in record.done()]
-    stored_by_id = {q["query_id"]: q for q in stored_writer}
+    stored_run = curator.session_queries(record.session_id).queries
+    stored_writer = curator.session_queries(outcome["writer_session"]).queries
+    keys = {key.id: key for key in curator.keys()}
+    assert [(q.query_id, q.index, q.value) for q in stored_run] == [(q.query_id, q.index, q.value) for q in record.done()]
+    stored_by_id = {q.query_id: q for q in stored_writer}
     for request_id, results in acknowledged_answers.items():
         for result in results:
-            assert stored_by_id[result["query_id"]]["value"] == result["value"], request_id
-    assert keys[modeler_key.id]["used_queries"] == len(stored_run)
-    assert keys[writer_key.id]["used_queries"] == len(stored_writer)
-    charged = {entry["release_id"] for entry in ledger if entry["kind"] == "charge"}
+            assert stored_by_id[result["query_id"]].value == result["value"], request_id
+    assert keys[modeler_key.id].used_queries == len(stored_run)
+    assert keys[writer_key.id].used_queries == len(stored_writer)
+    charged = {entry.release_id for entry in curator.ledger() if entry.kind == "charge"}
     assert set(acknowledged_releases) | {release.id} <= charged

@@ -10,8 +10,10 @@ cd "$(dirname "$0")/../.."
 IMAGE=localhost/pobo:latest
 PY=${PY:-.venv/bin/python}
 WORK=$(mktemp -d /tmp/pobo-image.XXXXXX)
+chmod 0711 "$WORK"  # postgres and the image's user pobo traverse it; only root lists it
 CURATOR_PID="" CONTAINER="" PGBIN="" PGDATA="$WORK/pg"
 cleanup() {
+  set +e  # every step runs, whatever the previous one returned
   [ -n "$CURATOR_PID" ] && kill "$CURATOR_PID" 2>/dev/null && wait "$CURATOR_PID" 2>/dev/null
   [ -n "$CONTAINER" ] && buildah rm "$CONTAINER" >/dev/null 2>&1
   [ -n "$PGBIN" ] && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate stop >/dev/null 2>&1
@@ -26,17 +28,17 @@ step "building $IMAGE"
 buildah bud --quiet --layers --isolation chroot \
   --volume /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro \
   -t "$IMAGE" . >"$WORK/build.log" 2>&1 || { tail -n 40 "$WORK/build.log"; exit 1; }
-step "image size $(buildah inspect --type image --format '{{.Docker.Size}}' "$IMAGE" 2>/dev/null || echo '?') bytes"
+step "built: $(buildah images --format '{{.Name}}:{{.Tag}} {{.Size}}' "$IMAGE")"
 
 # Secrets as compose mounts them.
-mkdir -m 0755 "$WORK/secrets"
+mkdir -m 0711 "$WORK/secrets"
 "$PY" -c "import secrets; print(secrets.token_urlsafe(32))" >"$WORK/secrets/admin_token"
 "$PY" -c "import secrets; print(secrets.token_urlsafe(32))" >"$WORK/secrets/postgres_password"
-chmod 0444 "$WORK/secrets/"*  # readable by the image's uid 10001; the directory is this run's only
+chmod 0444 "$WORK/secrets/"*  # readable by the image's uid 10001, in a directory nobody else can list
 
 # PostgreSQL on loopback, password required over TCP, with the compose file's user and database.
 PGBIN=$(dirname "$(ls /usr/lib/postgresql/*/bin/pg_ctl | sort -V | tail -n 1)")
-PGPORT=$("$PY" -c "from modeler_client.local_curator import free_port; print(free_port())")
+PGPORT=$("$PY" -c "from curator_service.testing import free_port; print(free_port())")
 mkdir "$PGDATA" && chown postgres "$PGDATA"
 runuser -u postgres -- "$PGBIN/initdb" -D "$PGDATA" --auth-local=trust --auth-host=scram-sha-256 -U postgres >/dev/null
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -o "-p $PGPORT -k /tmp -c listen_addresses=127.0.0.1" -w \
@@ -46,7 +48,7 @@ runuser -u postgres -- psql -q -h /tmp -p "$PGPORT" -U postgres \
 
 # The curator service from the image, as compose's `curator` (loopback instead of 0.0.0.0: chroot isolation
 # shares the host's network).
-PORT=$("$PY" -c "from modeler_client.local_curator import free_port; print(free_port())")
+PORT=$("$PY" -c "from curator_service.testing import free_port; print(free_port())")
 CONTAINER=$(buildah from --quiet "$IMAGE")
 step "starting the curator from the image on 127.0.0.1:$PORT (PostgreSQL on $PGPORT)"
 buildah run --isolation chroot --user pobo \
