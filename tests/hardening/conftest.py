@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from modeler_client.local_curator import LocalCurator
+from curator_service.testing import LocalCurator
 
 from tests.curator_service.conftest import (  # noqa: F401 - fixtures re-exported for this directory
     ADMIN,
