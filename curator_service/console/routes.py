@@ -131,9 +131,14 @@ async def register_dataset(request: Request, api: Console) -> RedirectResponse:
 
 
 def _clock(span_seconds: float):
-    """Tick labels for a time axis spanning ``span_seconds``: dates past two days, else the time of day."""
-    pattern = "%Y-%m-%d" if span_seconds > 2 * 86400 else "%H:%M:%S" if span_seconds > 8 else "%H:%M:%S.%f"
-    return lambda t: datetime.fromtimestamp(t, UTC).strftime(pattern).removesuffix("000")
+    """Tick labels for a time axis spanning ``span_seconds``: dates past two days, else the time of day (with
+    milliseconds when the span is a few seconds)."""
+    def label(t: float) -> str:
+        moment = datetime.fromtimestamp(t, UTC)
+        if span_seconds > 2 * 86400:
+            return f"{moment:%Y-%m-%d}"
+        return f"{moment:%H:%M:%S}" + (f".{moment.microsecond // 1000:03d}" if span_seconds <= 8 else "")
+    return label
 
 
 def _epsilon_over_time(dataset: dict, entries: list[dict]):
@@ -169,7 +174,7 @@ def noise_to_spread_of(release: dict, dataset: dict) -> float | None:
 async def dataset_page(request: Request, api: Console, dataset_id: int) -> HTMLResponse:
     dataset = await api.get(f"/v1/datasets/{dataset_id}")
     ledger = await api.get("/v1/ledger", dataset_id=dataset_id)
-    releases = [r for r in await api.get("/v1/releases") if r["dataset_id"] == dataset_id]
+    releases = await api.get("/v1/releases", dataset_id=dataset_id)
     for release in releases:
         release["noise_to_spread"] = noise_to_spread_of(release, dataset)
     budget = dataset["budget"]

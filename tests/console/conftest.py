@@ -121,10 +121,10 @@ class ConsoleBrowser:
     def flash(self) -> str:
         return self.by_id("flash").text
 
-    def shot(self, name: str) -> Path:
-        """A full-height screenshot of the current page."""
+    def shot(self, name: str, max_height: int = 4000) -> Path:
+        """A screenshot of the current page, its full height up to ``max_height`` pixels."""
         height = self.driver.execute_script("return document.documentElement.scrollHeight")
-        self.driver.set_window_size(1400, max(900, min(int(height) + 40, 4000)))
+        self.driver.set_window_size(1400, max(900, min(int(height) + 40, max_height)))
         path = self.screenshots / f"{name}.png"
         self.driver.save_screenshot(str(path))
         self.driver.set_window_size(1400, 1100)
