@@ -25,7 +25,7 @@ import numpy as np
 
 from modeler_client.client import ModelerClient
 from modeler_client.runfile import InFlight, RunRecord, RunSettings
-from modeler_client.surrogate import KernelHook, Surrogate
+from modeler_client.surrogate import KernelHook, Surrogate, release_options
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,11 @@ class RemoteGPUCB:
     requery, measurement_noise_std, public_box_width:
         ``requery=False`` never queries a row twice (its answer cannot change when measurements are
         memoised); ``measurement_noise_std`` is private measurements' public σ_y, the floor of the
-        observation noise; ``public_box_width`` W (identity releases of data scaled to [0, W]^d) gives
-        each row its posterior under the box (see :class:`modeler_client.surrogate.Surrogate`).
+        observation noise. Both default (None) to what the release's metadata says
+        (:func:`modeler_client.surrogate.release_options`: σ_y of private measurements, and no repeats when
+        they are private or the kernel is averaged over the input noise). ``public_box_width`` W (identity
+        releases of data scaled to [0, W]^d) gives each row its posterior under the box (see
+        :class:`modeler_client.surrogate.Surrogate`).
     poll, max_poll, pending_timeout:
         How pending manual queries are waited on (seconds; ``pending_timeout=None`` waits forever).
     on_event:
@@ -71,7 +74,7 @@ class RemoteGPUCB:
         path: str | Path,
         *,
         kernel_hook: KernelHook | None = None,
-        requery: bool = True,
+        requery: bool | None = None,
         measurement_noise_std: float | None = None,
         public_box_width: float | None = None,
         poll: float = 0.5,
@@ -83,9 +86,9 @@ class RemoteGPUCB:
         self.record = record
         self.path = Path(path)
         self.kernel_hook = kernel_hook
-        self.surrogate_options = dict(
-            requery=requery, measurement_noise_std=measurement_noise_std, public_box_width=public_box_width
-        )
+        self.surrogate_options = release_options(
+            record.release, record.settings, requery=requery, measurement_noise_std=measurement_noise_std
+        ) | dict(public_box_width=public_box_width)
         self.poll = poll
         self.max_poll = max_poll
         self.pending_timeout = pending_timeout

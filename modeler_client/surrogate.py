@@ -9,7 +9,8 @@ hyperparameters or fitted by marginal likelihood with s held at its public value
 the box prior (:func:`shared.gp.noisy_inputs.box_posterior`, kernel :class:`shared.gp.noisy_inputs.PosteriorInputsSE`):
 rows released far outside the box are known to sit near its edge. ``requery=False`` keeps
 GP-UCB off rows it has already measured (their answer will not change); ``measurement_noise_std`` (private
-measurements' public σ_y) is a floor on the observation noise.
+measurements' public σ_y) is a floor on the observation noise. :func:`release_options` reads both from the
+release's public metadata unless the modeler sets them.
 """
 
 from __future__ import annotations
@@ -58,6 +59,28 @@ def uses_expected_kernel(settings: RunSettings, release: ReleaseOut) -> bool:
     if settings.input_noise == "auto":
         return settings.kernel == "se"
     return settings.input_noise == "expected-kernel"
+
+
+def release_options(
+    release: ReleaseOut,
+    settings: RunSettings,
+    *,
+    requery: bool | None = None,
+    measurement_noise_std: float | None = None,
+) -> dict:
+    """The surrogate options the release's public metadata decides unless given (None):
+
+    * ``measurement_noise_std``: private measurements' σ_y (None when measurements are returned as computed);
+    * ``requery``: False when a repeat can teach nothing, i.e. the answers are private (memoised per row) or
+      the kernel is averaged over the input noise (its nugget is the row's, repeats do not average it away),
+      and the run has at most n iterations (so a new row is always left); True otherwise (Algorithm 2).
+    """
+    private_y = release.measurement_noise_std
+    if requery is None:
+        repeats_teach_nothing = private_y is not None or uses_expected_kernel(settings, release)
+        requery = not (repeats_teach_nothing and settings.iterations <= release.n)
+    sigma_y = private_y if measurement_noise_std is None else measurement_noise_std
+    return dict(requery=requery, measurement_noise_std=sigma_y)
 
 
 class Surrogate:

@@ -8,6 +8,7 @@ import pytest
 from modeler_client.client import ModelerClient
 from modeler_client.loop import RemoteGPUCB
 from modeler_client.runfile import InFlight, RunRecord, RunSettings
+from shared.api.schemas import ReleaseOut
 
 
 class Crash(Exception):
@@ -108,3 +109,25 @@ def test_without_requery_the_loop_never_pays_for_a_row_twice(bowl, curator, tmp_
         broken.run()
     fresh = RemoteGPUCB.resume(client, tmp_path / "fresh.json", requery=False).run()
     assert len({q.index for q in fresh.queries}) == 24
+
+
+def test_a_private_measurement_release_sets_the_loops_noise_floor_and_no_repeats_by_itself(curator, tmp_path):
+    """With no options the loop takes σ_y from the release's metadata and never pays twice for a row (its
+    memoised ỹ cannot change), where a model this noisy would keep re-querying its best row."""
+    rng = np.random.default_rng(9)
+    X = rng.uniform(0, 4, size=(60, 2))
+    y = -np.sum((X - 2.0) ** 2, axis=1)
+    dataset = curator.register_table("private-y", X, ["a", "b"], evaluator={"kind": "column", "column": "y"},
+                                     budget=(10.0, 1e-3), extra_columns={"y": y},
+                                     scaling={"kind": "bounds", "lower": [0, 0], "upper": [4, 4], "diameter": 1})
+    body = {"mechanism": "gaussian", "epsilon": 4.0, "delta": 1e-5, "measurements": {"clip": [-8, 0], "share": 0.5}}
+    with curator.admin() as admin:
+        release = admin.post(f"/v1/datasets/{dataset.id}/releases", body, model=ReleaseOut)
+    client = ModelerClient(curator.url, curator.issue_key([release.id], max_queries=40).token)
+    settings = RunSettings(iterations=20, hyperparameters="fixed", lengthscale=1.0, noise_variance=4.0)
+    loop = RemoteGPUCB.start(client, release.id, settings, tmp_path / "run.json")
+    assert loop.surrogate_options["measurement_noise_std"] == release.measurement_noise_std > 0
+    record = loop.run()
+    assert len({q.index for q in record.queries}) == 20
+    repeats = RemoteGPUCB.start(client, release.id, settings, tmp_path / "repeats.json", requery=True).run()
+    assert len({q.index for q in repeats.queries}) < 10  # what the default saves: this model re-queries

@@ -8,15 +8,24 @@ import numpy as np
 import pytest
 
 from modeler_client.runfile import RunSettings
-from modeler_client.surrogate import Surrogate, median_distance, uses_expected_kernel
+from modeler_client.surrogate import Surrogate, median_distance, release_options, uses_expected_kernel
 from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE
-from shared.api.schemas import ReleaseOut
+from shared.api.schemas import MeasurementParameters, ReleaseOut, ReleaseParameters
 
 
 def release(noise_std: float | None, dim: int = 3, n: int = 40) -> ReleaseOut:
     mechanism = "gaussian" if noise_std else "po-gp-ucb"
     return ReleaseOut(id=1, dataset_id=1, mechanism=mechanism, certified=bool(noise_std), epsilon=1.0, delta=1e-5,
                       n=n, dim=dim, noise_std=noise_std, created_at=datetime.now(UTC))
+
+
+def private_y_release(sigma_y: float = 2.5, n: int = 40) -> ReleaseOut:
+    """An identity release of 2 features with private measurements of public noise σ_y."""
+    measurements = MeasurementParameters(clip=(0.0, 1.0), share=0.5, noise_std=sigma_y, sensitivity=1.0)
+    parameters = ReleaseParameters(projection="identity", dim=2, epsilon=1.0, delta=1e-5, mu=0.27,
+                                   unit="bounded-change", input_share=0.5, noise_std=0.4, sensitivity=1.0,
+                                   projection_sensitivity=1.0, floating_point_safe=True, measurements=measurements)
+    return release(0.4, dim=2, n=n).model_copy(update={"parameters": parameters})
 
 
 def test_expected_kernel_applies_by_default_to_noisy_releases_with_the_se_kernel():
@@ -107,3 +116,17 @@ def test_a_public_box_gives_every_row_its_box_posterior_through_refits():
     assert isinstance(surrogate.ucb.kernel, PosteriorInputsSE) and surrogate.ucb.kernel.lengthscale != surrogate.start_lengthscale
     means = surrogate.ucb.posterior.candidates[:, :2]
     assert means.min() > 0 and means.max() < 3.0  # every row's input sits inside the public box
+
+
+def test_the_release_metadata_sets_the_measurement_noise_and_no_repeats_unless_the_modeler_says_otherwise():
+    run = RunSettings(iterations=20)
+    # private measurements: σ_y is the observation noise floor, and a memoised ỹ cannot change, whatever the kernel
+    assert release_options(private_y_release(), run) == {"requery": False, "measurement_noise_std": 2.5}
+    assert release_options(private_y_release(), RunSettings(iterations=20, input_noise="ignore"))["requery"] is False
+    # noisy inputs under the expected kernel: the nugget belongs to the row, a repeat cannot average it away
+    assert release_options(release(0.3), run) == {"requery": False, "measurement_noise_std": None}
+    assert release_options(release(0.3), RunSettings(iterations=20, input_noise="ignore"))["requery"] is True
+    assert release_options(release(None), run)["requery"] is True  # Algorithm 2 as published
+    assert release_options(private_y_release(n=10), run)["requery"] is True  # more iterations than rows
+    assert release_options(private_y_release(), run, requery=True, measurement_noise_std=0.1) == {
+        "requery": True, "measurement_noise_std": 0.1}
