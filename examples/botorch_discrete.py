@@ -33,11 +33,8 @@ def main() -> None:
     with ModelerClient(args.url, os.environ["POBO_TOKEN"]) as client:
         release = RemoteRelease(client, args.release)
         print(release.describe())
-        if args.out.exists():
-            session = RemoteSession.resume(client, args.out)
-        else:
-            settings = RunSettings(iterations=args.iterations, batch=args.batch, optimizer=f"botorch-{args.acquisition}")
-            session = RemoteSession.start(client, release.id, args.out, settings)
+        settings = RunSettings(iterations=args.iterations, batch=args.batch, optimizer=f"botorch-{args.acquisition}")
+        session = RemoteSession.open(client, release.id, args.out, settings)  # resumes an existing run file
         record = run_batched(session, BoTorchProposer(release.Z, acquisition=args.acquisition))
     best = record.best()
     print(f"best {best.value:.6g} at row {best.index} after {len(record.done())} measurements; run file {args.out}")

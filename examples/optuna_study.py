@@ -35,11 +35,8 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with ModelerClient(args.url, os.environ["POBO_TOKEN"]) as client:
         release = RemoteRelease(client, args.release)
-        if args.out.exists():
-            session = RemoteSession.resume(client, args.out)
-        else:
-            settings = RunSettings(iterations=args.iterations, batch=args.batch, optimizer="optuna-tpe")
-            session = RemoteSession.start(client, release.id, args.out, settings)
+        settings = RunSettings(iterations=args.iterations, batch=args.batch, optimizer="optuna-tpe")
+        session = RemoteSession.open(client, release.id, args.out, settings)  # resumes an existing run file
         proposer = OptunaProposer(release.Z, seed=args.seed)
         record = run_batched(session, proposer)
     best = proposer.study.best_trial

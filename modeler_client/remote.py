@@ -158,6 +158,16 @@ class RemoteSession:
         remote.reconcile()
         return remote
 
+    @classmethod
+    def open(cls, client: ModelerClient, release_id: int, path: str | Path, settings: RunSettings, **options) -> RemoteSession:
+        """Resume the run file at ``path`` if there is one (it must be of this release), else start a run."""
+        if not Path(path).exists():
+            return cls.start(client, release_id, path, settings, **options)
+        remote = cls.resume(client, path, **options)
+        if remote.record.release_id != release_id:
+            raise ValueError(f"{path} holds a run of release {remote.record.release_id}, not {release_id}; choose another file")
+        return remote
+
     # --- journal ----------------------------------------------------------------------------------------
 
     def save(self) -> None:

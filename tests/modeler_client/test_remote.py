@@ -59,6 +59,17 @@ def test_a_request_lost_in_a_crash_is_recovered_on_resume_and_not_charged_again(
         assert RunRecord.load(path).done() == resumed.record.done()
 
 
+def test_open_starts_a_run_then_resumes_it_and_refuses_another_release(bowl, curator, tmp_path):
+    path = tmp_path / "open.json"
+    with ModelerClient(curator.url, bowl["token"]) as client:
+        first = RemoteSession.open(client, bowl["release"].id, path, RunSettings(iterations=2))
+        first.evaluate([4])
+        again = RemoteSession.open(client, bowl["release"].id, path, RunSettings(iterations=2))
+        assert again.record.session_id == first.record.session_id and [q.index for q in again.record.done()] == [4]
+        with pytest.raises(ValueError, match="release"):
+            RemoteSession.open(client, bowl["release"].id + 1000, path, RunSettings(iterations=2))
+
+
 def test_answers_of_an_earlier_session_are_reused_once_each_instead_of_paid_again(bowl, curator, tmp_path):
     with ModelerClient(curator.url, bowl["token"]) as client:
         first = RemoteSession.start(client, bowl["release"].id, tmp_path / "a.json", RunSettings(iterations=3))
