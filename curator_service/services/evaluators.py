@@ -13,7 +13,10 @@ test's result would not change either). ``python``: y = ``module:function(row)``
 from __future__ import annotations
 
 import importlib
+import inspect
+import logging
 import math
+import sys
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
@@ -22,6 +25,8 @@ import numpy as np
 
 from curator_service.persistence.blobs import RawTable
 from shared.api.errors import ApiError
+
+logger = logging.getLogger(__name__)
 
 
 class EvaluatorError(ApiError):
@@ -33,8 +38,15 @@ class EvaluatorError(ApiError):
 
 @lru_cache(maxsize=64)
 def load_target(target: str) -> Callable[[dict[str, Any]], Any]:
-    """Imports ``module:function``; raises ``ValueError`` with a sentence when that is impossible."""
+    """Imports ``module:function``; raises ``ValueError`` with a sentence when that is impossible or when the target
+    is not a plain function (``def``) defined in that module of the curator's own code.
+
+    Python's standard library is refused whole (``builtins:print`` would write every row to the log, ``os:system``
+    would run it), and so is a name a module merely re-exports or a class: an evaluator is the curator's code."""
     module_name, _, attribute = target.partition(":")
+    if module_name.partition(".")[0] in sys.stdlib_module_names:
+        raise ValueError(f"python evaluator {target!r}: {module_name!r} is part of Python's standard library; name a "
+                         "function of the curator's own module")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is a configuration mistake to report
@@ -43,8 +55,12 @@ def load_target(target: str) -> Callable[[dict[str, Any]], Any]:
             "install it on the curator's server or fix the name"
         ) from None
     function = getattr(module, attribute, None)
-    if not callable(function):
+    if function is None:
         raise ValueError(f"python evaluator {target!r}: {module_name!r} has no function {attribute!r}; fix the name")
+    if not inspect.isfunction(function) or function.__module__ != module.__name__:
+        raise ValueError(f"python evaluator {target!r}: {attribute!r} is not a plain function defined in "
+                         f"{module_name!r} (a def of that module, not a class, a builtin or an imported name); "
+                         "name the curator's own function")
     return function
 
 
@@ -88,7 +104,9 @@ def _python_value(target: str, table: RawTable, index: int, which: str) -> float
         raise EvaluatorError(str(exc)) from None
     try:
         value = float(function(table.row(index)))
-    except Exception as exc:  # noqa: BLE001 - report the failure without its message (it may quote the row)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit too: report it by type only (its message may quote the row)
+        logger.error("python evaluator %r raised %s (message withheld: it may quote the row)", target,
+                     type(exc).__name__)
         raise EvaluatorError(
             f"the curator's python evaluator {target!r} raised {type(exc).__name__} on {which}; "
             "nothing was stored or charged; the curator must fix the evaluator"
