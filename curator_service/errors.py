@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.api.errors import CODE_BY_STATUS, ApiError
@@ -37,8 +38,27 @@ class PayloadTooLarge(StarletteHTTPException):
                          "send a smaller file or raise POBO_MAX_UPLOAD_BYTES")
 
 
-def error_response(status: int, code: str, detail: str) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"detail": detail, "code": code})
+BEARER_CHALLENGE = 'Bearer realm="pobo curator"'
+"""The ``WWW-Authenticate`` challenge of every 401 (RFC 6750): the scheme a client must use."""
+
+
+def error_response(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    if status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": BEARER_CHALLENGE}
+    return JSONResponse(status_code=status, content={"detail": detail, "code": code}, headers=headers)
+
+
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(app: FastAPI, scope: Scope) -> str:
+    """The ``Allow`` header of a 405: every method some route answers at this path (Starlette names only the first
+    matching route's, and FastAPI declares one route per method)."""
+    def answered(method: str) -> bool:
+        probe = {**scope, "method": method}
+        return any(route.matches(probe)[0] == Match.FULL for route in app.router.routes)
+
+    return ", ".join(method for method in HTTP_METHODS if answered(method))
 
 
 def _location(loc: tuple[Any, ...]) -> str:
@@ -81,13 +101,15 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(422, "validation_error", validation_sentence(list(exc.errors())))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = CODE_BY_STATUS.get(exc.status_code, "internal_error" if exc.status_code >= 500 else "validation_error")
         detail = exc.detail if isinstance(exc.detail, str) else "the request could not be processed"
         if exc.status_code == 404 and detail == "Not Found":
             detail = "there is no such endpoint; see /docs for the API"
         elif exc.status_code == 405:
-            detail = "this endpoint does not accept that HTTP method; see /docs for the API"
+            allow = allowed_methods(app, request.scope)
+            detail = f"this endpoint does not accept the method {request.method}, only {allow}; see /docs for the API"
+            return error_response(405, code, detail, {"Allow": allow})
         return error_response(exc.status_code, code, detail)
 
 
