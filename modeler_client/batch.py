@@ -39,7 +39,7 @@ from shared.gp.ucb import GPUCB
 
 from modeler_client.remote import RemoteSession
 from modeler_client.runfile import RunRecord, RunSettings
-from modeler_client.surrogate import Surrogate
+from modeler_client.surrogate import Surrogate, release_options
 
 
 class Proposer(Protocol):
@@ -84,11 +84,22 @@ def gp_bucb(ucb: GPUCB, q: int, pending: Sequence[int] = (), *, inflate: bool = 
 
 
 class GPBUCBProposer:
-    """GP-BUCB over released inputs, with the GP-UCB loop's surrogate (same kernels, hyperparameter fitting
-    and input-noise handling, :class:`modeler_client.surrogate.Surrogate`)."""
+    """GP-BUCB over released inputs, with the GP-UCB loop's surrogate (same kernels, hyperparameter fitting,
+    input-noise handling and release-driven defaults, :mod:`modeler_client.surrogate`)."""
 
-    def __init__(self, Z: NDArray, release: ReleaseOut, settings: RunSettings, **surrogate_options) -> None:
-        self.surrogate = Surrogate(Z, release, settings, **surrogate_options)
+    def __init__(
+        self,
+        Z: NDArray,
+        release: ReleaseOut,
+        settings: RunSettings,
+        *,
+        requery: bool | None = None,
+        measurement_noise_std: float | None = None,
+        **surrogate_options,
+    ) -> None:
+        # What the release's metadata decides unless given, as for the one-query loop (σ_y, no repeats).
+        options = release_options(release, settings, requery=requery, measurement_noise_std=measurement_noise_std)
+        self.surrogate = Surrogate(Z, release, settings, **options, **surrogate_options)
         self.inflate = settings.batch_beta == "desautels"
         self.indices: list[int] = []
         self.values: list[float] = []
