@@ -14,7 +14,6 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from modeler_client.batch import GPBUCBProposer, gp_bucb
 from modeler_client.runfile import RunRecord, RunSettings
