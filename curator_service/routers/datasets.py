@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -66,9 +64,7 @@ async def _read_registration(request: Request) -> tuple[DatasetSpec, bytes]:
             spec = DatasetFromPath.model_validate_json(await request.body())
         except ValidationError as exc:
             raise api_error_from_validation(exc) from None
-        path = Path(spec.path).expanduser()
-        if not path.is_file():
-            raise invalid(f"path {spec.path!r} is not a file on the curator's server; give the path of a CSV file")
+        path = datasets.confined_path(request.app.state.settings, spec.path)
         limit = request.app.state.settings.max_upload_bytes
         if path.stat().st_size > limit:
             raise ApiError(413, "payload_too_large",

@@ -10,7 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 import secrets
+from pathlib import Path
 
 import numpy as np
 from sqlalchemy import select
@@ -24,6 +26,7 @@ from curator_service.services.audit import record
 from curator_service.services.evaluators import load_target
 from curator_service.services.ledger import budget_status
 from curator_service.services.policy import Principal
+from curator_service.settings import Settings
 from shared.api.errors import ApiError
 from shared.api.schemas import DatasetOut, DatasetSpec, RowOrder, ScalingSpec
 from shared.api.scaling import neighbouring_step
@@ -33,11 +36,15 @@ def invalid(sentence: str) -> ApiError:
     return ApiError(422, "validation_error", sentence)
 
 
+NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A CSV cell that is a number: ASCII digits, an optional point and exponent. Python's ``float`` also reads
+``1_000``, Arabic-Indic and full-width digits, ``nan`` and ``inf``; a table is data, not code, so none of those."""
+
+
 def _parse_number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
+    if NUMBER.fullmatch(text) is None:
         return None
+    value = float(text)
     return value if math.isfinite(value) else None
 
 
@@ -124,6 +131,24 @@ def _check_evaluator(spec: DatasetSpec) -> None:
             load_target(spec.evaluator.target)
         except ValueError as exc:
             raise invalid(str(exc)) from None
+
+
+def confined_path(settings: Settings, requested: str) -> Path:
+    """The CSV file at ``requested`` (relative to the import root, or absolute) once resolved, ``..`` and symlinks
+    followed, inside the import root (``POBO_IMPORT_ROOT``); without a root no server path is read at all.
+    Nothing outside the root is opened or even tested for existence, so errors say nothing about it."""
+    if settings.import_root is None:
+        raise ApiError(403, "forbidden", "registration by server-side 'path' is off on this server (POBO_IMPORT_ROOT "
+                       "is not set); upload the CSV as multipart/form-data, or have the operator set POBO_IMPORT_ROOT "
+                       "to the directory of files the service may read")
+    root = settings.import_root.resolve()
+    path = (root / requested).resolve()
+    if not path.is_relative_to(root):
+        raise ApiError(403, "forbidden", f"path {requested!r} is outside the import root (POBO_IMPORT_ROOT); give a "
+                       "path inside it, relative to it or absolute")
+    if not path.is_file():
+        raise invalid(f"path {requested!r} is not a file inside the import root; give the path of a CSV file")
+    return path
 
 
 def dataset_out(session: Session, dataset: Dataset) -> DatasetOut:
