@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from curator_service.routers.auth import Curator
+from curator_service.routers.params import Offset
 from curator_service.services import audit
 from shared.api.schemas import AuditEvent
 
@@ -17,7 +18,7 @@ router = APIRouter(tags=["ledger and audit"])
 def list_audit_events(
     request: Request,
     principal: Curator,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
     actor: Annotated[str | None, Query(description="Only this actor's events ('admin' or 'key:<id>:<name>').")] = None,
     action: Annotated[str | None, Query(description="Only actions starting with this ('key.' or 'key.revoke').")] = None,

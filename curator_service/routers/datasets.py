@@ -8,6 +8,7 @@ from starlette.concurrency import run_in_threadpool
 
 from curator_service.errors import api_error_from_validation
 from curator_service.routers.auth import Curator
+from curator_service.routers.params import DatasetId
 from curator_service.services import datasets, planner
 from curator_service.services.datasets import invalid
 from curator_service.services.policy import Principal
@@ -94,19 +95,19 @@ def list_datasets(request: Request, principal: Curator) -> list[DatasetOut]:
 
 
 @router.get("/v1/datasets/{dataset_id}", response_model=DatasetOut, summary="One dataset's metadata and budget")
-def get_dataset(request: Request, principal: Curator, dataset_id: int) -> DatasetOut:
+def get_dataset(request: Request, principal: Curator, dataset_id: DatasetId) -> DatasetOut:
     with request.app.state.db.read() as session:
         return datasets.get_dataset(session, dataset_id)
 
 
 @router.get("/v1/datasets/{dataset_id}/row-order", response_model=RowOrder,
             summary="Curator only: the file row behind each row index (never give it to a modeler)")
-def get_row_order(request: Request, principal: Curator, dataset_id: int) -> RowOrder:
+def get_row_order(request: Request, principal: Curator, dataset_id: DatasetId) -> RowOrder:
     with request.app.state.db.write() as session:
         return datasets.row_order(session, request.app.state.tables, principal, dataset_id)
 
 
 @router.post("/v1/datasets/{dataset_id}/plan", response_model=PlanOut, tags=["planner"],
              summary="Plan a gaussian release: noise, bound and simulated regret per ε (charges nothing)")
-def plan_release(request: Request, principal: Curator, dataset_id: int, body: PlanRequest) -> PlanOut:
+def plan_release(request: Request, principal: Curator, dataset_id: DatasetId, body: PlanRequest) -> PlanOut:
     return planner.plan_release(request.app.state.db, principal, dataset_id, body)

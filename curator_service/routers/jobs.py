@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from curator_service.routers.auth import AnyRole
+from curator_service.routers.params import JobId
 from curator_service.services import jobs
 from shared.api.schemas import JobCreate, JobOut, JobStatus
 
@@ -33,13 +34,13 @@ def list_jobs(
 
 
 @router.get("/v1/jobs/{job_id}", response_model=JobOut, summary="A job's status, progress and result")
-def get_job(request: Request, principal: AnyRole, job_id: int) -> JobOut:
+def get_job(request: Request, principal: AnyRole, job_id: JobId) -> JobOut:
     with request.app.state.db.read() as session:
         return jobs.get_job(session, principal, job_id)
 
 
 @router.post("/v1/jobs/{job_id}/cancel", response_model=JobOut,
              summary="Cancel a job (queued: at once; running: at its next check); the charge stays")
-def cancel_job(request: Request, principal: AnyRole, job_id: int) -> JobOut:
+def cancel_job(request: Request, principal: AnyRole, job_id: JobId) -> JobOut:
     with request.app.state.db.write() as session:
         return jobs.cancel_job(session, principal, job_id)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 
 from curator_service.routers.auth import Curator
+from curator_service.routers.params import DatasetFilter, DatasetId
 from curator_service.services import ledger
 from shared.api.schemas import BudgetRaise, BudgetStatus, LedgerEntry
 
@@ -15,7 +14,7 @@ router = APIRouter(tags=["ledger and audit"])
 
 @router.post("/v1/datasets/{dataset_id}/budget", status_code=201, response_model=BudgetStatus,
              summary="Raise a dataset's total budget (a recorded, audited ledger entry)")
-def raise_budget(request: Request, principal: Curator, dataset_id: int, body: BudgetRaise) -> BudgetStatus:
+def raise_budget(request: Request, principal: Curator, dataset_id: DatasetId, body: BudgetRaise) -> BudgetStatus:
     with request.app.state.db.write() as session:
         return ledger.raise_budget(session, principal, dataset_id, body)
 
@@ -24,7 +23,7 @@ def raise_budget(request: Request, principal: Curator, dataset_id: int, body: Bu
 def list_ledger(
     request: Request,
     principal: Curator,
-    dataset_id: Annotated[int | None, Query(description="Only this dataset's entries.")] = None,
+    dataset_id: DatasetFilter = None,
 ) -> list[LedgerEntry]:
     with request.app.state.db.read() as session:
         return ledger.list_entries(session, dataset_id)

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response
 
 from curator_service.routers.auth import AnyRole, Curator
+from curator_service.routers.params import DatasetFilter, DatasetId, Offset, ReleaseId
 from curator_service.services import reconstruction, releases
 from shared.api.schemas import InputsPage, ReconstructionAuditOut, ReconstructionAuditRequest, ReleaseCreate, ReleaseOut
 
@@ -17,7 +18,7 @@ NPY = "application/x-npy"
 
 @router.post("/v1/datasets/{dataset_id}/releases", status_code=201, response_model=ReleaseOut,
              summary="Release a dataset's inputs (charged to its budget)")
-def create_release(request: Request, principal: Curator, dataset_id: int, body: ReleaseCreate) -> ReleaseOut:
+def create_release(request: Request, principal: Curator, dataset_id: DatasetId, body: ReleaseCreate) -> ReleaseOut:
     state = request.app.state
     return releases.create_release(state.db, state.tables, state.settings, principal, dataset_id, body)
 
@@ -26,14 +27,14 @@ def create_release(request: Request, principal: Curator, dataset_id: int, body: 
 def list_releases(
     request: Request,
     principal: AnyRole,
-    dataset_id: Annotated[int | None, Query(description="Only this dataset's releases.")] = None,
+    dataset_id: DatasetFilter = None,
 ) -> list[ReleaseOut]:
     with request.app.state.db.read() as session:
         return releases.list_releases(session, request.app.state.settings, principal, dataset_id)
 
 
 @router.get("/v1/releases/{release_id}", response_model=ReleaseOut, summary="One release's metadata")
-def get_release(request: Request, principal: AnyRole, release_id: int) -> ReleaseOut:
+def get_release(request: Request, principal: AnyRole, release_id: ReleaseId) -> ReleaseOut:
     with request.app.state.db.read() as session:
         return releases.get_release(session, request.app.state.settings, principal, release_id)
 
@@ -47,8 +48,8 @@ def get_release(request: Request, principal: AnyRole, release_id: int) -> Releas
 def get_release_inputs(
     request: Request,
     principal: AnyRole,
-    release_id: int,
-    offset: Annotated[int, Query(ge=0, description="First row of the page.")] = 0,
+    release_id: ReleaseId,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=100_000, description="Rows in the page.")] = 10_000,
     accept: Annotated[str | None, Header()] = None,
 ) -> InputsPage | Response:
@@ -62,7 +63,7 @@ def get_release_inputs(
 @router.post("/v1/releases/{release_id}/audits/reconstruction", response_model=ReconstructionAuditOut,
              summary="Reconstruction audit: aggregate error of an attacker knowing K records")
 def reconstruction_audit(
-    request: Request, principal: Curator, release_id: int, body: ReconstructionAuditRequest
+    request: Request, principal: Curator, release_id: ReleaseId, body: ReconstructionAuditRequest
 ) -> ReconstructionAuditOut:
     state = request.app.state
     return reconstruction.reconstruction_audit(state.db, state.tables, state.settings, principal, release_id, body)

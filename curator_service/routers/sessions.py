@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 
 from curator_service.routers.auth import AnyRole, Modeler
+from curator_service.routers.params import ReleaseFilter, ReleaseId, SessionId
 from curator_service.services import queries
 from shared.api.schemas import QueryList, QueryRequest, QueryResponse, SessionOut
 
@@ -15,7 +14,7 @@ router = APIRouter(tags=["sessions and queries"])
 
 @router.post("/v1/releases/{release_id}/sessions", status_code=201, response_model=SessionOut,
              summary="Open a session on a release (modeler key)")
-def open_session(request: Request, principal: Modeler, release_id: int) -> SessionOut:
+def open_session(request: Request, principal: Modeler, release_id: ReleaseId) -> SessionOut:
     with request.app.state.db.write() as session:
         return queries.open_session(session, request.app.state.settings, principal, release_id)
 
@@ -24,21 +23,21 @@ def open_session(request: Request, principal: Modeler, release_id: int) -> Sessi
 def list_sessions(
     request: Request,
     principal: AnyRole,
-    release_id: Annotated[int | None, Query(description="Only this release's sessions.")] = None,
+    release_id: ReleaseFilter = None,
 ) -> list[SessionOut]:
     with request.app.state.db.read() as session:
         return queries.list_sessions(session, principal, release_id)
 
 
 @router.get("/v1/sessions/{session_id}", response_model=SessionOut, summary="A session's status and budget")
-def get_session(request: Request, principal: AnyRole, session_id: int) -> SessionOut:
+def get_session(request: Request, principal: AnyRole, session_id: SessionId) -> SessionOut:
     with request.app.state.db.read() as session:
         return queries.get_session(session, principal, session_id)
 
 
 @router.post("/v1/sessions/{session_id}/queries", response_model=QueryResponse,
              summary="Measure rows by index (charged to the key's query budget)")
-def create_queries(request: Request, principal: Modeler, session_id: int, body: QueryRequest) -> QueryResponse:
+def create_queries(request: Request, principal: Modeler, session_id: SessionId, body: QueryRequest) -> QueryResponse:
     state = request.app.state
     with state.db.write() as session:
         return queries.create_queries(session, state.tables, state.settings, principal, session_id, body)
@@ -46,12 +45,12 @@ def create_queries(request: Request, principal: Modeler, session_id: int, body: 
 
 @router.get("/v1/sessions/{session_id}/queries", response_model=QueryList,
             summary="Every query of a session, in order (to resume)")
-def list_session_queries(request: Request, principal: AnyRole, session_id: int) -> QueryList:
+def list_session_queries(request: Request, principal: AnyRole, session_id: SessionId) -> QueryList:
     with request.app.state.db.read() as session:
         return queries.list_session_queries(session, principal, session_id)
 
 
 @router.post("/v1/sessions/{session_id}/close", response_model=SessionOut, summary="Close a session")
-def close_session(request: Request, principal: AnyRole, session_id: int) -> SessionOut:
+def close_session(request: Request, principal: AnyRole, session_id: SessionId) -> SessionOut:
     with request.app.state.db.write() as session:
         return queries.close_session(session, principal, session_id)
