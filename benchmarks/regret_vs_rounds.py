@@ -4,10 +4,11 @@ with q = 1, 5, 10 queries per round, beside random search with the same q.
 Everything runs in-process on the code ``pobo-modeler run --batch q`` drives: per run the curator's secret row
 permutation and a certified ``gaussian`` release (identity projection, r = d, seeded research noise, the
 helpers of ``benchmarks/regret_vs_epsilon.py``), then the modeler's :class:`modeler_client.batch.GPBUCBProposer`
-(the GP-UCB loop's surrogate: expected-SE kernel under the public input noise, fitted hyperparameters, no
-repeated rows) asked for q rows per round, every answer told before the next round. Simple regret after
+(the GP-UCB loop's surrogate with the release-driven defaults: expected-SE kernel under the public input noise,
+fitted hyperparameters, no repeated rows) asked for q rows per round, every answer told before the next round. Simple regret after
 round k is S = (max f − best f queried) / σ; mean ± standard error over the runs. Random search with q per
-round is the exact expectation over k·q distinct rows.
+round is the exact expectation over k·q distinct rows. The synthetic GP draws its f per run (seed = run), as
+``regret_vs_epsilon.py`` does.
 
 Methods: ``GP-BUCB q`` (the batch β of Desautels et al. 2014, exp(2C) β_t with C the conditional information of
 the pending picks) and ``GP-BUCB q plain β`` (β_t alone) for q > 1.
@@ -70,18 +71,20 @@ def run_problem(name: str, size: int, runs: int, rounds: int, console: Console) 
     epsilon = EPSILON[name]
     curves: dict[str, list[np.ndarray]] = {m: [] for m, _, _ in methods()}
     seconds: dict[str, float] = dict.fromkeys(curves, 0.0)
+    random_runs: list[np.ndarray] = []
     started = time.monotonic()
     for run in range(runs):
         rng = np.random.default_rng([run, 17])
         order = rng.permutation(n)  # the curator's secret row permutation
-        X, values = X_all[order], problem.values[order]
+        X, values = X_all[order], problem.run_values(run)[order]  # the synthetic GP draws its f per run
+        random_runs.append(values)
         measured = values + problem.evaluator_noise_std * rng.standard_normal(n)  # memoised evaluator noise
         release = make_release(problem, X, measured, Variant(DEFAULT), epsilon, seed=[run, 0, 0])
         metadata = release_metadata(n, d, release.noise_std)
         for method, q, batch_beta in methods():
             settings = RunSettings(iterations=q * rounds, batch=q, batch_beta=batch_beta, seed=run)
             clock = time.monotonic()
-            proposer = GPBUCBProposer(release.Z, metadata, settings, requery=False)
+            proposer = GPBUCBProposer(release.Z, metadata, settings)
             curves[method].append(regret_by_round(proposer, q, rounds, measured, values) / problem.regret_unit)
             seconds[method] += time.monotonic() - clock
         console.print(f"  {name}: run {run + 1}/{runs} ({time.monotonic() - started:.0f} s)")
@@ -94,15 +97,15 @@ def run_problem(name: str, size: int, runs: int, rounds: int, console: Console) 
                      "seconds_per_round": seconds[method] / (runs * rounds)})
     for q in BATCH_SIZES:
         rows.append({"method": f"random q={q}", "q": q, "runs": None,
-                     "mean": [random_search_regret(problem.values, min(k * q, n)) / problem.regret_unit
-                              for k in range(1, rounds + 1)]})
+                     "mean": [np.mean([random_search_regret(v, min(k * q, n)) for v in random_runs])
+                              / problem.regret_unit for k in range(1, rounds + 1)]})
     return {"n": n, "d": d, "epsilon": epsilon, "rounds": rounds, "rows": rows}
 
 
 def optimisers(n: int, seed: int) -> dict[str, Callable[[np.ndarray, object, RunSettings], Proposer]]:
     """Every optimiser of the comparison whose extra is installed: name → factory(Z, metadata, settings)."""
     out: dict[str, Callable] = {
-        "pobo GP-UCB": lambda Z, metadata, settings: GPBUCBProposer(Z, metadata, settings, requery=False),
+        "pobo GP-UCB": lambda Z, metadata, settings: GPBUCBProposer(Z, metadata, settings),
         "random": lambda Z, metadata, settings: RandomProposer(n, seed),
     }
     try:
@@ -134,7 +137,7 @@ def compare_optimisers(name: str, size: int, runs: int, rounds: int, q: int, con
     for run in range(runs):
         rng = np.random.default_rng([run, 17])
         order = rng.permutation(n)
-        X, values = X_all[order], problem.values[order]
+        X, values = X_all[order], problem.run_values(run)[order]
         measured = values + problem.evaluator_noise_std * rng.standard_normal(n)
         release = make_release(problem, X, measured, Variant(DEFAULT), EPSILON[name], seed=[run, 0, 0])
         metadata = release_metadata(n, d, release.noise_std)
