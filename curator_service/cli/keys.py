@@ -18,12 +18,15 @@ from curator_service.cli.common import (
     listing,
     print_json,
     single,
+    split,
 )
-from shared.api.schemas import KeyCreate
+from shared.api.governance import KeyCreateWithPolicy, KeyPolicyOut
+from shared.api.schemas import API_PREFIX
 
 key_app = typer.Typer(help="Issue, list and revoke API keys.", no_args_is_help=True)
 
-KEY_FLAGS = {"name": "--name", "release_ids": "--release", "max_queries": "--max-queries", "role": "--role"}
+KEY_FLAGS = {"name": "--name", "release_ids": "--release", "max_queries": "--max-queries", "role": "--role",
+             "epsilon_cap": "--epsilon-cap", "delta_cap": "--delta-cap", "jobs": "--jobs", "expires_at": "--expires"}
 KEY_COLUMNS = ["id", "name", "role", "release_ids", "max_queries", "used_queries", "revoked", "created_at"]
 
 
@@ -39,19 +42,33 @@ def key_create(
     release: Annotated[list[int], typer.Option(help="Release id in scope (repeat for several).")],
     max_queries: Annotated[int, typer.Option(help="Query budget of the key.")],
     role: Annotated[str, typer.Option(help="modeler or curator.")] = "modeler",
+    epsilon_cap: Annotated[float | None, typer.Option(help="The most ε the key may spend over everything it "
+                                                      "triggers (releases, jobs) on every dataset.")] = None,
+    delta_cap: Annotated[float | None, typer.Option(help="The same for δ.")] = None,
+    jobs: Annotated[str | None, typer.Option(help="Job kinds the key may run, comma-separated (default: a modeler "
+                                             "key none, a curator key every kind).")] = None,
+    expires: Annotated[str | None, typer.Option(help="When the key stops working: an ISO 8601 date or moment (UTC "
+                                                "when no zone is given), e.g. 2027-01-31.")] = None,
     as_json: Json = False,
     url: Url = DEFAULT_URL,
     token: Token = "",
 ) -> None:
-    """Create an API key; its token is printed once."""
-    body = build(KeyCreate, {"name": name, "release_ids": release, "max_queries": max_queries, "role": role},
-                 KEY_FLAGS)
+    """Create an API key, with its policy (caps, job kinds, expiry); its token is printed once."""
+    body = build(KeyCreateWithPolicy, {"name": name, "release_ids": release, "max_queries": max_queries, "role": role,
+                                       "epsilon_cap": epsilon_cap, "delta_cap": delta_cap,
+                                       "jobs": None if jobs is None else split(jobs), "expires_at": expires}, KEY_FLAGS)
     with curator(url, token, KEY_FLAGS) as admin:
         out = admin.create_key(body)
+        with admin.admin() as api:
+            policy = api.get(f"{API_PREFIX}/keys/{out.id}/policy", model=KeyPolicyOut)
     if as_json:
         print_json(out)
         return
     single(out, False, KEY_COLUMNS[:5], "key")
+    caps = ", ".join(f"{what} cap {cap:g}" for what, cap in (("ε", policy.epsilon_cap), ("δ", policy.delta_cap))
+                     if cap is not None)
+    console.print(f"policy: {caps or 'no cap of its own'}; jobs {', '.join(policy.jobs) or 'none'}; "
+                  f"expires {policy.expires_at.isoformat() if policy.expires_at else 'never'}")
     console.print(f"token (shown once; only its hash is stored): [bold]{out.token}[/bold]")
 
 

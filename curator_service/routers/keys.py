@@ -1,26 +1,50 @@
-"""``/v1/keys``: create (the token is shown once), list (never tokens), revoke."""
+"""``/v1/keys``: create (the token is shown once), list (never tokens), revoke, and each key's policy."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from curator_service.routers.auth import Curator
+from curator_service.routers.auth import AnyRole, Curator
 from curator_service.services import keys
-from shared.api.schemas import KeyCreate, KeyCreated, KeyOut
+from shared.api.errors import ApiError
+from shared.api.governance import KeyCreateWithPolicy, KeyPolicy, KeyPolicyOut
+from shared.api.schemas import KeyCreated, KeyOut
 
 router = APIRouter(tags=["keys"])
 
 
 @router.post("/v1/keys", status_code=201, response_model=KeyCreated, summary="Create a key (its token is shown once)")
-def create_key(request: Request, principal: Curator, body: KeyCreate) -> KeyCreated:
+def create_key(request: Request, principal: Curator, body: KeyCreateWithPolicy) -> KeyCreated:
     with request.app.state.db.write() as session:
-        return keys.create_key(session, principal, body)
+        return keys.create_key(session, principal, body, policy=body)
 
 
 @router.get("/v1/keys", response_model=list[KeyOut], summary="List keys (never their tokens)")
 def list_keys(request: Request, principal: Curator) -> list[KeyOut]:
     with request.app.state.db.read() as session:
         return keys.list_keys(session)
+
+
+@router.get("/v1/keys/me/policy", response_model=KeyPolicyOut,
+            summary="The calling key's own policy (caps, job kinds, expiry) and what it has spent")
+def my_policy(request: Request, principal: AnyRole) -> KeyPolicyOut:
+    if principal.key_id is None:
+        raise ApiError(422, "validation_error", "the admin token is not a key and has no policy; call this with a key")
+    with request.app.state.db.read() as session:
+        return keys.get_policy(session, principal.key_id)
+
+
+@router.get("/v1/keys/{key_id}/policy", response_model=KeyPolicyOut,
+            summary="A key's policy (caps, job kinds, expiry) and what it has spent")
+def get_policy(request: Request, principal: Curator, key_id: int) -> KeyPolicyOut:
+    with request.app.state.db.read() as session:
+        return keys.get_policy(session, key_id)
+
+
+@router.put("/v1/keys/{key_id}/policy", response_model=KeyPolicyOut, summary="Replace a key's policy")
+def set_policy(request: Request, principal: Curator, key_id: int, body: KeyPolicy) -> KeyPolicyOut:
+    with request.app.state.db.write() as session:
+        return keys.set_policy(session, principal, key_id, body)
 
 
 @router.delete("/v1/keys/{key_id}", response_model=KeyOut, summary="Revoke a key (its sessions stop working)")

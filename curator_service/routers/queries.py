@@ -1,13 +1,24 @@
-"""``/v1/queries``: the curator's side of manual measurements (list pending, post an answer)."""
+"""The curator's side of manual measurements: pending queries, answers by query id or by the curator's own row
+identifier (one by one, or a CSV), "cannot measure", corrections, and naming the identifier column (the lab
+workflow, :mod:`curator_service.services.lab`)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, File, Query, Request, UploadFile
 
 from curator_service.routers.auth import Curator
-from curator_service.services import queries
+from curator_service.services import lab, queries
+from shared.api.governance import (
+    AnswersOut,
+    CannotMeasure,
+    Correction,
+    IdentifiedAnswers,
+    IdentifierColumn,
+    IdentifierColumnOut,
+    Worklist,
+)
 from shared.api.schemas import AnswerRequest, PendingQueryList, QueryResult
 
 router = APIRouter(tags=["sessions and queries"])
@@ -28,3 +39,51 @@ def list_pending_queries(
 def answer_query(request: Request, principal: Curator, query_id: int, body: AnswerRequest) -> QueryResult:
     with request.app.state.db.write() as session:
         return queries.answer_query(session, principal, query_id, body.value)
+
+
+@router.put("/v1/datasets/{dataset_id}/identifier-column", response_model=IdentifierColumnOut,
+            summary="Name the column that identifies a row for the curator (e.g. the MRN; never sent to a modeler)")
+def set_identifier_column(request: Request, principal: Curator, dataset_id: int,
+                          body: IdentifierColumn) -> IdentifierColumnOut:
+    with request.app.state.db.write() as session:
+        return lab.set_identifier_column(session, request.app.state.tables, principal, dataset_id, body.column)
+
+
+@router.get("/v1/datasets/{dataset_id}/worklist", response_model=Worklist,
+            summary="A dataset's pending manual queries, by the curator's row identifier")
+def worklist(request: Request, principal: Curator, dataset_id: int) -> Worklist:
+    with request.app.state.db.read() as session:
+        return lab.worklist(session, request.app.state.tables, dataset_id)
+
+
+@router.post("/v1/datasets/{dataset_id}/answers", response_model=AnswersOut,
+             summary="Answer pending queries by row identifier, all or nothing")
+def answer_by_identifier(request: Request, principal: Curator, dataset_id: int,
+                         body: IdentifiedAnswers) -> AnswersOut:
+    answers = [lab.Answer(f"answer {k}", a.identifier, a.value) for k, a in enumerate(body.answers, start=1)]
+    with request.app.state.db.write() as session:
+        return lab.answer_by_identifier(session, request.app.state.tables, principal, dataset_id, answers)
+
+
+@router.post("/v1/datasets/{dataset_id}/answers/csv", response_model=AnswersOut,
+             summary="Answer pending queries from a CSV (a header line, then identifier,value lines), all or nothing")
+def answer_from_csv(request: Request, principal: Curator, dataset_id: int,
+                    file: Annotated[UploadFile, File(description="A header line (e.g. mrn,value), then "
+                                                                 "identifier,value lines.")]) -> AnswersOut:
+    answers = lab.parse_answers_csv(file.file.read())
+    with request.app.state.db.write() as session:
+        return lab.answer_by_identifier(session, request.app.state.tables, principal, dataset_id, answers)
+
+
+@router.post("/v1/queries/{query_id}/cannot-measure", response_model=QueryResult,
+             summary="Mark a pending query 'cannot measure' (status unmeasurable; it keeps its one charge)")
+def cannot_measure(request: Request, principal: Curator, query_id: int, body: CannotMeasure) -> QueryResult:
+    with request.app.state.db.write() as session:
+        return lab.cannot_measure(session, principal, query_id, body.reason)
+
+
+@router.post("/v1/queries/{query_id}/correct", response_model=QueryResult,
+             summary="Correct a manual answer (the audit log keeps the old value and the reason)")
+def correct_answer(request: Request, principal: Curator, query_id: int, body: Correction) -> QueryResult:
+    with request.app.state.db.write() as session:
+        return lab.correct(session, principal, query_id, body.value, body.reason)

@@ -5,7 +5,8 @@
   ``budget_exceeded``) and nothing is stored. Composition is basic (sums), like the datasets' budgets.
 * **Jobs.** A modeler key runs only the job kinds its policy lists (none by default: it cannot spend a dataset's
   budget); a curator key runs every kind unless its policy lists fewer. Anything else is a 403.
-* **Expiry.** From ``expires_at`` on the key authenticates nothing (401), like a revoked key.
+* **Expiry.** From ``expires_at`` on the key authenticates nothing (401), like a revoked key
+  (:func:`curator_service.services.policy.check_live`).
 
 The cap and the job permission are enforced when the ledger and the jobs table are written (a ``before_flush``
 check on every session), like a database constraint: whichever service adds a charge or a job, the release path,
@@ -86,23 +87,11 @@ def spent(session: Session, key: ApiKey) -> tuple[float, float]:
 
 
 def policy_out(session: Session, key: ApiKey) -> KeyPolicyOut:
-    row = session.get(PolicyRow, key.id)
+    row = session.get(PolicyRow, key.id) or PolicyRow(key_id=key.id)  # no row: every field at its default
     spent_epsilon, spent_delta = spent(session, key)
-    return KeyPolicyOut(
-        key_id=key.id, role=key.role, epsilon_cap=row and row.epsilon_cap, delta_cap=row and row.delta_cap,
-        jobs=allowed_jobs(key.role, row), expires_at=row and row.expires_at, spent_epsilon=spent_epsilon,
-        spent_delta=spent_delta,
-    )
-
-
-def check_live(session: Session, key: ApiKey) -> None:
-    """401 for a revoked or expired key."""
-    if key.revoked:
-        raise ApiError(401, "unauthorized", "this key was revoked; ask the curator for a new key")
-    row = session.get(PolicyRow, key.id)
-    if row is not None and row.expires_at is not None and row.expires_at <= utcnow():
-        raise ApiError(401, "unauthorized", f"this key expired at {row.expires_at.isoformat()}; ask the curator "
-                       "for a new key")
+    return KeyPolicyOut(key_id=key.id, role=key.role, epsilon_cap=row.epsilon_cap, delta_cap=row.delta_cap,
+                        jobs=allowed_jobs(key.role, row), expires_at=row.expires_at, spent_epsilon=spent_epsilon,
+                        spent_delta=spent_delta)
 
 
 def _check_job(session: Session, job: Job) -> None:

@@ -3,7 +3,8 @@
 A ``modeler`` key may see the releases it is scoped to and spend up to ``max_queries`` measurements over all its
 sessions. A ``curator`` key has the curator's powers (its ``release_ids`` do not limit it). A modeler key is never
 scoped to both a release with private measurements and a release of the same dataset that returns y as computed
-(the second would hand it what the first hides).
+(the second would hand it what the first hides). A key may carry a policy (an ε/δ cap, the job kinds it may run,
+an expiry; :mod:`.key_policy`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from sqlalchemy.orm import Session
 from curator_service.persistence.db import get_or_404
 from curator_service.persistence.models import ApiKey, Release
 from curator_service.services.audit import record
+from curator_service.services.key_policy import check_policy, policy_out, store_policy
 from curator_service.services.policy import Principal, hash_token, new_token
 from shared.api.errors import ApiError
+from shared.api.governance import KeyPolicy, KeyPolicyOut
 from shared.api.schemas import KeyCreate, KeyCreated, KeyOut
 
 
@@ -38,8 +41,11 @@ def check_measurements_kinds(scope: list[tuple[int, int, bool]]) -> None:
                            "this key the true y that the private ones hide; scope the key to one kind only")
 
 
-def create_key(session: Session, principal: Principal, body: KeyCreate) -> KeyCreated:
-    """A new key and its token (the only time the token exists outside the caller's hands)."""
+def create_key(session: Session, principal: Principal, body: KeyCreate, policy: KeyPolicy | None = None) -> KeyCreated:
+    """A new key and its token (the only time the token exists outside the caller's hands), with ``policy`` if
+    given (else its role's defaults)."""
+    if policy is not None:
+        check_policy(body.role, policy)
     token = new_token()
     scope = session.execute(select(Release.id, Release.dataset_id, Release.measurements.is_not(None))
                             .where(Release.id.in_(body.release_ids))).all()
@@ -53,6 +59,8 @@ def create_key(session: Session, principal: Principal, body: KeyCreate) -> KeyCr
                  max_queries=body.max_queries, used_queries=0, revoked=False)
     session.add(key)
     session.flush()
+    if policy is not None:
+        store_policy(session, key, policy)
     record(session, principal, "key.create", f"key:{key.id}")
     return KeyCreated(**key_out(key).model_dump(), token=token)
 
@@ -67,3 +75,17 @@ def revoke_key(session: Session, principal: Principal, key_id: int) -> KeyOut:
     key.revoked = True
     record(session, principal, "key.revoke", f"key:{key.id}")
     return key_out(key)
+
+
+def get_policy(session: Session, key_id: int) -> KeyPolicyOut:
+    """A key's policy as it applies, and what the key has spent against its caps."""
+    return policy_out(session, get_or_404(session, ApiKey, key_id))
+
+
+def set_policy(session: Session, principal: Principal, key_id: int, policy: KeyPolicy) -> KeyPolicyOut:
+    """Replaces a key's whole policy (tighten a cap, extend an expiry); audited."""
+    key = get_or_404(session, ApiKey, key_id, lock=True)
+    store_policy(session, key, policy)
+    record(session, principal, "key.policy", f"key:{key.id}")
+    session.flush()
+    return policy_out(session, key)

@@ -25,9 +25,9 @@ from curator_service.persistence.db import get_or_404
 from curator_service.persistence.governance import DatasetIdentifier
 from curator_service.persistence.models import Dataset, ModelingSession, Query, Release, utcnow
 from curator_service.services.audit import record
-from curator_service.services.datasets import _parse_number, cached_table
+from curator_service.services.datasets import _parse_number, cached_table, invalid
 from curator_service.services.policy import Principal
-from curator_service.services.queries import pending_queries, query_result
+from curator_service.services.queries import pending_queries, post_answer, query_result
 from shared.api.errors import ApiError
 from shared.api.governance import AnswersOut, IdentifierColumnOut, WorkItem, Worklist
 from shared.api.schemas import QueryResult
@@ -40,10 +40,6 @@ class Answer:
     where: str
     identifier: str
     value: float | None
-
-
-def invalid(sentence: str) -> ApiError:
-    return ApiError(422, "validation_error", sentence)
 
 
 # --- the identifier column ---------------------------------------------------------------------------------------
@@ -175,13 +171,6 @@ def _as_identifier(text: str, numbers: bool) -> str:
     """Reads an identifier given by the lab the way the column's identifiers read (numbers without ``.0``)."""
     number = _parse_number(text) if numbers else None
     return identifier_text(number) if number is not None else text.strip()
-
-
-def post_answer(session: Session, principal: Principal, query: Query, value: float) -> QueryResult:
-    """The measurement of a pending query (locked by the caller): stored, audited (never the value)."""
-    query.status, query.value, query.answered_at = "done", value, utcnow()
-    record(session, principal, "query.answer", f"query:{query.id}")
-    return query_result(query)
 
 
 def cannot_measure(session: Session, principal: Principal, query_id: int, reason: str) -> QueryResult:

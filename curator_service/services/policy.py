@@ -18,7 +18,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import get_or_404, not_found
-from curator_service.persistence.models import ApiKey, Dataset, Job, ModelingSession, Release
+from curator_service.persistence.governance import KeyPolicy
+from curator_service.persistence.models import ApiKey, Dataset, Job, ModelingSession, Release, utcnow
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
 
@@ -66,9 +67,18 @@ def principal_for_token(session: Session, token: str, admin_token: str | None) -
     key = session.scalars(select(ApiKey).where(ApiKey.token_hash == hash_token(token))).one_or_none()
     if key is None:
         raise ApiError(401, "unauthorized", "the token is not valid; check it or ask the curator for a new key")
+    check_live(session, key)
+    return Principal(role=key.role, key_id=key.id, name=key.name, release_ids=frozenset(key.release_ids))
+
+
+def check_live(session: Session, key: ApiKey) -> None:
+    """401 for a revoked key, and for one past its policy's ``expires_at`` (:mod:`.key_policy`)."""
     if key.revoked:
         raise ApiError(401, "unauthorized", "this key was revoked; ask the curator for a new key")
-    return Principal(role=key.role, key_id=key.id, name=key.name, release_ids=frozenset(key.release_ids))
+    policy = session.get(KeyPolicy, key.id)
+    if policy is not None and policy.expires_at is not None and policy.expires_at <= utcnow():
+        raise ApiError(401, "unauthorized", f"this key expired at {policy.expires_at.isoformat()}; ask the curator "
+                       "for a new key")
 
 
 def may_see(session: Session, principal: Principal, row: object) -> bool:

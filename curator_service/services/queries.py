@@ -19,7 +19,7 @@ from curator_service.persistence.models import ApiKey, Dataset, ModelingSession,
 from curator_service.services.audit import record
 from curator_service.services.datasets import cached_table
 from curator_service.services.evaluators import measure
-from curator_service.services.policy import Principal, visible_or_404
+from curator_service.services.policy import Principal, check_live, visible_or_404
 from curator_service.services.releases import check_served
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
@@ -103,8 +103,7 @@ def create_queries(session: Session, tables: TableCache, settings: Settings, pri
 def locked_live_key(session: Session, modeling: ModelingSession) -> ApiKey:
     """The session's key, locked (this serialises the key's charges, and its repeats of one request_id)."""
     key = get_or_404(session, ApiKey, modeling.key_id, lock=True)
-    if key.revoked:
-        raise ApiError(401, "unauthorized", "this key was revoked; ask the curator for a new key")
+    check_live(session, key)
     return key
 
 
@@ -203,7 +202,13 @@ def answer_query(session: Session, principal: Principal, query_id: int, value: f
         raise ApiError(422, "validation_error", "'value' must be a finite number; send the measured value")
     query = get_or_404(session, Query, query_id, lock=True)
     if query.status != "pending":
-        raise ApiError(409, "conflict", f"query {query_id} is already answered; answers cannot be changed")
+        raise ApiError(409, "conflict", f"query {query_id} is already answered or marked 'cannot measure' (status "
+                       f"{query.status}); correct it with a reason instead (POST /v1/queries/{query_id}/correct)")
+    return post_answer(session, principal, query, value)
+
+
+def post_answer(session: Session, principal: Principal, query: Query, value: float) -> QueryResult:
+    """The measurement of a pending query (locked by the caller): stored, audited (never the value)."""
     query.status, query.value, query.answered_at = "done", value, utcnow()
-    record(session, principal, "query.answer", f"query:{query_id}")
+    record(session, principal, "query.answer", f"query:{query.id}")
     return query_result(query)
