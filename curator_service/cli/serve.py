@@ -53,7 +53,7 @@ def serve(
 
 
 def upgrade(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
-    """Bring the database schema to the newest revision and stop (``serve`` does this at every start too)."""
+    """Bring the database schema to the newest revision and stop (serve does this at every start too)."""
     os.umask(0o077)
 
     from curator_service.persistence.db import Database, migrate, schema_revision
