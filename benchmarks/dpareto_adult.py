@@ -33,10 +33,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from shared.dp.accounting import CONVERSIONS, dpsgd_epsilon
+from shared.dp.accounting import CONVERSIONS
 from shared.datasets.adult import load_adult
 from shared.algorithms.dpareto.optimizer import ParetoProblem, dpareto, random_search
-from shared.algorithms.dpareto.problems import adult_dpsgd_problem
+from shared.algorithms.dpareto.problems import adult_dpsgd_problem, dpsgd_privacy
 
 MODELS = (("logistic", "sgd", "LogReg+SGD"), ("logistic", "adam", "LogReg+Adam"), ("hinge", "sgd", "SVM+SGD"))
 DELTA = 1e-5  # adult_dpsgd_problem's default δ (the paper's, §4)
@@ -60,18 +60,17 @@ def cached(problem):
 
 def with_conversion(problem, conversion: str, n: int, delta: float = DELTA):
     """The Adult problem with ε by ``conversion``: ``adult_dpsgd_problem`` accounts with the default (tight)
-    conversion, so its ε is recomputed here from the same λ → (lot, epochs, σ = √σ²) mapping, which is
-    checked against the problem's own ε on every point so the two cannot drift apart."""
+    conversion, so its ε is recomputed here by the problem's own λ → ε map (checked against the oracle's ε on
+    every point, so a problem built another way cannot slip through)."""
     if conversion == "tight":
         return problem
     oracle = problem.oracle
 
     def converted(params):
         epsilon, error = oracle(params)
-        lot, epochs, sigma = int(params["lot_size"]), int(params["epochs"]), math.sqrt(params["noise_variance"])
-        if not math.isclose(dpsgd_epsilon(n, lot, epochs, sigma, delta), epsilon, rel_tol=1e-9):
+        if not math.isclose(dpsgd_privacy(params, n, delta), epsilon, rel_tol=1e-9):
             raise RuntimeError("adult_dpsgd_problem's privacy oracle changed: update with_conversion")
-        return dpsgd_epsilon(n, lot, epochs, sigma, delta, conversion=conversion), error
+        return dpsgd_privacy(params, n, delta, conversion=conversion), error
 
     problem.oracle = converted
     return problem

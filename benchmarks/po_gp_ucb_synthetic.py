@@ -42,6 +42,7 @@ from shared.gp.kernels import SquaredExponential
 from shared.releases import largest_r, omega, po_gp_ucb_release
 from shared.releases.po_gp_ucb import centred_gram
 from shared.gp.ucb import run_gp_ucb
+from shared.regret import best_so_far
 
 RESULTS = Path(__file__).resolve().parent / "results"
 R_MAX = 50  # the largest r any table tries
@@ -88,7 +89,7 @@ def regret_curve(problem: Problem, candidates: np.ndarray, run: int, options: di
     result = run_gp_ucb(
         candidates, problem.f, T, noise_std=math.sqrt(problem.noise_variance), rng=np.random.default_rng(run), **options
     )
-    return problem.simple_regret(np.maximum.accumulate(result.values))
+    return problem.simple_regret(best_so_far(result.values, "maximize"))
 
 
 def run_config(problem, setting, options, log_epsilon, r, progress, task) -> dict:

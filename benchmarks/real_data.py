@@ -76,10 +76,11 @@ from shared.datasets.paper_preprocessing import PaperPreprocessing, fit_paper_pr
 from shared.datasets.sg_property import load_sg_property  # noqa: E402
 from shared.datasets.tables import RealTable  # noqa: E402
 from shared.gp.regression import default_bounds  # noqa: E402
+from shared.regret import best_so_far, simple_regret  # noqa: E402
 from shared.releases import largest_r, omega, po_gp_ucb_release  # noqa: E402
 from shared.releases.po_gp_ucb import centred_gram  # noqa: E402
 from shared.api.scaling import apply_scaling, unit_diameter_bounds  # noqa: E402
-from shared.api.schemas import API_PREFIX, DatasetOut, ReleaseOut, RowOrder, ScalingSpec  # noqa: E402
+from shared.api.schemas import API_PREFIX, DatasetOut, DatasetSpec, ReleaseOut, RowOrder, ScalingSpec  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N_INIT = 5
@@ -232,9 +233,7 @@ class DatasetContext:
 
     def regret(self, values: Sequence[float]) -> np.ndarray:
         """Simple regret after each query, in units of σ_y."""
-        values = np.asarray(values, dtype=float)
-        best = np.maximum.accumulate(values) if self.table.goal == "maximize" else np.minimum.accumulate(values)
-        return np.abs(self.best_value - best) / self.signal_std
+        return simple_regret(best_so_far(values, self.table.goal), self.best_value, self.signal_std)
 
     def run_settings(self, method: Method) -> RunSettings:
         """GP-UCB's settings for ``method``. ``fixed``: on the paper's inputs and their po-gp-ucb releases, the
@@ -273,20 +272,13 @@ def public_scaling(table: RealTable) -> ScalingSpec:
 
 
 def register(curator: CuratorAdmin, table: RealTable, workdir: Path, name: str, scaling: ScalingSpec) -> DatasetOut:
-    """Writes the table as CSV in the curator's directory and registers it by server-side path, with its
-    scaling explicit (identity included: the service requires one)."""
+    """Writes the table as CSV in ``workdir`` and uploads it, with its scaling explicit (identity included: the
+    service requires one). Uploads work on any curator; registration by server-side path needs POBO_IMPORT_ROOT."""
     path = table.write_csv(workdir / f"{name}.csv")
-    spec = {
-        "name": name,
-        "feature_columns": list(table.feature_names),
-        "evaluator": {"kind": "column", "column": table.objective_name, "noise_std": 0.0},
-        "scaling": scaling.model_dump(exclude_none=True),
-        "budget": {"epsilon": BUDGET[0], "delta": BUDGET[1]},
-        "goal": table.goal,
-        "path": str(path),
-    }
-    with curator.admin() as api:
-        return api.post(f"{API_PREFIX}/datasets", spec, model=DatasetOut)
+    spec = DatasetSpec(name=name, feature_columns=list(table.feature_names), scaling=scaling, goal=table.goal,
+                       evaluator={"kind": "column", "column": table.objective_name, "noise_std": 0.0},
+                       budget={"epsilon": BUDGET[0], "delta": BUDGET[1]})
+    return curator.register_csv(path.read_bytes(), spec, filename=path.name)
 
 
 def row_order(curator: CuratorAdmin, dataset: DatasetOut) -> np.ndarray:

@@ -24,7 +24,7 @@ def open_unit(value: float, name: str) -> float:
     """``value`` as a float, required in the open interval (0, 1) (δ, a share of the budget)."""
     value = float(value)
     if not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
     return value
 
 

@@ -33,6 +33,8 @@ from typing import Literal
 
 import numpy as np
 
+from shared.regret import simple_regret
+
 Normalisation = Literal["max-norm-25", "none"]
 PAPER_MAX_NORM = 25.0
 SYNTHETIC_DOMAIN = (-5.0, 5.0)
@@ -60,7 +62,7 @@ class Problem:
 
     def simple_regret(self, best_value: float | np.ndarray) -> float | np.ndarray:
         """(optimum − best noise-free value found) / signal_std."""
-        return (self.optimum - np.asarray(best_value)) / self.signal_std
+        return simple_regret(best_value, self.optimum, self.signal_std)
 
 
 def grid(size: int, bounds: tuple[tuple[float, float], ...]) -> np.ndarray:

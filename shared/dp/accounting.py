@@ -33,6 +33,7 @@ import numpy as np
 from dp_accounting import rdp
 from scipy.optimize import brentq
 
+from shared.checks import open_unit, positive
 from shared.dp.mechanisms import gaussian_delta
 
 # Integer orders are where the without-replacement bound is exact (fractional orders interpolate it).
@@ -42,8 +43,7 @@ RDP_ORDERS = tuple(range(2, 65)) + (72, 80, 96, 128, 192, 256, 384, 512, 1024)
 def _validate_dpsgd(n: int, batch_size: int, epochs: int, noise_multiplier: float, delta: float) -> None:
     if not (n >= 1 and 1 <= batch_size <= n and epochs >= 1):
         raise ValueError("need n ≥ 1, 1 ≤ batch_size ≤ n and epochs ≥ 1")
-    if not 0.0 < delta < 1.0:
-        raise ValueError("delta must be in (0, 1)")
+    open_unit(delta, "delta")
     if noise_multiplier < 0:
         raise ValueError("noise_multiplier must be ≥ 0")
 
@@ -85,9 +85,8 @@ def dpsgd_epsilon(n: int, batch_size: int, epochs: int, noise_multiplier: float,
 
 def svt_epsilon(noise: float, bound: float) -> float:
     """ε of Algorithm 1 (pure DP): (1 + (2C)^(1/3)) (1 + (2C)^(2/3)) / b for noise b and answer bound C."""
-    if noise <= 0 or bound <= 0:
-        raise ValueError("the noise b and the bound C must be positive")
-    c = 2.0 * bound
+    c = 2.0 * positive(bound, "the answer bound C")
+    noise = positive(noise, "the noise b")
     return (1.0 + c ** (1.0 / 3.0)) * (1.0 + c ** (2.0 / 3.0)) / noise
 
 
@@ -97,8 +96,7 @@ def gaussian_mechanism_epsilon(noise_std: float, sensitivity: float, delta: floa
 
     Returns 0 when even ε = 0 meets δ (very large noise).
     """
-    if noise_std <= 0 or sensitivity <= 0 or not 0.0 < delta < 1.0:
-        raise ValueError("noise_std and sensitivity must be positive and delta in (0, 1)")
+    positive(noise_std, "noise_std"), positive(sensitivity, "sensitivity"), open_unit(delta, "delta")
     if gaussian_delta(noise_std, 0.0, sensitivity) <= delta:
         return 0.0
     upper = 1.0

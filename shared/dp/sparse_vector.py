@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from shared.checks import positive
 from shared.dp.noise import NoiseSource
 
 
@@ -40,8 +41,7 @@ def svt_from_unit_noise(
 
 def sparse_vector_technique(answers: NDArray, noise_level: float, bound: float, noise: NoiseSource) -> NDArray:
     """One run of Algorithm 1 on the true answers q (m,) ∈ {0, 1}; returns w ∈ {0, 1}^m (as bool)."""
-    if noise_level <= 0 or bound <= 0:
-        raise ValueError("the noise b and the bound C must be positive")
+    positive(noise_level, "the noise b"), positive(bound, "the answer bound C")
     grid = noise.grid(1.0)
     b1, b2 = noise_split(noise_level * (1.0 + grid), bound)  # scales for sensitivity 1 + grid
     threshold = noise.add_laplace(np.array([0.5]), b1, grid)

@@ -18,16 +18,14 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from shared.checks import open_unit, positive_int
 from shared.gp.regression import CandidatePosterior, HyperparameterBounds, default_bounds, fit_hyperparameters, kernel_prototype
 from shared.gp.kernels import FittableKernel, Kernel, SquaredExponential
 
 
 def gp_ucb_beta(t: int, n: int, delta: float) -> float:
     """β_t = 2 log(n t² π² / (6 δ)) (Algorithm 2, line 3)."""
-    if t < 1 or n < 1:
-        raise ValueError("β_t needs t ≥ 1 and n ≥ 1")
-    if not 0 < delta < 1:
-        raise ValueError("delta must lie in (0, 1)")
+    positive_int(t, "t (the iteration)"), positive_int(n, "n (the number of candidates)"), open_unit(delta, "delta")
     return 2.0 * np.log(n * t**2 * np.pi**2 / (6.0 * delta))
 
 
@@ -77,8 +75,7 @@ class GPUCB:
             if lengthscale is None or signal_variance is None:
                 raise ValueError("give either kernel or both lengthscale and signal_variance")
             kernel = SquaredExponential(lengthscale, signal_variance)
-        if not 0 < delta < 1:
-            raise ValueError("delta must lie in (0, 1)")
+        open_unit(delta, "delta")
         if refit_every is not None and refit_every < 1:
             raise ValueError("refit_every must be a positive number of observations")
         self.delta = float(delta)

@@ -52,6 +52,7 @@ from typing import Literal
 
 import numpy as np
 
+from shared.checks import open_unit, positive
 from shared.releases.measurements import MeasurementOption, PrivateMeasurements, checked_measurements, release_measurements
 from shared.dp.mechanisms import analytic_gaussian_sigma, gaussian_delta, l2_sensitivity_with_grid, summation_error
 from shared.dp.noise import NoiseSource, OpenDPNoise
@@ -73,10 +74,8 @@ class PcaOption:
     clip_norm: float
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.share < 1.0:
-            raise ValueError(f"pca 'share' (the fraction of the privacy budget for the subspace) must be in (0, 1), got {self.share!r}")
-        if not (math.isfinite(self.clip_norm) and self.clip_norm > 0):
-            raise ValueError(f"pca 'clip_norm' (a public bound on row norms) must be a positive number, got {self.clip_norm!r}")
+        open_unit(self.share, "pca 'share' (the fraction of the privacy budget for the subspace)")
+        positive(self.clip_norm, "pca 'clip_norm' (a public bound on row norms)")
 
 
 @dataclass(frozen=True)

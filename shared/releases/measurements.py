@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shared.checks import open_unit
 from shared.dp.mechanisms import l2_sensitivity_with_grid
 from shared.dp.noise import NoiseSource
 
@@ -46,8 +47,7 @@ class MeasurementOption:
         low, high = (float(v) for v in self.clip)
         if not (math.isfinite(low) and math.isfinite(high) and low < high):
             raise ValueError(f"measurements 'clip' must be two finite numbers a < b, got {self.clip!r}")
-        if not 0.0 < self.share < 1.0:
-            raise ValueError(f"measurements 'share' (ρ, the fraction of the privacy budget) must be in (0, 1), got {self.share!r}")
+        open_unit(self.share, "measurements 'share' (ρ, the fraction of the privacy budget)")
         object.__setattr__(self, "clip", (low, high))
 
     @property

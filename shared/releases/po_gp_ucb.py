@@ -58,18 +58,15 @@ from typing import Literal
 
 import numpy as np
 
+from shared.checks import open_unit, positive, positive_int
+
 DEFAULT_CHUNK_ROWS = 65_536
 # Rows per block of the Gaussian matrix behind U₀; fixed so that Z is independent of chunk_rows.
 _NULL_BASIS_BLOCK_ROWS = 4_096
 
 
 def _check_privacy_parameters(epsilon: float, delta: float, r: int) -> None:
-    if not epsilon > 0:
-        raise ValueError(f"epsilon must be positive, got {epsilon}")
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must lie strictly between 0 and 1, got {delta}")
-    if int(r) != r or r < 1:
-        raise ValueError(f"r must be a positive integer, got {r}")
+    positive(epsilon, "epsilon"), open_unit(delta, "delta"), positive_int(r, "r")
 
 
 OmegaForm = Literal["blocki", "literal"]

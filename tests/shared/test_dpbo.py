@@ -18,14 +18,14 @@ from shared.gp.ucb import GPUCB
 N, DELTA, K1, SIGMA, GAMMA, T = 40, 1e-3, 0.995, 0.1, 7.5, 25
 
 
-def test_beta_is_algorithm_1_line_4():
-    assert dpbo.beta(5, N, DELTA) == pytest.approx(2 * math.log(N * 25 * math.pi**2 / (3 * DELTA)), rel=1e-14)
+def test_kusner_beta_is_algorithm_1_line_4():
+    assert dpbo.kusner_beta(5, N, DELTA) == pytest.approx(2 * math.log(N * 25 * math.pi**2 / (3 * DELTA)), rel=1e-14)
 
 
 def test_the_bo_loop_uses_the_papers_beta():
     engine = GPUCB(np.zeros((N, 1)), lengthscale=1.0, signal_variance=1.0, noise_variance=0.1, delta=DELTA / 2)
     for t in (1, 7, 30):
-        assert engine.beta(t) == pytest.approx(dpbo.beta(t, N, DELTA), rel=1e-12)
+        assert engine.beta(t) == pytest.approx(dpbo.kusner_beta(t, N, DELTA), rel=1e-12)
 
 
 def test_c_is_sigma1_times_the_union_bound_gamma():

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 from scipy.optimize import brentq
 
+from shared.checks import positive
 from shared.dp.mechanisms import summation_error
 from shared.dp.noise import NoiseSource, noise_source
 
@@ -131,8 +132,7 @@ class ElasticSparseVector:
         max_iterations: int,
         rng: NoiseSource | np.random.Generator | None = None,
     ) -> None:
-        if not epsilon > 0:
-            raise ValueError(f"epsilon must be positive, got {epsilon}")
+        positive(epsilon, "epsilon")
         if k < 1:
             raise ValueError(f"k (number of partitions) must be at least 1, got {k}")
         if not 0 <= u0 < 1:
@@ -400,7 +400,8 @@ def calibrate_noise_multiplier(n: int, batch_size: int, epochs: int, epsilon: fl
     while excess(high) > 0:
         high += 1.0
     sigma = math.exp(brentq(excess, low, high, xtol=1e-4)) * 1.001
-    assert dpsgd_epsilon(n, batch_size, epochs, sigma, delta) <= epsilon
+    if dpsgd_epsilon(n, batch_size, epochs, sigma, delta) > epsilon:  # a privacy post-condition: never assert
+        raise RuntimeError(f"the calibrated noise multiplier {sigma} does not reach epsilon = {epsilon}")
     return sigma
 
 

@@ -18,6 +18,7 @@ same function. That noise is research noise for measuring utility — nothing he
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 import numpy as np
@@ -28,7 +29,7 @@ from shared.algorithms.dpareto.optimizer import Hyperparameter, ParetoProblem
 from shared.learners.dpsgd import DPSGDClassifier
 from shared.learners.output_perturbation import OutputPerturbationLogisticRegression, regularized_logistic_minimizer
 from shared.dp.sparse_vector import f1_scores, svt_from_unit_noise
-from shared.dp.noise import OpenDPNoise, noise_source
+from shared.dp.noise import NoiseSource, OpenDPNoise, noise_source
 
 ANTI_IDEAL = (10.0, 1.0)  # the paper's v† (§4.1): ε ≤ 10, any error
 
@@ -75,13 +76,59 @@ def output_perturbation_problem(*, runs: int = 50, delta: float = 1e-6, seed: in
     return ParetoProblem("output_perturbation", space, oracle, ANTI_IDEAL)
 
 
-DPSGD_SPACE = (  # Table 1, ADULT rows
-    Hyperparameter("epochs", 1, 64, integer=True),
-    Hyperparameter("lot_size", 8, 512, log=True, integer=True),
-    Hyperparameter("learning_rate", 5e-4, 5e-2, log=True),
-    Hyperparameter("noise_variance", 0.1, 16.0, log=True),
-    Hyperparameter("clip_norm", 0.1, 4.0, log=True),
-)
+def dpsgd_space(
+    *,
+    max_epochs: int = 64,
+    lot_size: tuple[int, int] = (8, 512),
+    learning_rate: tuple[float, float] = (5e-4, 5e-2),
+    noise_variance: tuple[float, float] = (0.1, 16.0),
+    clip_norm: tuple[float, float] = (0.1, 4.0),
+) -> tuple[Hyperparameter, ...]:
+    """DP-SGD's hyperparameters λ as DPareto searches them; the defaults are Table 1's ADULT rows."""
+    return (
+        Hyperparameter("epochs", 1, max_epochs, integer=True),
+        Hyperparameter("lot_size", *lot_size, log=True, integer=True),
+        Hyperparameter("learning_rate", *learning_rate, log=True),
+        Hyperparameter("noise_variance", *noise_variance, log=True),
+        Hyperparameter("clip_norm", *clip_norm, log=True),
+    )
+
+
+DPSGD_SPACE = dpsgd_space()
+
+
+def dpsgd_learner(params: dict[str, float], *, loss: str, optimizer: str) -> DPSGDClassifier:
+    """λ → the learner. Table 1 tunes the noise *variance* σ²; the learner's noise multiplier is σ."""
+    return DPSGDClassifier(learning_rate=params["learning_rate"], batch_size=int(params["lot_size"]),
+                           epochs=int(params["epochs"]), noise_multiplier=float(np.sqrt(params["noise_variance"])),
+                           clip_norm=params["clip_norm"], loss=loss, optimizer=optimizer)
+
+
+def dpsgd_privacy(params: dict[str, float], n: int, delta: float, *, conversion: str = "tight") -> float:
+    """ε of one training at λ on n rows (:func:`shared.dp.accounting.dpsgd_epsilon`)."""
+    return dpsgd_epsilon(n, int(params["lot_size"]), int(params["epochs"]), float(np.sqrt(params["noise_variance"])),
+                         delta, conversion=conversion)
+
+
+def dpsgd_oracle(
+    train: tuple[np.ndarray, np.ndarray],
+    test: tuple[np.ndarray, np.ndarray],
+    *,
+    loss: str,
+    optimizer: str,
+    delta: float,
+    draws: Callable[[], Iterable[tuple[NoiseSource, np.random.Generator]]],
+) -> Callable[[dict[str, float]], tuple[float, float]]:
+    """DPareto's oracle for DP-SGD: λ → (ε, test error), the error averaged over the trainings ``draws()``
+    gives noise for (one (noise source, generator) pair per training)."""
+    (X, y), (X_test, y_test) = train, test
+
+    def oracle(params: dict[str, float]) -> tuple[float, float]:
+        model = dpsgd_learner(params, loss=loss, optimizer=optimizer)
+        accuracies = [model.fit(X, y, noise, rng=rng).score(X_test, y_test) for noise, rng in draws()]
+        return dpsgd_privacy(params, len(X), delta), 1.0 - float(np.mean(accuracies))
+
+    return oracle
 
 
 def _shifted_exponential(rng: np.random.Generator, rate: float, shift: float, low: float, high: float) -> float:
@@ -112,17 +159,7 @@ def adult_dpsgd_problem(
     The noise variance σ² of Table 1 is the hyperparameter; the learner's noise multiplier is σ.
     Utility = mean test accuracy over ``runs`` trainings (seeded lots and noise, the same per λ).
     """
-    X, y = load_adult("train")
-    X_test, y_test = load_adult("test")
-
-    def oracle(params: dict[str, float]) -> tuple[float, float]:
-        sigma = float(np.sqrt(params["noise_variance"]))
-        model = DPSGDClassifier(learning_rate=params["learning_rate"], batch_size=int(params["lot_size"]),
-                                epochs=int(params["epochs"]), noise_multiplier=sigma,
-                                clip_norm=params["clip_norm"], loss=loss, optimizer=optimizer)
-        accuracies = [model.fit(X, y, noise_source(seed + r), rng=np.random.default_rng(seed + r)).score(X_test, y_test)
-                      for r in range(runs)]
-        return dpsgd_epsilon(len(X), model.batch_size, model.epochs, sigma, delta), 1.0 - float(np.mean(accuracies))
-
+    draws = lambda: [(noise_source(seed + r), np.random.default_rng(seed + r)) for r in range(runs)]  # noqa: E731
+    oracle = dpsgd_oracle(load_adult("train"), load_adult("test"), loss=loss, optimizer=optimizer, delta=delta, draws=draws)
     name = f"{'logreg' if loss == 'logistic' else 'svm'}_{optimizer}"
     return ParetoProblem(name, DPSGD_SPACE, oracle, ANTI_IDEAL, sampler=table4_sampler)

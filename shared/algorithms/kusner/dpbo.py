@@ -48,11 +48,12 @@ from typing import Literal
 
 import numpy as np
 
+from shared.checks import open_unit, positive
 from shared.gp.regression import CandidatePosterior
 from shared.gp.kernels import Matern52, SquaredExponential
 from shared.dp.mechanisms import laplace_mechanism
 from shared.dp.noise import NoiseSource
-from shared.gp.ucb import GPUCB
+from shared.gp.ucb import GPUCB, gp_ucb_beta
 
 Objective = Callable[[int], float]
 """f_V evaluated at the candidate with this index of Λ (runs on the curator, touches V)."""
@@ -63,12 +64,12 @@ Progress = Callable[[int, int], None]
 # --- the paper's quantities, one function each ------------------------------------------------------
 
 
-def beta(t: int, n_candidates: int, delta: float) -> float:
-    """UCB exploration weight, Algorithm 1 line 4: β_t = 2 log(|Λ| t² π² / (3δ))."""
-    _check_delta(delta)
-    if t < 1:
-        raise ValueError(f"t must be at least 1, got {t}")
-    return 2.0 * math.log(n_candidates * t**2 * math.pi**2 / (3.0 * delta))
+def kusner_beta(t: int, n_candidates: int, delta: float) -> float:
+    """UCB exploration weight, Algorithm 1 line 4: β_t = 2 log(|Λ| t² π² / (3δ)).
+
+    That is GP-UCB's finite-domain β (Srinivas et al. 2010, π²/(6δ)) at confidence δ/2, so it is computed
+    by :func:`shared.gp.ucb.gp_ucb_beta`, the one copy of the formula."""
+    return gp_ucb_beta(t, n_candidates, open_unit(delta, "delta") / 2.0)
 
 
 def dataset_shift_bound(dataset_kernel: float, n_candidates: int, delta: float, *, parts: int = 3) -> float:
@@ -80,7 +81,7 @@ def dataset_shift_bound(dataset_kernel: float, n_candidates: int, delta: float, 
     union bound |Λ| e^(−γ²/2) = δ/parts gives γ = √(2 log(parts·|Λ|/δ)), so c = σ₁γ. (The first
     extraction drops the /δ; the second keeps it.)
     """
-    _check_delta(delta)
+    open_unit(delta, "delta")
     if not -1.0 <= dataset_kernel <= 1.0:
         raise ValueError(f"the dataset kernel value k1(V, V') must lie in [-1, 1], got {dataset_kernel}")
     return 2.0 * math.sqrt((1.0 - dataset_kernel) * math.log(parts * n_candidates / delta))
@@ -92,7 +93,7 @@ def noise_max_bound(noise_std: float, delta: float) -> float:
     From Theorem 3's proof: Pr[|Z| ≥ γ] ≤ e^(−γ²/2) = δ/3 for Z = α̂/σ gives γ = √(2 log(3/δ)), so
     2|α̂| ≤ 2σγ = σ√(8 log(3/δ)).
     """
-    _check_delta(delta)
+    open_unit(delta, "delta")
     return noise_std * math.sqrt(8.0 * math.log(3.0 / delta))
 
 
@@ -108,7 +109,7 @@ def mean_sensitivity(iterations: int, n_candidates: int, delta: float, dataset_k
 
     The exponential-mechanism sensitivity of line 12 and Theorem 2 (unit signal variance).
     """
-    return 2.0 * math.sqrt(beta(iterations + 1, n_candidates, delta)) + dataset_shift_bound(
+    return 2.0 * math.sqrt(kusner_beta(iterations + 1, n_candidates, delta)) + dataset_shift_bound(
         dataset_kernel, n_candidates, delta, parts=3
     )
 
@@ -117,7 +118,7 @@ def average_regret_bound(iterations: int, n_candidates: int, delta: float, noise
     """Ω/T = √(C₁ β_T γ_T / T): GP-UCB's average-regret bound R_T/T (Srinivas et al. 2010, Theorem 1), unit signal variance."""
     if info_gain < 0:
         raise ValueError(f"the information gain bound gamma_T must be non-negative, got {info_gain}")
-    return math.sqrt(regret_constant(noise_std**2) * beta(iterations, n_candidates, delta) * info_gain / iterations)
+    return math.sqrt(regret_constant(noise_std**2) * kusner_beta(iterations, n_candidates, delta) * info_gain / iterations)
 
 
 def max_value_sensitivity(
@@ -178,7 +179,7 @@ def selection_utility_bound(sensitivity: float, epsilon: float, n_candidates: in
     Given μ_T, the exponential mechanism alone meets the bound with probability ≥ 1 − e^(−a); the δ is
     the chance that Δ (Theorem 1) fails. (The extraction loses the 1/ε; restored from McSherry–Talwar.)
     """
-    _check_epsilon(epsilon)
+    positive(epsilon, "epsilon")
     return 2.0 * sensitivity / epsilon * (math.log(n_candidates) + a)
 
 
@@ -190,7 +191,7 @@ def value_utility_bound(regret: float, sensitivity: float, epsilon: float, a: fl
     Theorem 8 (Algorithm 3, relative to f_BO instead of f(λ*)): noise_term = regret = 0, probability 1 − e^(−a).
     (Reconstructed from the proofs: Pr[|Lap(b)| ≤ ab] = 1 − e^(−a) with b = sensitivity/ε.)
     """
-    _check_epsilon(epsilon)
+    positive(epsilon, "epsilon")
     return noise_term + regret + a * sensitivity / epsilon
 
 
@@ -393,7 +394,7 @@ def private_hyperparameter(posterior_mean: np.ndarray, sensitivity: float, epsil
     (The extraction drops the ε of Definition 4; restored: the exponential mechanism with sensitivity
     Δ = 2√β_{T+1} + c, Theorem 1.)
     """
-    _check_epsilon(epsilon)
+    positive(epsilon, "epsilon")
     return int(noise.exponential_index(np.asarray(posterior_mean, dtype=float), sensitivity, epsilon))
 
 
@@ -499,16 +500,6 @@ def _as_grid(candidates: np.ndarray) -> np.ndarray:
     return grid
 
 
-def _check_epsilon(epsilon: float) -> None:
-    if not epsilon > 0 or not math.isfinite(epsilon):
-        raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
-
-
-def _check_delta(delta: float) -> None:
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must lie strictly between 0 and 1, got {delta}")
-
-
 def _check_range(value_range: tuple[float, float]) -> None:
     low, high = value_range
     if not (math.isfinite(high - low) and low < high):
@@ -516,7 +507,6 @@ def _check_range(value_range: tuple[float, float]) -> None:
 
 
 def _check_common(epsilon: float, delta: float, iterations: int) -> None:
-    _check_epsilon(epsilon)
-    _check_delta(delta)
+    positive(epsilon, "epsilon"), open_unit(delta, "delta")
     if iterations < 1:
         raise ValueError(f"the number of iterations T must be at least 1, got {iterations}")
