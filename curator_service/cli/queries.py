@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from curator_service.cli.common import DEFAULT_URL, Json, Token, Url, console, curator, listing, single
+from curator_service.cli.common import (
+    DEFAULT_URL,
+    USAGE_ERROR,
+    Json,
+    Token,
+    Url,
+    console,
+    curator,
+    fail,
+    listing,
+    single,
+)
+from shared.api.governance import AnswersOut
+from shared.api.schemas import API_PREFIX
 
 queries_app = typer.Typer(help="Manual measurements: list pending queries and answer them.", no_args_is_help=True)
 
@@ -45,13 +59,30 @@ def queries_pending(
 
 @queries_app.command("answer")
 def queries_answer(
-    query_id: Annotated[int, typer.Argument(help="The pending query's id.")],
-    value: Annotated[float, typer.Argument(help="The measured value.")],
+    query_id: Annotated[int | None, typer.Argument(help="The pending query's id.")] = None,
+    value: Annotated[float | None, typer.Argument(help="The measured value.")] = None,
+    from_csv: Annotated[Path | None, typer.Option(help="Answer many: a CSV with a header line (e.g. mrn,value), "
+                                                  "then identifier,value lines (all or nothing).")] = None,
+    dataset: Annotated[int | None, typer.Option(help="With --from-csv: the dataset whose rows the identifiers "
+                                                "name.")] = None,
     as_json: Json = False,
     url: Url = DEFAULT_URL,
     token: Token = "",
 ) -> None:
-    """Post the measurement of a pending manual query."""
-    with curator(url, token, {"value": "VALUE"}) as admin:
-        out = admin.answer_query(query_id, value)
-    single(out, as_json, ["query_id", "index", "status", "value"], "answered")
+    """Post the measurement of a pending manual query (QUERY_ID VALUE), or of many by the row identifier from a CSV
+    (--from-csv FILE --dataset ID)."""
+    if from_csv is None:
+        if query_id is None or value is None:
+            fail("give QUERY_ID VALUE, or --from-csv FILE --dataset ID", USAGE_ERROR)
+        with curator(url, token, {"value": "VALUE"}) as admin:
+            out = admin.answer_query(query_id, value)
+        single(out, as_json, ["query_id", "index", "status", "value"], "answered")
+        return
+    if query_id is not None or dataset is None:
+        fail("--from-csv takes --dataset ID and no QUERY_ID VALUE", USAGE_ERROR)
+    if not from_csv.is_file():
+        fail(f"--from-csv {from_csv} is not a file", USAGE_ERROR)
+    with curator(url, token, {"file": "--from-csv"}) as admin, admin.admin() as api:
+        out = api.post(f"{API_PREFIX}/datasets/{dataset}/answers/csv", model=AnswersOut,
+                       files={"file": (from_csv.name, from_csv.read_bytes(), "text/csv")})
+    listing(out.answered, as_json, ["query_id", "index", "status", "value"], f"answered from {from_csv.name}")

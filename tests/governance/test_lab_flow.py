@@ -7,6 +7,7 @@ The identifier column never reaches a modeler; it is checked in every response a
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 
@@ -14,6 +15,7 @@ import httpx
 import numpy as np
 import pytest
 
+from curator_service.testing import curator_command
 from modeler_client.client import ModelerClient
 from modeler_client.loop import RemoteGPUCB
 from modeler_client.runfile import RunSettings
@@ -122,6 +124,26 @@ def test_pending_queries_show_the_identifier_and_a_csv_answers_them_all_or_nothi
     # Answered once: the same file again is refused (nothing pending for those identifiers).
     assert_error(answer_csv(lab, dataset["id"], f"mrn,value\n{second},1\n"), 422, "validation_error", "line 2")
     assert used_queries(lab, key["id"]) == 3
+
+
+def test_queries_answer_from_csv_command(lab, tmp_path):
+    dataset, release, key = lab_dataset(lab)
+    book = truth()
+    ask(lab, key["token"], release["id"], [6, 9])
+    first, second = [q["identifier"] for q in pending(lab, dataset["id"])]
+    answers = tmp_path / "answers.csv"
+
+    def answer(text: str) -> subprocess.CompletedProcess:
+        answers.write_text(text)
+        command = [*curator_command(), "queries", "answer", "--from-csv", str(answers), "--dataset",
+                   str(dataset["id"]), "--url", lab.url, "--token", lab.admin_token]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, env={**lab.env, "COLUMNS": "200"})
+
+    refused = answer(f"mrn,value\n{first},{book[first]!r}\n{second},n/a\n")
+    assert refused.returncode == 1 and "line 3" in refused.stderr and len(pending(lab, dataset["id"])) == 2
+    done = answer(f"mrn,value\n{first},{book[first]!r}\n{second},{book[second]!r}\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "answered from answers.csv" in done.stdout and pending(lab, dataset["id"]) == []
 
 
 @pytest.mark.xfail(strict=True, reason="needs 'unmeasurable' in shared.api.schemas.QueryStatus (requested in "
