@@ -12,7 +12,7 @@ from curator_service.persistence.db import Database, get_or_404
 from curator_service.persistence.models import Dataset
 from curator_service.services.audit import record
 from curator_service.services.policy import Principal
-from curator_service.services.releases import check_dim, gaussian_dim, gaussian_options
+from curator_service.services.releases import gaussian_dim, gaussian_options
 from shared.algorithms.planner import ReleaseSetting, plan
 from shared.api.errors import ApiError
 from shared.api.schemas import PlanOut, PlanRequest, PlanRow, ScalingSpec
@@ -76,7 +76,6 @@ def plan_release(db: Database, principal: Principal, dataset_id: int, body: Plan
     with db.write() as session:
         dataset = get_or_404(session, Dataset, dataset_id)
         record(session, principal, "dataset.plan", f"dataset:{dataset_id}")
-    check_dim(body)
     check_size(body, dataset.n, dataset.d)
     options = gaussian_options(body)
     try:

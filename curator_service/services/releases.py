@@ -50,7 +50,6 @@ from shared.dp.noise import seeded_streams
 from shared.releases import gaussian_release, largest_r, po_gp_ucb_release
 from shared.api.scaling import apply_scaling, neighbouring_step, scaling_warning
 
-MAX_DIM = 1024
 AUTO_DIM_CAP = 10
 """``dim: "auto"`` for ``po-gp-ucb`` when the paper's guideline admits no r: min(d, 10)."""
 
@@ -74,11 +73,6 @@ def mechanism_input(table: RawTable, scaling: dict, mechanism: str) -> np.ndarra
     if mechanism == "gaussian":
         return apply_scaling(table.features, ScalingSpec.model_validate(scaling))
     return table.features
-
-
-def check_dim(body: ReleaseOptions) -> None:
-    if body.dim != "auto" and body.dim > MAX_DIM:
-        raise ApiError(422, "validation_error", f"'dim' must be at most {MAX_DIM}; ask for a smaller projection")
 
 
 def gaussian_dim(body: ReleaseOptions, d: int) -> int:
@@ -129,8 +123,16 @@ def compute_release(X: np.ndarray, body: ReleaseCreate, y: np.ndarray | None = N
         return ComputedRelease(Z=out.Z, dim=r, noise_std=float(out.noise_std), sensitivity=float(out.sensitivity),
                                parameters=parameters,
                                private_y=None if out.measurements is None else out.measurements.values)
-    r = body.dim if body.dim != "auto" else (largest_r(X, body.epsilon, body.delta, d) or min(d, AUTO_DIM_CAP))
-    out = po_gp_ucb_release(X, body.epsilon, body.delta, r, np.random.default_rng(body.seed))
+    try:  # it centres and decomposes the raw features: values near 1e300 overflow
+        with np.errstate(over="raise"):
+            r = body.dim if body.dim != "auto" else (largest_r(X, body.epsilon, body.delta, d) or min(d, AUTO_DIM_CAP))
+            out = po_gp_ucb_release(X, body.epsilon, body.delta, r, np.random.default_rng(body.seed))
+        if not np.all(np.isfinite(out.Z)):
+            raise FloatingPointError
+    except (ArithmeticError, np.linalg.LinAlgError):
+        raise ApiError(422, "validation_error", "po-gp-ucb works on the raw features (it ignores the scaling), and this "
+                       "table's values are too large for its arithmetic (it overflowed); rescale the features to "
+                       "moderate units and register the table again, or use the 'gaussian' mechanism") from None
     return ComputedRelease(
         Z=out.Z, dim=r, omega=float(out.omega), sigma_min=float(out.sigma_min), lifted=bool(out.lifted)
     )
@@ -250,7 +252,6 @@ def create_release(db: Database, tables: TableCache, settings: Settings, princip
     entry in one write transaction (refused there if the budget no longer fits)."""
     _check_mechanism_allowed(settings, body.mechanism)
     refuse_seed(settings, principal, body.seed)
-    check_dim(body)
     with db.read() as session:
         dataset = get_or_404(session, Dataset, dataset_id)
         check_affordable(budget_status(session, dataset), body.epsilon, body.delta, "this release")  # fail fast
