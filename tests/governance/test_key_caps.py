@@ -82,6 +82,23 @@ def test_a_key_capped_at_epsilon_1_cannot_spend_1_5_and_the_cap_spans_everything
     assert sum(e["epsilon"] for e in ledger(lab)) == pytest.approx(sum(e["epsilon"] for e in before) + 1.0)
 
 
+def test_a_policy_can_be_replaced_later_and_the_change_is_audited(lab, table):
+    dataset, release = table
+    key = create_key(lab, [release["id"]])
+    assert_error(submit(lab, key["token"], dataset["id"], "dp-mean", dp_mean(0.2)), 403, "forbidden")
+    with http(lab) as admin:
+        granted = admin.put(f"/v1/keys/{key['id']}/policy", json={"jobs": ["dp-mean"], "epsilon_cap": 0.3})
+        assert granted.status_code == 200, granted.text
+        assert (granted.json()["jobs"], granted.json()["epsilon_cap"]) == (["dp-mean"], 0.3)
+        assert submit(lab, key["token"], dataset["id"], "dp-mean", dp_mean(0.2)).status_code == 202
+        assert_error(submit(lab, key["token"], dataset["id"], "dp-mean", dp_mean(0.2)), 409, "budget_exceeded", "cap")
+        # Replacing the whole policy: the jobs list goes back to the modeler default (none).
+        assert admin.put(f"/v1/keys/{key['id']}/policy", json={"epsilon_cap": 5}).json()["jobs"] == []
+        assert any(e["action"] == "key.policy" and e["target"] == f"key:{key['id']}"
+                   for e in admin.get("/v1/audit").json())
+    assert_error(submit(lab, key["token"], dataset["id"], "dp-mean", dp_mean(0.2)), 403, "forbidden")
+
+
 def test_a_delta_cap_counts_the_whole_charge(lab, table):
     dataset, release = table
     token = create_key(lab, [release["id"]], delta_cap=1e-7, jobs=["dp-bo"])["token"]
