@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from curator_service.routers.auth import AnyRole, Curator
+from curator_service.routers.params import KeyId
 from curator_service.services import keys
 from shared.api.errors import ApiError
 from shared.api.governance import KeyCreateWithPolicy, KeyPolicy, KeyPolicyOut
@@ -36,18 +37,18 @@ def my_policy(request: Request, principal: AnyRole) -> KeyPolicyOut:
 
 @router.get("/v1/keys/{key_id}/policy", response_model=KeyPolicyOut,
             summary="A key's policy (caps, job kinds, expiry) and what it has spent")
-def get_policy(request: Request, principal: Curator, key_id: int) -> KeyPolicyOut:
+def get_policy(request: Request, principal: Curator, key_id: KeyId) -> KeyPolicyOut:
     with request.app.state.db.read() as session:
         return keys.get_policy(session, key_id)
 
 
 @router.put("/v1/keys/{key_id}/policy", response_model=KeyPolicyOut, summary="Replace a key's policy")
-def set_policy(request: Request, principal: Curator, key_id: int, body: KeyPolicy) -> KeyPolicyOut:
+def set_policy(request: Request, principal: Curator, key_id: KeyId, body: KeyPolicy) -> KeyPolicyOut:
     with request.app.state.db.write() as session:
         return keys.set_policy(session, principal, key_id, body)
 
 
 @router.delete("/v1/keys/{key_id}", response_model=KeyOut, summary="Revoke a key (its sessions stop working)")
-def revoke_key(request: Request, principal: Curator, key_id: int) -> KeyOut:
+def revoke_key(request: Request, principal: Curator, key_id: KeyId) -> KeyOut:
     with request.app.state.db.write() as session:
         return keys.revoke_key(session, principal, key_id)

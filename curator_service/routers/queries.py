@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Query, Request, UploadFile
+from fastapi import APIRouter, File, Request, UploadFile
 
 from curator_service.routers.auth import Curator
+from curator_service.routers.params import DatasetFilter, DatasetId, QueryId
 from curator_service.services import lab, queries
 from shared.api.governance import (
     AnswersOut,
@@ -28,7 +29,7 @@ router = APIRouter(tags=["sessions and queries"])
 def list_pending_queries(
     request: Request,
     principal: Curator,
-    dataset_id: Annotated[int | None, Query(description="Only this dataset's queries.")] = None,
+    dataset_id: DatasetFilter = None,
 ) -> PendingQueryList:
     with request.app.state.db.read() as session:
         return queries.pending_queries(session, request.app.state.tables, dataset_id)
@@ -36,14 +37,14 @@ def list_pending_queries(
 
 @router.post("/v1/queries/{query_id}/answer", response_model=QueryResult,
              summary="Post the measurement of a pending manual query")
-def answer_query(request: Request, principal: Curator, query_id: int, body: AnswerRequest) -> QueryResult:
+def answer_query(request: Request, principal: Curator, query_id: QueryId, body: AnswerRequest) -> QueryResult:
     with request.app.state.db.write() as session:
         return queries.answer_query(session, principal, query_id, body.value)
 
 
 @router.put("/v1/datasets/{dataset_id}/identifier-column", response_model=IdentifierColumnOut,
             summary="Name the column that identifies a row for the curator (e.g. the MRN; never sent to a modeler)")
-def set_identifier_column(request: Request, principal: Curator, dataset_id: int,
+def set_identifier_column(request: Request, principal: Curator, dataset_id: DatasetId,
                           body: IdentifierColumn) -> IdentifierColumnOut:
     with request.app.state.db.write() as session:
         return lab.set_identifier_column(session, request.app.state.tables, principal, dataset_id, body.column)
@@ -51,14 +52,14 @@ def set_identifier_column(request: Request, principal: Curator, dataset_id: int,
 
 @router.get("/v1/datasets/{dataset_id}/worklist", response_model=Worklist,
             summary="A dataset's pending manual queries, by the curator's row identifier")
-def worklist(request: Request, principal: Curator, dataset_id: int) -> Worklist:
+def worklist(request: Request, principal: Curator, dataset_id: DatasetId) -> Worklist:
     with request.app.state.db.read() as session:
         return lab.worklist(session, request.app.state.tables, dataset_id)
 
 
 @router.post("/v1/datasets/{dataset_id}/answers", response_model=AnswersOut,
              summary="Answer pending queries by row identifier, all or nothing")
-def answer_by_identifier(request: Request, principal: Curator, dataset_id: int,
+def answer_by_identifier(request: Request, principal: Curator, dataset_id: DatasetId,
                          body: IdentifiedAnswers) -> AnswersOut:
     answers = [lab.Answer(f"answer {k}", a.identifier, a.value) for k, a in enumerate(body.answers, start=1)]
     with request.app.state.db.write() as session:
@@ -67,7 +68,7 @@ def answer_by_identifier(request: Request, principal: Curator, dataset_id: int,
 
 @router.post("/v1/datasets/{dataset_id}/answers/csv", response_model=AnswersOut,
              summary="Answer pending queries from a CSV (a header line, then identifier,value lines), all or nothing")
-def answer_from_csv(request: Request, principal: Curator, dataset_id: int,
+def answer_from_csv(request: Request, principal: Curator, dataset_id: DatasetId,
                     file: Annotated[UploadFile, File(description="A header line (e.g. mrn,value), then "
                                                                  "identifier,value lines.")]) -> AnswersOut:
     answers = lab.parse_answers_csv(file.file.read())
@@ -77,13 +78,13 @@ def answer_from_csv(request: Request, principal: Curator, dataset_id: int,
 
 @router.post("/v1/queries/{query_id}/cannot-measure", response_model=QueryResult,
              summary="Mark a pending query 'cannot measure' (status unmeasurable; it keeps its one charge)")
-def cannot_measure(request: Request, principal: Curator, query_id: int, body: CannotMeasure) -> QueryResult:
+def cannot_measure(request: Request, principal: Curator, query_id: QueryId, body: CannotMeasure) -> QueryResult:
     with request.app.state.db.write() as session:
         return lab.cannot_measure(session, principal, query_id, body.reason)
 
 
 @router.post("/v1/queries/{query_id}/correct", response_model=QueryResult,
              summary="Correct a manual answer (the audit log keeps the old value and the reason)")
-def correct_answer(request: Request, principal: Curator, query_id: int, body: Correction) -> QueryResult:
+def correct_answer(request: Request, principal: Curator, query_id: QueryId, body: Correction) -> QueryResult:
     with request.app.state.db.write() as session:
         return lab.correct(session, principal, query_id, body.value, body.reason)
