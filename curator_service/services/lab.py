@@ -147,7 +147,8 @@ def answer_by_identifier(session: Session, tables: TableCache, principal: Princi
     for query in session.scalars(
         select(Query).join(ModelingSession, ModelingSession.id == Query.session_id)
         .join(Release, Release.id == ModelingSession.release_id)
-        .where(Release.dataset_id == dataset_id, Query.status == "pending").order_by(Query.id).with_for_update()
+        .where(Release.dataset_id == dataset_id, Query.status == "pending").order_by(Query.id)
+        .with_for_update(of=Query)
     ):
         waiting.setdefault(query.row_index, []).append(query)
     rows: list[tuple[list[Query], float]] = []
