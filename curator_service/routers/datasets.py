@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from curator_service.errors import api_error_from_validation
 from curator_service.routers.auth import Curator
 from curator_service.routers.params import DatasetId
-from curator_service.services import datasets, planner
+from curator_service.services import audit, datasets, planner
 from curator_service.services.datasets import invalid
 from curator_service.services.policy import Principal
 from shared.api.errors import ApiError
@@ -90,14 +90,17 @@ def _register(request: Request, principal: Principal, spec: DatasetSpec, content
 
 @router.get("/v1/datasets", response_model=list[DatasetOut], summary="List datasets (metadata only)")
 def list_datasets(request: Request, principal: Curator) -> list[DatasetOut]:
-    with request.app.state.db.read() as session:
+    with request.app.state.db.write() as session:
+        audit.record(session, principal, "dataset.list")
         return datasets.list_datasets(session)
 
 
 @router.get("/v1/datasets/{dataset_id}", response_model=DatasetOut, summary="One dataset's metadata and budget")
 def get_dataset(request: Request, principal: Curator, dataset_id: DatasetId) -> DatasetOut:
-    with request.app.state.db.read() as session:
-        return datasets.get_dataset(session, dataset_id)
+    with request.app.state.db.write() as session:
+        out = datasets.get_dataset(session, dataset_id)
+        audit.record(session, principal, "dataset.read", f"dataset:{dataset_id}")
+        return out
 
 
 @router.get("/v1/datasets/{dataset_id}/row-order", response_model=RowOrder,

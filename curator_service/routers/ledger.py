@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 
 from curator_service.routers.auth import Curator
 from curator_service.routers.params import DatasetFilter, DatasetId
-from curator_service.services import ledger
+from curator_service.services import audit, ledger
 from shared.api.schemas import BudgetRaise, BudgetStatus, LedgerEntry
 
 router = APIRouter(tags=["ledger and audit"])
@@ -25,5 +25,6 @@ def list_ledger(
     principal: Curator,
     dataset_id: DatasetFilter = None,
 ) -> list[LedgerEntry]:
-    with request.app.state.db.read() as session:
+    with request.app.state.db.write() as session:
+        audit.record(session, principal, "ledger.read", None if dataset_id is None else f"dataset:{dataset_id}")
         return ledger.list_entries(session, dataset_id)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 
 from curator_service.routers.auth import AnyRole, Curator
 from curator_service.routers.params import DatasetFilter, DatasetId, Offset, ReleaseId
-from curator_service.services import reconstruction, releases
+from curator_service.services import audit, reconstruction, releases
 from shared.api.schemas import InputsPage, ReconstructionAuditOut, ReconstructionAuditRequest, ReleaseCreate, ReleaseOut
 
 router = APIRouter(tags=["releases"])
@@ -53,11 +53,13 @@ def get_release_inputs(
     limit: Annotated[int, Query(ge=1, le=100_000, description="Rows in the page.")] = 10_000,
     accept: Annotated[str | None, Header()] = None,
 ) -> InputsPage | Response:
-    with request.app.state.db.read() as session:
+    npy = bool(accept and NPY in accept)
+    what = "the whole matrix as .npy" if npy else f"rows from {offset}, at most {limit}"
+    with request.app.state.db.write() as session:  # a download is audited, like every use of a release
         blob = releases.release_inputs_blob(session, request.app.state.settings, principal, release_id)
-    if accept and NPY in accept:
-        return Response(content=blob, media_type=NPY)
-    return releases.inputs_page(blob, offset, limit)
+        page = None if npy else releases.inputs_page(blob, offset, limit)
+        audit.record(session, principal, "release.inputs", f"release:{release_id} ({what})")
+    return Response(content=blob, media_type=NPY) if npy else page
 
 
 @router.post("/v1/releases/{release_id}/audits/reconstruction", response_model=ReconstructionAuditOut,
