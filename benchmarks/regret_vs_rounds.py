@@ -214,7 +214,7 @@ def main() -> None:
     runs, rounds = args.runs or runs, args.rounds or rounds
     command = "nice -n 10 .venv/bin/python benchmarks/regret_vs_rounds.py " + " ".join(sys.argv[1:])
     RESULTS.mkdir(exist_ok=True)
-    stem = "regret_vs_rounds" + ("_compare" if args.compare else "") + ("_quick" if args.quick else "")
+    stem = "regret_vs_rounds" + (f"_compare_q{args.q}" if args.compare else "") + ("_quick" if args.quick else "")
     path = RESULTS / f"{stem}.json"
     saved = json.loads(path.read_text()) if path.exists() else {"problems": {}}
     for name in args.problems:
