@@ -21,7 +21,8 @@ import argparse
 import itertools
 
 import numpy as np
-from ding_common import RESULTS, console, write_json
+from ding_common import console
+from harness import save_figure, write_json
 from rich.progress import track
 from rich.table import Table
 
@@ -97,7 +98,7 @@ def main() -> None:
     ax.set_ylabel("test accuracy")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(RESULTS / f"{name}.png", dpi=120)
+    save_figure(fig, name, dpi=120)
     path = write_json(name, {
         "setting": {"S": len(candidates), "k": k, "epsilon_per_iteration": per_iteration, "cap": cap, "u0": u0,
                     "g": g, "final_epsilon": FINAL_EPSILON, "delta": DELTA, "repetitions": repetitions},

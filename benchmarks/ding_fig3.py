@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from ding_common import RESULTS, console, replicate_columns, write_json
+from ding_common import console, replicate_columns
+from harness import save_figure, write_json
 from rich.table import Table
 
 from shared.algorithms.ding.dptune import Selection, constant_overhead_select
@@ -103,7 +104,7 @@ def main() -> None:
                  "kϵ = 5, 50, 100)")
     fig.tight_layout()
     name = "ding_fig3_quick" if args.quick else "ding_fig3"
-    fig.savefig(RESULTS / f"{name}.png", dpi=120)
+    save_figure(fig, name, dpi=120)
     path = write_json(name, {
         "setting": {"k": K, "u0": U0, "g": G, "runs": runs, "utilities": "uniform(0,1)", "S": [100, 10],
                     "curve_length": length},

@@ -16,7 +16,8 @@ import argparse
 import math
 
 import numpy as np
-from ding_common import RESULTS, console, replicate_columns, write_json
+from ding_common import console, replicate_columns
+from harness import save_figure, write_json
 from rich.progress import track
 from rich.table import Table
 
@@ -104,7 +105,7 @@ def main() -> None:
     ax.legend(fontsize=8)
     fig.tight_layout()
     name = "ding_fig4_quick" if args.quick else "ding_fig4"
-    fig.savefig(RESULTS / f"{name}.png", dpi=120)
+    save_figure(fig, name, dpi=120)
     path = write_json(name, {
         "setting": {"S": 100, "k": K, "u0": 0.0, "runs": runs, "utilities": "uniform(0,1)", "uncapped": UNCAPPED},
         "n": ns, "iterations": {key: value for key, value in T.items()},

@@ -27,7 +27,8 @@ import argparse
 import math
 from dataclasses import replace
 
-import dpareto_common as common  # noqa: I001  (sets single-threaded BLAS before numpy loads)
+import dpareto_common as common  # noqa: I001  (imports harness first: one BLAS thread before numpy loads)
+import harness
 import matplotlib.pyplot as plt
 import numpy as np
 from rich.console import Console
@@ -179,7 +180,7 @@ def main() -> None:
     name = result_name(args, models)
     payload = {"k0": k0, "k": k, "random_reps": args.random_reps, "runs_per_point": 1, "conversion": args.conversion,
                "noise_domain": args.noise_domain, "n_train": n, "delta": DELTA, "models": summary}
-    console.print(f"wrote {common.write_json(name, payload)} and {common.save(fig, name)}")
+    console.print(f"wrote {harness.write_json(name, payload)} and {common.save(fig, name)}")
 
 
 if __name__ == "__main__":

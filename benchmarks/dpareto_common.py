@@ -1,15 +1,8 @@
-"""Shared pieces of the DPareto benchmarks: single-threaded BLAS, Rich progress, JSON and plots."""
+"""Shared pieces of the DPareto benchmarks: Rich progress and the plots of fronts and hypervolumes."""
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")  # 2 shared cores: threaded BLAS only spins (4× slower GP fits)
-
-import json
-import shlex
-import sys
+import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,7 +15,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from shared.algorithms.dpareto.optimizer import ParetoResult
 
-RESULTS = Path(__file__).resolve().parent / "results"
 COLOURS = {"dpareto": "tab:red", "random": "tab:blue", "grid": "tab:green", "exact": "black"}
 
 
@@ -36,13 +28,6 @@ def progress_bar(description: str, total: int):
             bar.update(task, advance=1, description=f"{description} [{method} {done}/{total_run}]")
 
         yield advance
-
-
-def write_json(name: str, payload: dict) -> Path:
-    path = RESULTS / f"{name}.json"
-    command = ".venv/bin/python " + " ".join(shlex.quote(a) for a in ["benchmarks/" + Path(sys.argv[0]).name, *sys.argv[1:]])
-    path.write_text(json.dumps({"command": command, **payload}, indent=1, default=float))
-    return path
 
 
 def plot_front(ax, runs: list[ParetoResult], exact: np.ndarray | None, title: str) -> None:
@@ -81,8 +66,7 @@ def plot_hypervolume(ax, traces: dict[str, np.ndarray], grid: list[tuple[int, fl
 
 
 def save(fig, name: str) -> Path:
-    path = RESULTS / f"{name}.png"
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    path = harness.save_figure(fig, name)
     plt.close(fig)
     return path

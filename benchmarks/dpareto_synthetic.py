@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import time
 
-import dpareto_common as common  # noqa: I001  (sets single-threaded BLAS before numpy loads)
+import dpareto_common as common  # noqa: I001  (imports harness first: one BLAS thread before numpy loads)
+import harness
 import matplotlib.pyplot as plt
 import numpy as np
 from rich.console import Console
@@ -89,7 +90,7 @@ def main() -> None:
     console.print("Paper (§3.3): the illustrative examples are shown qualitatively (Figs. 2–4, k₀ = 250); "
                   "the 95% / 8-of-10 criteria are this project's.")
     name = "dpareto_synthetic_quick" if args.quick else "dpareto_synthetic"
-    console.print(f"wrote {common.write_json(name, {'k0': k0, 'k': k, 'seeds': seeds, 'problems': summary})} "
+    console.print(f"wrote {harness.write_json(name, {'k0': k0, 'k': k, 'seeds': seeds, 'problems': summary})} "
                   f"and {common.save(fig, name)}")
 
 

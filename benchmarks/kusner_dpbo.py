@@ -27,22 +27,12 @@ equal to 1/m, the largest change one record can make to an accuracy. Noise: seed
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # the machine is shared; BLAS threads only contend
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
-import shlex  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from rich.console import Console  # noqa: E402
 from rich.progress import track  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -59,7 +49,6 @@ from shared.algorithms.kusner.validation_tasks import (  # noqa: E402
     breast_cancer_task,
 )
 
-RESULTS = Path(__file__).resolve().parent / "results"
 CONFIDENCE_A = math.log(20.0)  # the theorems' bounds at probability 1 − e^(−a) = 95% (plus δ)
 PRIOR = dpbo.GPPrior(lengthscale=1.0, signal_std=0.25, prior_mean=0.5)
 NOISE_STD, DELTA = 0.01, 1e-6
@@ -158,7 +147,7 @@ def print_table(result: dict) -> None:
                   f"Alg. 3 Δ_f (Theorem 7) = {result['algorithm3']['sensitivity']:.3g}")
 
 
-def plot(results: list[dict], path: Path) -> None:
+def plot(results: list[dict], quick: bool) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -182,12 +171,12 @@ def plot(results: list[dict], path: Path) -> None:
         for ax in (loss_ax, value_ax):
             ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    return str(harness.save_figure(fig, "kusner_dpbo", quick=quick, dpi=120))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="breast cancer only, 13 grid points, T = 8, 5 ε values")
+    harness.add_quick(parser, "breast cancer only, 13 grid points, T = 8, 5 ε values")
     parser.add_argument("--repeats", type=int, default=None, help="seeded draws per ε (default 500, quick 100)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -202,15 +191,10 @@ def main() -> None:
     results = [study(name, make(), grid, iterations, epsilons, repeats, args.seed) for name, make in datasets.items()]
     for result in results:
         print_table(result)
-    suffix = "_quick" if args.quick else ""
-    RESULTS.mkdir(exist_ok=True)
-    command = ".venv/bin/python benchmarks/kusner_dpbo.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    payload = {"command": command.strip(), "prior": {"lengthscale": PRIOR.lengthscale, "signal_std": PRIOR.signal_std,
+    payload = {"prior": {"lengthscale": PRIOR.lengthscale, "signal_std": PRIOR.signal_std,
                "prior_mean": PRIOR.prior_mean}, "noise_std": NOISE_STD, "delta": DELTA,
                "confidence_a": CONFIDENCE_A, "repeats": repeats, "results": results}
-    (RESULTS / f"kusner_dpbo{suffix}.json").write_text(json.dumps(payload, indent=1))
-    plot(results, RESULTS / f"kusner_dpbo{suffix}.png")
-    console.print(f"wrote {RESULTS / f'kusner_dpbo{suffix}.json'} and .png")
+    console.print(f"wrote {harness.write_json('kusner_dpbo', payload, quick=args.quick)} and {plot(results, args.quick)}")
 
 
 if __name__ == "__main__":

@@ -23,13 +23,12 @@ points hold there; the benchmark prints them beside the paper's, and the literal
 
 from __future__ import annotations
 
+import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
+
 import argparse
-import json
 import math
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -44,7 +43,6 @@ from shared.releases.po_gp_ucb import centred_gram
 from shared.gp.ucb import run_gp_ucb
 from shared.regret import best_so_far
 
-RESULTS = Path(__file__).resolve().parent / "results"
 R_MAX = 50  # the largest r any table tries
 T = 50
 N_INIT = 5
@@ -253,7 +251,7 @@ def print_tables(tables: dict, console: Console, label: str) -> None:
         console.print(table)
 
 
-def plot(results: dict, path: Path) -> None:
+def plot(results: dict, stem: str, quick: bool) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -280,25 +278,23 @@ def plot(results: dict, path: Path) -> None:
         else:
             ax.set_visible(False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    return str(harness.save_figure(fig, stem, quick=quick))
 
 
-def main(argv: list[str] | None = None) -> None:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="5 runs per configuration, to try things out")
+    harness.add_quick(parser, "5 runs per configuration, to try things out")
     parser.add_argument("--runs", type=int, help="runs per configuration (default 50, or 5 with --quick)")
     parser.add_argument("--hyperparameters", choices=["fixed", "fitted"], default="fixed")
     parser.add_argument("--no-branin", action="store_true")
     parser.add_argument("--out", default="po_gp_ucb_synthetic", help="file name stem under benchmarks/results/")
-    args = parser.parse_args(argv)
+    args = parser.parse_args()
     setting = Setting(args.hyperparameters, args.runs or (5 if args.quick else 50))
     console = Console(width=150)
-    command = " ".join([".venv/bin/python", "benchmarks/po_gp_ucb_synthetic.py", *(argv if argv is not None else sys.argv[1:])])
     problems = {"synthetic-gp/max-norm-25": (synthetic_gp_problem(0), True)}
     if not args.no_branin:
         problems["branin-hoo/max-norm-25"] = (branin_problem(), False)
     results = dict(
-        command=command,
         settings=dict(
             T=T, n_init=N_INIT, delta=DELTA, delta_ucb=DELTA_UCB, gp_ucb_delta_prime=DELTA_UCB / 2, fig2a_r=FIG2A_R,
             runs=setting.runs, hyperparameters=setting.hyperparameters, function_seed=0,
@@ -333,11 +329,8 @@ def main(argv: list[str] | None = None) -> None:
             experiment["figure"], experiment.get("tables"), experiment.get("crossing"), console, paper_gap
         )
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = args.out + ("_quick" if args.quick else "")
-    (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=1, default=float))
-    plot(results, RESULTS / f"{stem}.png")
-    console.print(f"wrote {RESULTS / stem}.json and .png in {results['seconds']:.0f} s")
+    path = harness.write_json(args.out, results, quick=args.quick)
+    console.print(f"wrote {path} and {plot(results, args.out, args.quick)} in {results['seconds']:.0f} s")
 
 
 if __name__ == "__main__":

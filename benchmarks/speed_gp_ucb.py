@@ -17,25 +17,20 @@ benchmarks/results/speed_gp_ucb.json and .png. ``--quick`` shrinks every size.
 from __future__ import annotations
 
 import argparse
-import json
-import shlex
 import sys
 import time
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+import harness  # noqa: I001  (after numpy on purpose: --threads sets BLAS threads, harness must not pin them)
 from rich.console import Console  # noqa: E402
 from rich.progress import track  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from shared.gp.ucb import GPUCB, gp_ucb_beta  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 LENGTHSCALE, SIGNAL_VARIANCE, NOISE_VARIANCE, DELTA = 1.25, 1.0, 1e-5, 0.05  # the paper's synthetic GP
 ISSUE_SKLEARN_SECONDS, ISSUE_NUMPY_SECONDS = 1.7, 0.12  # the issue's reference numbers at n=36,000
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -200,7 +195,7 @@ def transform_run(n: int, d: int, r: int, seed: int) -> dict:
     return result
 
 
-def plot(results: dict, path: Path) -> None:
+def plot(results: dict, quick: bool) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -232,12 +227,12 @@ def plot(results: dict, path: Path) -> None:
     ax2.set_title(f"n = {big['n']:,}, r = {big['r']}")
     ax2.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    return str(harness.save_figure(fig, "speed_gp_ucb", quick=quick, dpi=120))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes for trying the script out")
+    harness.add_quick(parser, "small sizes for trying the script out")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-transform", action="store_true", help="leave out the transform timings")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each engine in the comparison (min is reported)")
@@ -256,7 +251,7 @@ def run(args: argparse.Namespace) -> None:
     else:
         comparisons, large, transforms = [(10_000, 10, 100), (36_000, 15, 50)], (10**6, 20, 100), [10**6, 10**7]
         bw_mb = 512
-    results: dict = {"command": shlex.join([".venv/bin/python", *sys.argv]), "quick": args.quick, "blas_threads": args.threads}
+    results: dict = {"quick": args.quick, "blas_threads": args.threads}
     results["comparisons"] = [
         compare_with_sklearn(n, r, T, args.seed, args.repeats)
         for n, r, T in track(comparisons, description="vs scikit-learn")
@@ -301,11 +296,7 @@ def run(args: argparse.Namespace) -> None:
             f"{tr['seconds']:.2f} s, peak {tr['peak_bytes'] / 2**20:.0f} MiB "
             f"(input {tr['input_bytes'] / 2**20:.0f} MiB not counted, output {tr['output_bytes'] / 2**20:.0f} MiB)"
         )
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = RESULTS / ("speed_gp_ucb_quick" if args.quick else "speed_gp_ucb")
-    stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
-    plot(results, stem.with_suffix(".png"))
-    console.print(f"wrote {stem}.json and {stem}.png")
+    console.print(f"wrote {harness.write_json('speed_gp_ucb', results, quick=args.quick)} and {plot(results, args.quick)}")
 
 
 if __name__ == "__main__":

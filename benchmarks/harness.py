@@ -1,0 +1,64 @@
+"""What every benchmark script shares: one BLAS thread, the results folder, `--quick`, JSON and figures.
+
+Import it first (``import harness``): it pins BLAS to one thread before numpy loads (the machine's two cores
+are shared; threaded BLAS only spins) and puts the repository root on ``sys.path`` so scripts run as
+``.venv/bin/python benchmarks/<name>.py``. Results go to ``benchmarks/results/<name>[_quick].{json,png}``;
+every JSON records the command line that made it.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import shlex  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def add_quick(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--quick``: a small run that checks the script end to end (``what`` says what it cuts)."""
+    parser.add_argument("--quick", action="store_true", help=f"a quick run: {what}; results get a _quick suffix")
+
+
+def result_path(name: str, suffix: str, *, quick: bool = False) -> Path:
+    """``benchmarks/results/<name>[_quick].<suffix>``, the folder created if needed."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    return RESULTS / f"{name}{'_quick' if quick else ''}.{suffix}"
+
+
+def command_line() -> str:
+    """The command that is running, as one would type it from the repository root."""
+    return ".venv/bin/python " + " ".join(shlex.quote(a) for a in [f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+
+
+def write_json(name: str, payload: dict, *, quick: bool = False) -> Path:
+    """Writes ``{"command": …, **payload}`` (numpy values as plain numbers) and returns the path."""
+    path = result_path(name, "json", quick=quick)
+    path.write_text(json.dumps({"command": command_line(), **payload}, indent=1, default=_plain) + "\n")
+    return path
+
+
+def save_figure(fig, name: str, *, quick: bool = False, dpi: int = 110) -> Path:
+    """Saves a matplotlib figure as ``<name>[_quick].png`` and returns the path."""
+    path = result_path(name, "png", quick=quick)
+    fig.savefig(path, dpi=dpi)
+    return path
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value)}")
