@@ -79,7 +79,7 @@ def regularized_logistic_minimizer(X: NDArray, y: NDArray, regularization: float
         decrement = float(gradient @ step)
         t = 1.0
         if decrement > 1e-12:
-            while (candidate := objective(w - t * step)) > value - 0.25 * t * decrement and t > 1e-10:
+            while objective(w - t * step) > value - 0.25 * t * decrement and t > 1e-10:
                 t *= 0.5
         w = w - t * step
         value = objective(w)
