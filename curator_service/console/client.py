@@ -48,6 +48,9 @@ class Api:
     async def post(self, path: str, body: Any = None, **options: Any) -> Any:
         return await self.call("POST", path, json=body, **options)
 
+    async def put(self, path: str, body: Any) -> Any:
+        return await self.call("PUT", path, json=body)
+
     async def delete(self, path: str) -> Any:
         return await self.call("DELETE", path)
 

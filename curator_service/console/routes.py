@@ -121,13 +121,20 @@ async def register_dataset(request: Request, api: Console) -> RedirectResponse:
     if not isinstance(upload, UploadFile) or not upload.filename:
         return redirect("/console/datasets", "Choose the CSV file to register.", "error")
     content = await upload.read()
-    return await act(
-        "/console/datasets",
-        lambda: api.post("/v1/datasets", data={"spec": json.dumps(_registration_spec(form))},
-                         files={"file": (upload.filename, content, "text/csv")}),
-        lambda d: f"Registered {d['name']!r}: {d['n']} rows, {d['d']} features.",
-        to=lambda d: f"/console/datasets/{d['id']}",
-    )
+    try:
+        dataset = await api.post("/v1/datasets", data={"spec": json.dumps(_registration_spec(form))},
+                                 files={"file": (upload.filename, content, "text/csv")})
+    except ApiRefusal as refusal:
+        return refused("/console/datasets", refusal)
+    page = f"/console/datasets/{dataset['id']}"
+    done = f"Registered {dataset['name']!r}: {dataset['n']} rows, {dataset['d']} features"
+    if identifier := field(form, "identifier_column"):
+        try:
+            await api.put(f"/v1/datasets/{dataset['id']}/identifier-column", {"column": identifier})
+        except ApiRefusal as refusal:
+            return redirect(page, f"{done}, but its identifier column was refused: {refusal.detail}", "error")
+        done += f"; rows are identified by {identifier!r}"
+    return redirect(page, done + ".")
 
 
 def _clock(span_seconds: float):
@@ -178,7 +185,9 @@ async def dataset_page(request: Request, api: Console, dataset_id: int) -> HTMLR
     for release in releases:
         release["noise_to_spread"] = noise_to_spread_of(release, dataset)
     budget = dataset["budget"]
+    worklist = await api.get(f"/v1/datasets/{dataset_id}/worklist") if dataset["evaluator_kind"] == "manual" else None
     return render(request, "dataset.html", page="datasets", dataset=dataset, ledger=ledger, releases=releases,
+                  identifier_column=worklist["identifier_column"] if worklist else None,
                   gauge=charts.gauge(budget["spent_epsilon"], budget["total_epsilon"]),
                   chart=_epsilon_over_time(dataset, ledger))
 
@@ -212,6 +221,15 @@ async def raise_budget(request: Request, api: Console, dataset_id: int) -> Redir
     )
 
 
+@router.post("/datasets/{dataset_id}/identifier-column")
+async def set_identifier_column(request: Request, api: Console, dataset_id: int) -> RedirectResponse:
+    form = await checked_form(request)
+    return await act(f"/console/datasets/{dataset_id}",
+                     lambda: api.put(f"/v1/datasets/{dataset_id}/identifier-column",
+                                     {"column": field(form, "column")}),
+                     lambda r: f"Rows are now identified by {r['column']!r} (it never leaves the curator).")
+
+
 @router.get("/releases", response_class=HTMLResponse)
 async def releases_page(request: Request, api: Console) -> HTMLResponse:
     datasets = {d["id"]: d for d in await api.get("/v1/datasets")}
@@ -223,15 +241,29 @@ async def releases_page(request: Request, api: Console) -> HTMLResponse:
 
 # --- keys ------------------------------------------------------------------------------------------------
 
-KEY_FIELDS = {"id", "name", "role", "release_ids", "max_queries", "used_queries", "revoked", "created_at"}
-
-
 async def _keys_page(request: Request, api: Api, created: dict | None = None) -> HTMLResponse:
     keys = await api.get("/v1/keys")
-    for key in keys:  # expiry, caps and permissions, when the service has them
-        key["limits"] = {k: v for k, v in key.items() if k not in KEY_FIELDS and v not in (None, [], {})}
+    now = datetime.now(UTC)
+    for key in keys:  # caps, job kinds and expiry, with what the key has spent against its caps
+        key["policy"] = policy = await api.get(f"/v1/keys/{key['id']}/policy")
+        key["expired"] = policy["expires_at"] is not None and datetime.fromisoformat(policy["expires_at"]) <= now
     return render(request, "keys.html", page="keys", keys=keys, releases=await api.get("/v1/releases"),
                   created=created)
+
+
+def _key_body(form) -> dict[str, Any]:
+    """``POST /v1/keys``: the key and its policy (an empty field leaves the role's default)."""
+    release_ids = [int(v) for v in form.getlist("release_ids") if isinstance(v, str) and v.isdigit()]
+    body: dict[str, Any] = {"name": field(form, "name"), "role": field(form, "role") or "modeler",
+                            "release_ids": release_ids, "max_queries": whole_number(form, "max_queries", "Max queries")}
+    for name, label in (("epsilon_cap", "The ε cap"), ("delta_cap", "The δ cap")):
+        if field(form, name):
+            body[name] = number(form, name, label)
+    if jobs := field(form, "jobs"):
+        body["jobs"] = [kind.strip() for kind in jobs.split(",") if kind.strip()]
+    if expires := field(form, "expires_at"):
+        body["expires_at"] = expires if expires.endswith("Z") else expires + "Z"  # the form's local time is UTC
+    return body
 
 
 @router.get("/keys", response_class=HTMLResponse)
@@ -244,10 +276,7 @@ async def create_key(request: Request, api: Console) -> HTMLResponse:
     """Renders the token on this response only (not a redirect: it must never sit in a cookie or a URL)."""
     form = await checked_form(request)
     try:
-        release_ids = [int(v) for v in form.getlist("release_ids") if isinstance(v, str) and v.isdigit()]
-        body = {"name": field(form, "name"), "role": field(form, "role") or "modeler", "release_ids": release_ids,
-                "max_queries": whole_number(form, "max_queries", "Max queries")}
-        created = await api.post("/v1/keys", body)
+        created = await api.post("/v1/keys", _key_body(form))
     except ApiRefusal as refusal:
         return refused("/console/keys", refusal)
     return await _keys_page(request, api, created=created)
@@ -289,15 +318,19 @@ async def session_page(request: Request, api: Console, session_id: int) -> HTMLR
     status = await api.get(f"/v1/sessions/{session_id}")
     queries = (await api.get(f"/v1/sessions/{session_id}/queries"))["queries"]
     release = await api.get(f"/v1/releases/{status['release_id']}")
+    dataset = await api.get(f"/v1/datasets/{release['dataset_id']}")
+    correctable = dataset["evaluator_kind"] == "manual"  # only answers the curator typed (the API says why)
     return render(request, "session.html", page="sessions", session=status, queries=queries, release=release,
-                  chart=_best_so_far(queries, release["goal"]))
+                  correctable=correctable, chart=_best_so_far(queries, release["goal"]))
 
 
 @router.get("/queries", response_class=HTMLResponse)
 async def pending_page(request: Request, api: Console) -> HTMLResponse:
-    pending = (await api.get("/v1/queries"))["queries"]
+    """Each dataset's worklist: its pending queries by the curator's own row identifier."""
+    waiting = sorted({q["dataset_id"] for q in (await api.get("/v1/queries"))["queries"]})
     names = {d["id"]: d["name"] for d in await api.get("/v1/datasets")}
-    return render(request, "queries.html", page="queries", pending=pending, names=names)
+    worklists = [await api.get(f"/v1/datasets/{dataset_id}/worklist") for dataset_id in waiting]
+    return render(request, "queries.html", page="queries", worklists=worklists, names=names)
 
 
 @router.post("/queries/{query_id}/answer")
@@ -308,6 +341,37 @@ async def answer_query(request: Request, api: Console, query_id: int) -> Redirec
         lambda: api.post(f"/v1/queries/{query_id}/answer", {"value": number(form, "value", "The measured value")}),
         lambda _: f"Query {query_id} answered; the modeler's client gets the value.",
     )
+
+
+@router.post("/queries/{query_id}/cannot-measure")
+async def cannot_measure(request: Request, api: Console, query_id: int) -> RedirectResponse:
+    form = await checked_form(request)
+    return await act("/console/queries",
+                     lambda: api.post(f"/v1/queries/{query_id}/cannot-measure", {"reason": field(form, "reason")}),
+                     lambda _: f"Query {query_id} marked 'cannot measure'; the modeler's client is told (no new charge).")
+
+
+@router.post("/datasets/{dataset_id}/answers")
+async def answers_from_csv(request: Request, api: Console, dataset_id: int) -> RedirectResponse:
+    form = await checked_form(request)
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile) or not upload.filename:
+        return redirect("/console/queries", "Choose the CSV of answers (identifier,value lines).", "error")
+    content = await upload.read()
+    return await act("/console/queries",
+                     lambda: api.post(f"/v1/datasets/{dataset_id}/answers/csv",
+                                      files={"file": (upload.filename, content, "text/csv")}),
+                     lambda r: f"{len(r['answered'])} queries answered from {upload.filename}.")
+
+
+@router.post("/sessions/{session_id}/queries/{query_id}/correct")
+async def correct_answer(request: Request, api: Console, session_id: int, query_id: int) -> RedirectResponse:
+    form = await checked_form(request)
+    return await act(f"/console/sessions/{session_id}",
+                     lambda: api.post(f"/v1/queries/{query_id}/correct",
+                                      {"value": number(form, "value", "The corrected value"),
+                                       "reason": field(form, "reason")}),
+                     lambda _: f"Query {query_id} corrected; the audit log keeps the old value and the reason.")
 
 
 # --- jobs and audit ----------------------------------------------------------------------------------------

@@ -53,6 +53,30 @@ def api(curator, token: str | None = None) -> httpx.Client:
                         timeout=30)
 
 
+def run_in_background(curator, token: str, release_id: int, settings: RunSettings, path):
+    """The modeler's real GP-UCB client on its own thread (it waits on manual queries); ``outcome["record"]`` is
+    its run record once the thread is joined."""
+    run = RemoteGPUCB.start(ModelerClient(curator.url, token), release_id, settings, path, poll=0.1, max_poll=0.3,
+                            pending_timeout=120)
+    outcome: dict = {}
+    worker = threading.Thread(target=lambda: outcome.setdefault("record", run.run()), daemon=True)
+    worker.start()
+    return worker, outcome
+
+
+def waiting_rows(console, dataset_id: int, count: int, timeout: float = 120):
+    """The first row of the dataset's worklist in the console, ``count`` times: the caller handles each (answers
+    it) before the next is looked for."""
+    deadline = time.monotonic() + timeout
+    for _ in range(count):
+        while not (rows := console.all(f'section[data-dataset="{dataset_id}"] tbody tr')):
+            assert time.monotonic() < deadline, f"no query of dataset {dataset_id} came to wait in {timeout} s"
+            time.sleep(0.3)
+            console.open("/console/queries")
+        yield rows[0]
+        console.open("/console/queries")
+
+
 def test_login_refuses_a_bad_token_and_a_modeler_key_and_keeps_the_token_in_a_strict_cookie(console):
     console.log_in("pobo_not-a-real-token")
     assert "not valid" in console.flash()
@@ -131,7 +155,7 @@ def test_create_a_key_see_its_token_once_and_revoke_it(admin_console):
     release = console.curator.release(dataset.id, "gaussian", 1.0, 1e-6)
     name = unique("consultancy")
     console.open("/console/keys")
-    console.fill({"key_name": name, "key_role": "modeler", "max_queries": "7"})
+    console.fill({"key_name": name, "key_role": "modeler", "max_queries": "7", "epsilon_cap": "1", "jobs": "dp-bo"})
     console.click(f"scope-{release.id}")
     console.submit("create-key")
     token = console.by_id("new-token").text
@@ -145,6 +169,11 @@ def test_create_a_key_see_its_token_once_and_revoke_it(admin_console):
     row = next(r for r in console.all("#keys tbody tr") if r.find_element("css selector", ".key-name").text == name)
     key_id = row.get_attribute("data-key")
     assert "0 / 7" in row.text and row.find_element("css selector", ".key-state").text == "active"
+    assert row.find_element("css selector", ".epsilon-cap").text == "0 / 1"
+    assert row.find_element("css selector", ".jobs").text == "dp-bo"
+    with api(console.curator) as admin:
+        policy = admin.get(f"/v1/keys/{key_id}/policy").json()
+    assert (policy["epsilon_cap"], policy["jobs"]) == (1.0, ["dp-bo"])
     console.submit(f"revoke-{key_id}")
     assert console.flash() == f"Key {key_id} revoked: its sessions stop working."
     assert console.one(f'tr[data-key="{key_id}"] .key-state').text == "revoked"
@@ -178,27 +207,21 @@ def test_answer_a_pending_query_in_the_console_while_the_modeler_client_waits(ad
     dataset = register_manual(curator, unique("lab"))
     release = curator.release(dataset.id, "gaussian", 2.0, 1e-6)
     key = curator.issue_key([release.id], max_queries=4)
-    run = RemoteGPUCB.start(ModelerClient(curator.url, key.token), release.id, RunSettings(iterations=2),
-                            tmp_path / "lab-run.json", poll=0.1, max_poll=0.3)
-    outcome: dict = {}
-    worker = threading.Thread(target=lambda: outcome.setdefault("record", run.run()), daemon=True)
-    worker.start()
+    worker, outcome = run_in_background(curator, key.token, release.id, RunSettings(iterations=2),
+                                        tmp_path / "lab-run.json")
     with api(curator) as admin:
         file_rows = admin.get(f"/v1/datasets/{dataset.id}/row-order").json()["rows"]
 
     answers = {}
-    deadline = time.monotonic() + 120
-    while len(answers) < 2 and time.monotonic() < deadline:
-        console.open("/console/queries")
-        rows = [r for r in console.all("#pending tbody tr") if dataset.name in r.text]
-        if not rows:
-            time.sleep(0.3)
-            continue
-        query_id = int(rows[0].get_attribute("data-query"))
+    console.open("/console/queries")
+    for row in waiting_rows(console, dataset.id, 2):
+        query_id = int(row.get_attribute("data-query"))
         with api(curator) as admin:
             (pending,) = [q for q in admin.get("/v1/queries").json()["queries"] if q["query_id"] == query_id]
-        # the row is named in the curator's file terms (not the modeler's index)
-        assert rows[0].find_element("css selector", ".row-id").text == str(file_rows[pending["index"]])
+        # the row is named in the curator's file terms (no identifier column: its file row), not the modeler's index
+        row_named = str(file_rows[pending["index"]])
+        assert row.find_element("css selector", ".row-id").text == row_named
+        assert row.find_element("css selector", ".file-row").text == row_named
         if not answers:
             console.shot("pending-queries")
         value = 10.0 + len(answers)
@@ -211,7 +234,7 @@ def test_answer_a_pending_query_in_the_console_while_the_modeler_client_waits(ad
     assert record.finished and {q.query_id: q.value for q in record.done()} == answers
 
     console.open("/console/queries")
-    assert not [r for r in console.all("#pending tbody tr") if dataset.name in r.text]
+    assert console.all(f'section[data-dataset="{dataset.id}"]') == []
     console.open("/console/sessions")
     (row,) = [r for r in console.all("#sessions tbody tr") if f"{key.id} (" in r.text]
     session_id = row.get_attribute("data-session")
@@ -290,3 +313,79 @@ def test_every_page_and_the_api_reference_load_only_from_the_server(admin_consol
     assert len(console.all(".opblock")) >= 10  # Swagger UI rendered the operations
     assert all(url.startswith(console.curator.url) for url in console.resources())
     console.shot("docs", max_height=1400)
+
+
+def lab_csv(tmp_path, n: int = 12) -> tuple[str, dict[str, float]]:
+    """A lab table: an MRN column (text, never a feature), two features and the lab's own book of results."""
+    X, y = table(11, n)
+    book = {f"MRN-{1000 + i}": float(v) for i, v in enumerate(y)}
+    lines = [f"{mrn},{float(x[0])!r},{float(x[1])!r}" for mrn, x in zip(book, X)]
+    path = tmp_path / "lab-mrn.csv"
+    path.write_text("mrn,x0,x1\n" + "\n".join(lines) + "\n")
+    return str(path), book
+
+
+def test_the_lab_answers_by_mrn_from_a_csv_and_cannot_measure_while_the_modeler_run_waits(admin_console, tmp_path):
+    """Issue 14's lab flow in the browser: rows named by MRN; one answer typed, one from an uploaded CSV, one
+    "cannot measure" (the client is told and not charged twice); the run finishes; a wrong answer is corrected
+    with a reason that the audit log keeps."""
+    console, curator = admin_console, admin_console.curator
+    path, book = lab_csv(tmp_path)
+    name = unique("lab-mrn")
+    console.open("/console/datasets")
+    console.by_id("file").send_keys(path)
+    console.fill({"name": name, "feature_columns": "x0,x1", "evaluator_kind": "manual", "identifier_column": "mrn",
+                  "scaling_kind": "bounds", "lower": "0,0", "upper": "1,1", "diameter": "1", "budget_epsilon": "5"})
+    console.submit("register")
+    assert console.flash().endswith("rows are identified by 'mrn'.")
+    assert console.by_id("identifier-column").text == "mrn"
+    dataset_id = int(console.driver.current_url.rsplit("/", 1)[1])
+    release = curator.release(dataset_id, "gaussian", 2.0, 1e-6)
+    key = curator.issue_key([release.id], max_queries=3)
+    settings = RunSettings(iterations=3, hyperparameters="fixed", lengthscale=0.3, signal_variance=0.05,
+                           noise_variance=1e-4)
+    worker, outcome = run_in_background(curator, key.token, release.id, settings, tmp_path / "run.json")
+
+    handled: list[tuple[str, str]] = []
+    console.open("/console/queries")
+    for row in waiting_rows(console, dataset_id, 3):
+        query_id, mrn = row.get_attribute("data-query"), row.find_element("css selector", ".row-id").text
+        assert mrn in book  # the lab's own identifier, not an index
+        if len(handled) == 0:
+            console.shot("lab-worklist")
+            console.fill({f"value-{query_id}": repr(book[mrn])})
+            console.submit(f"answer-{query_id}")
+            handled.append(("typed", mrn))
+        elif len(handled) == 1:
+            answers = tmp_path / "answers.csv"
+            answers.write_text(f"mrn,value\n{mrn},{book[mrn]!r}\n")
+            console.by_id(f"answers-file-{dataset_id}").send_keys(str(answers))
+            console.submit(f"answers-upload-{dataset_id}")
+            assert console.flash() == "1 queries answered from answers.csv."
+            handled.append(("csv", mrn))
+        else:
+            console.fill({f"reason-{query_id}": "no sample left"})
+            console.submit(f"cannot-{query_id}")
+            assert "cannot measure" in console.flash()
+            handled.append(("cannot measure", mrn))
+    worker.join(timeout=60)
+    record = outcome["record"]
+    assert record.finished and [q.status for q in record.queries] == ["done", "done", "unmeasurable"]
+    assert [q.value for q in record.queries[:2]] == [book[mrn] for _, mrn in handled[:2]]
+    with api(curator) as admin:
+        assert next(k for k in admin.get("/v1/keys").json() if k["id"] == key.id)["used_queries"] == 3
+
+    console.open("/console/sessions")
+    (row,) = [r for r in console.all("#sessions tbody tr") if f"{key.id} (" in r.text]
+    session_id = row.get_attribute("data-session")
+    console.open(f"/console/sessions/{session_id}")
+    first, _, third = (q.get_attribute("data-query") for q in console.all("#queries tbody tr"))
+    assert console.one(f'tr[data-query="{third}"] .status').text == "cannot measure"
+    console.fill({f"correct-value-{first}": "0.5", f"correct-reason-{first}": "transcription error"})
+    console.submit(f"correct-{first}")
+    assert console.flash().startswith(f"Query {first} corrected")
+    assert console.one(f'tr[data-query="{first}"] .value').text == "0.5"
+    console.shot("session-lab")
+    console.open("/console/audit?action=correct")
+    (event,) = [r for r in console.all("#audit tbody tr") if f"query:{first}" in r.text]
+    assert "transcription error" in event.text
