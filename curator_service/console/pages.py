@@ -21,6 +21,17 @@ from curator_service.console.client import Api, ApiRefusal
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
+# The pages run no script and load only the console's own CSS; no other site may frame them (clickjacking) or
+# receive where they were (the referrer).
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; "
+                               "form-action 'self'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
 
 def _number(value: Any, digits: int = 4) -> str:
     if value is None:
@@ -89,7 +100,7 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
         security.forget_flash(page)
     if new_nonce:
         security.set_login_nonce(page, cookie)
-    page.headers["Cache-Control"] = "no-store"
+    page.headers.update(PAGE_HEADERS)
     return page
 
 

@@ -296,6 +296,14 @@ def test_the_audit_log_filters_by_action(admin_console):
     assert console.all("#injected") == [] and console.by_id("filter-actor").get_attribute("value") == injected
 
 
+def test_pages_forbid_scripts_framing_and_caching(console):
+    """The browser tests above pass under this policy, so no page needs a script or another origin."""
+    response = httpx.get(f"{console.curator.url}/console/login")
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'none'" in policy and "frame-ancestors 'none'" in policy and "default-src 'self'" in policy
+    assert response.headers["x-frame-options"] == "DENY" and response.headers["cache-control"] == "no-store"
+
+
 def test_every_page_and_the_api_reference_load_only_from_the_server(admin_console):
     """Air-gapped: nothing is fetched from another origin (Swagger UI is served from the package)."""
     console = admin_console
