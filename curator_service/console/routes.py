@@ -1,8 +1,9 @@
 """The console's pages under ``/console``: each reads and acts through the API as the logged-in token.
 
-Datasets (budget gauge, ledger, cumulative ε chart, register a CSV, make a release, raise the budget),
-releases, keys (token shown once, revoke), sessions (queries, best-so-far chart), pending manual queries
-(answer form), jobs (progress, result, DPareto front) and the audit log (filterable).
+Datasets (budget gauge, ledger, cumulative ε chart, register a CSV, make a release, raise the budget, the row
+identifier), releases, keys (caps, job kinds, expiry; token shown once; revoke), sessions (queries, best-so-far
+chart, corrections), the lab's worklists (answer by the curator's row identifier, one by one or from a CSV,
+"cannot measure"), jobs (progress, result, DPareto front) and the audit log (filterable).
 """
 
 from __future__ import annotations
@@ -40,15 +41,14 @@ AUDIT_PAGE = 10_000
 LIVE_JOB_STATES = ("queued", "running")
 
 
-async def act(back: str, call: Callable[[], Awaitable[Any]], done: Callable[[Any], str],
-              to: Callable[[Any], str] | None = None) -> RedirectResponse:
-    """Runs ``call`` (form parsing and the API request); back to ``back`` with the API's sentence if refused, else
-    to ``to(result)`` (default ``back``) with ``done(result)``."""
+async def act(back: str, call: Callable[[], Awaitable[Any]], done: Callable[[Any], str]) -> RedirectResponse:
+    """Runs ``call`` (form parsing and the API request), then back to the page ``back`` with ``done(result)``, or
+    with the API's sentence when it refused."""
     try:
         result = await call()
     except ApiRefusal as refusal:
         return refused(back, refusal)
-    return redirect(to(result) if to else back, done(result))
+    return redirect(back, done(result))
 
 
 # --- login -----------------------------------------------------------------------------------------------
