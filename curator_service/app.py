@@ -7,16 +7,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
 
 from curator_service import __version__
 from curator_service.console import install_console
 from curator_service.errors import ERROR_RESPONSES, GuardMiddleware, install_error_handlers
 from curator_service.jobs.runner import JobRunner
+from curator_service.openapi import document as openapi_document
 from curator_service.persistence.blobs import TableCache
 from curator_service.persistence.db import Database, migrate
 from curator_service.routers import ROUTERS
-from curator_service.routers.datasets import add_registration_schema
 from curator_service.settings import Settings
 from shared.api.schemas import Health
 
@@ -64,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/health", response_model=Health, tags=["health"], summary="Liveness (no authentication)")
     def health() -> Health:
+        """Liveness: answers while the service runs, with its version. Needs no token."""
         return Health(version=__version__)
 
     for router in ROUTERS:
@@ -72,10 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     def openapi() -> dict:
         if app.openapi_schema is None:
-            document = get_openapi(title=app.title, version=app.version, description=app.description,
-                                   routes=app.routes)
-            add_registration_schema(document)
-            app.openapi_schema = document
+            app.openapi_schema = openapi_document(app)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

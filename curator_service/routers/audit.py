@@ -23,5 +23,8 @@ def list_audit_events(
     actor: Annotated[str | None, Query(description="Only this actor's events ('admin' or 'key:<id>:<name>').")] = None,
     action: Annotated[str | None, Query(description="Only actions starting with this ('key.' or 'key.revoke').")] = None,
 ) -> list[AuditEvent]:
+    """Who did what, when, to which object: registrations, releases, keys, sessions, queries, jobs, reads of datasets,
+    the ledger and released inputs, and refused callers. Never a data value, a row index or a token. Filter by actor
+    or by an action prefix (`key.`); page with offset and limit."""
     with request.app.state.db.read() as session:
         return audit.list_events(session, offset=offset, limit=limit, actor=actor, action=action)

@@ -78,6 +78,9 @@ async def _read_registration(request: Request) -> tuple[DatasetSpec, bytes]:
 @router.post("/v1/datasets", status_code=201, response_model=DatasetOut,
              summary="Register a dataset (CSV upload or a path on the server)", openapi_extra=_REGISTRATION_BODY)
 async def create_dataset(request: Request, principal: Curator) -> DatasetOut:
+    """Registers a table: multipart (`file`: the CSV, `spec`: the DatasetSpec as JSON), or JSON with a `path` inside the
+    server's import root (POBO_IMPORT_ROOT; unset: uploads only). The whole table is validated before anything is
+    stored; errors name the column and row, never a cell. Rows are stored in a secret random order."""
     spec, content = await _read_registration(request)
     return await run_in_threadpool(_register, request, principal, spec, content)
 
@@ -90,6 +93,8 @@ def _register(request: Request, principal: Principal, spec: DatasetSpec, content
 
 @router.get("/v1/datasets", response_model=list[DatasetOut], summary="List datasets (metadata only)")
 def list_datasets(request: Request, principal: Curator) -> list[DatasetOut]:
+    """Metadata of every dataset: n, d, feature columns, evaluator kind, scaling and what one neighbouring step hides,
+    budget total, spent and remaining. Never a row. The read is audited."""
     with request.app.state.db.write() as session:
         audit.record(session, principal, "dataset.list")
         return datasets.list_datasets(session)
@@ -97,6 +102,7 @@ def list_datasets(request: Request, principal: Curator) -> list[DatasetOut]:
 
 @router.get("/v1/datasets/{dataset_id}", response_model=DatasetOut, summary="One dataset's metadata and budget")
 def get_dataset(request: Request, principal: Curator, dataset_id: DatasetId) -> DatasetOut:
+    """One dataset's metadata and budget (never a row). The read is audited."""
     with request.app.state.db.write() as session:
         out = datasets.get_dataset(session, dataset_id)
         audit.record(session, principal, "dataset.read", f"dataset:{dataset_id}")
@@ -106,6 +112,8 @@ def get_dataset(request: Request, principal: Curator, dataset_id: DatasetId) -> 
 @router.get("/v1/datasets/{dataset_id}/row-order", response_model=RowOrder,
             summary="Curator only: the file row behind each row index (never give it to a modeler)")
 def get_row_order(request: Request, principal: Curator, dataset_id: DatasetId) -> RowOrder:
+    """The registered file's row behind each row index of the dataset's releases: undoes the secret order, so it is for
+    the curator's own analyses only. Audited."""
     with request.app.state.db.write() as session:
         return datasets.row_order(session, request.app.state.tables, principal, dataset_id)
 
@@ -113,4 +121,7 @@ def get_row_order(request: Request, principal: Curator, dataset_id: DatasetId) -
 @router.post("/v1/datasets/{dataset_id}/plan", response_model=PlanOut, tags=["planner"],
              summary="Plan a gaussian release: noise, bound and simulated regret per ε (charges nothing)")
 def plan_release(request: Request, principal: Curator, dataset_id: DatasetId, body: PlanRequest) -> PlanOut:
+    """Plans a release at several ε before anything is charged: noise-to-spread, the bound on any modeler's advantage
+    over random search, and optionally a simulated regret curve on stand-in data of the same n, d and scaling. Reads
+    no row, spends nothing."""
     return planner.plan_release(request.app.state.db, principal, dataset_id, body)

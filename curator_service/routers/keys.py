@@ -16,12 +16,15 @@ router = APIRouter(tags=["keys"])
 
 @router.post("/v1/keys", status_code=201, response_model=KeyCreated, summary="Create a key (its token is shown once)")
 def create_key(request: Request, principal: Curator, body: KeyCreateWithPolicy) -> KeyCreated:
+    """Creates a modeler (or curator) key scoped to releases, with a query budget and an optional policy. The token is
+    shown once and only its hash is stored."""
     with request.app.state.db.write() as session:
         return keys.create_key(session, principal, body, policy=body)
 
 
 @router.get("/v1/keys", response_model=list[KeyOut], summary="List keys (never their tokens)")
 def list_keys(request: Request, principal: Curator) -> list[KeyOut]:
+    """Every key with its scope, query budget and use, and whether it is revoked; never a token."""
     with request.app.state.db.read() as session:
         return keys.list_keys(session)
 
@@ -29,6 +32,7 @@ def list_keys(request: Request, principal: Curator) -> list[KeyOut]:
 @router.get("/v1/keys/me/policy", response_model=KeyPolicyOut,
             summary="The calling key's own policy (caps, job kinds, expiry) and what it has spent")
 def my_policy(request: Request, principal: AnyRole) -> KeyPolicyOut:
+    """The calling key's own policy (caps, job kinds, expiry) and what it has spent so far."""
     if principal.key_id is None:
         raise ApiError(422, "validation_error", "the admin token is not a key and has no policy; call this with a key")
     with request.app.state.db.read() as session:
@@ -38,17 +42,20 @@ def my_policy(request: Request, principal: AnyRole) -> KeyPolicyOut:
 @router.get("/v1/keys/{key_id}/policy", response_model=KeyPolicyOut,
             summary="A key's policy (caps, job kinds, expiry) and what it has spent")
 def get_policy(request: Request, principal: Curator, key_id: KeyId) -> KeyPolicyOut:
+    """A key's policy (caps, job kinds, expiry) and what it has spent so far."""
     with request.app.state.db.read() as session:
         return keys.get_policy(session, key_id)
 
 
 @router.put("/v1/keys/{key_id}/policy", response_model=KeyPolicyOut, summary="Replace a key's policy")
 def set_policy(request: Request, principal: Curator, key_id: KeyId, body: KeyPolicy) -> KeyPolicyOut:
+    """Replaces a key's policy (caps, job kinds, expiry). Audited."""
     with request.app.state.db.write() as session:
         return keys.set_policy(session, principal, key_id, body)
 
 
 @router.delete("/v1/keys/{key_id}", response_model=KeyOut, summary="Revoke a key (its sessions stop working)")
 def revoke_key(request: Request, principal: Curator, key_id: KeyId) -> KeyOut:
+    """Revokes a key: its token stops working at once, for new sessions and for queries in open ones. Audited."""
     with request.app.state.db.write() as session:
         return keys.revoke_key(session, principal, key_id)

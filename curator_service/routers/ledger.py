@@ -15,6 +15,8 @@ router = APIRouter(tags=["ledger and audit"])
 @router.post("/v1/datasets/{dataset_id}/budget", status_code=201, response_model=BudgetStatus,
              summary="Raise a dataset's total budget (a recorded, audited ledger entry)")
 def raise_budget(request: Request, principal: Curator, dataset_id: DatasetId, body: BudgetRaise) -> BudgetStatus:
+    """Raises a dataset's total (ε, δ) by a recorded ledger entry with the curator's reason; a budget never changes
+    silently, and the total δ must stay below 1."""
     with request.app.state.db.write() as session:
         return ledger.raise_budget(session, principal, dataset_id, body)
 
@@ -25,6 +27,8 @@ def list_ledger(
     principal: Curator,
     dataset_id: DatasetFilter = None,
 ) -> list[LedgerEntry]:
+    """Every privacy-budget entry, oldest first: what was spent (ε, δ, mechanism, noise, sensitivity), for what and by
+    whom, and the curator's raises. The read is audited."""
     with request.app.state.db.write() as session:
         audit.record(session, principal, "ledger.read", None if dataset_id is None else f"dataset:{dataset_id}")
         return ledger.list_entries(session, dataset_id)

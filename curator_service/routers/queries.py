@@ -31,6 +31,8 @@ def list_pending_queries(
     principal: Curator,
     dataset_id: DatasetFilter = None,
 ) -> PendingQueryList:
+    """Manual-evaluator queries waiting for a measurement, with the file row to measure (the curator's number; never
+    shown to the modeler)."""
     with request.app.state.db.read() as session:
         return queries.pending_queries(session, request.app.state.tables, dataset_id)
 
@@ -38,6 +40,8 @@ def list_pending_queries(
 @router.post("/v1/queries/{query_id}/answer", response_model=QueryResult,
              summary="Post the measurement of a pending manual query")
 def answer_query(request: Request, principal: Curator, query_id: QueryId, body: AnswerRequest) -> QueryResult:
+    """Posts the measured value of a pending manual query; an answer cannot be changed afterwards except by a recorded
+    correction."""
     with request.app.state.db.write() as session:
         return queries.answer_query(session, principal, query_id, body.value)
 
@@ -46,6 +50,8 @@ def answer_query(request: Request, principal: Curator, query_id: QueryId, body: 
             summary="Name the column that identifies a row for the curator (e.g. the MRN; never sent to a modeler)")
 def set_identifier_column(request: Request, principal: Curator, dataset_id: DatasetId,
                           body: IdentifierColumn) -> IdentifierColumnOut:
+    """Names the column that identifies a row for the curator's lab (e.g. a record number). It is never sent to a
+    modeler."""
     with request.app.state.db.write() as session:
         return lab.set_identifier_column(session, request.app.state.tables, principal, dataset_id, body.column)
 
@@ -53,6 +59,7 @@ def set_identifier_column(request: Request, principal: Curator, dataset_id: Data
 @router.get("/v1/datasets/{dataset_id}/worklist", response_model=Worklist,
             summary="A dataset's pending manual queries, by the curator's row identifier")
 def worklist(request: Request, principal: Curator, dataset_id: DatasetId) -> Worklist:
+    """A dataset's pending manual queries listed by the curator's row identifier, for the lab."""
     with request.app.state.db.read() as session:
         return lab.worklist(session, request.app.state.tables, dataset_id)
 
@@ -61,6 +68,7 @@ def worklist(request: Request, principal: Curator, dataset_id: DatasetId) -> Wor
              summary="Answer pending queries by row identifier, all or nothing")
 def answer_by_identifier(request: Request, principal: Curator, dataset_id: DatasetId,
                          body: IdentifiedAnswers) -> AnswersOut:
+    """Answers pending queries by the curator's row identifier, all or nothing."""
     answers = [lab.Answer(f"answer {k}", a.identifier, a.value) for k, a in enumerate(body.answers, start=1)]
     with request.app.state.db.write() as session:
         return lab.answer_by_identifier(session, request.app.state.tables, principal, dataset_id, answers)
@@ -71,6 +79,7 @@ def answer_by_identifier(request: Request, principal: Curator, dataset_id: Datas
 def answer_from_csv(request: Request, principal: Curator, dataset_id: DatasetId,
                     file: Annotated[UploadFile, File(description="A header line (e.g. mrn,value), then "
                                                                  "identifier,value lines.")]) -> AnswersOut:
+    """Answers pending queries from a CSV (a header line, then identifier,value lines), all or nothing."""
     answers = lab.parse_answers_csv(file.file.read())
     with request.app.state.db.write() as session:
         return lab.answer_by_identifier(session, request.app.state.tables, principal, dataset_id, answers)
@@ -79,6 +88,7 @@ def answer_from_csv(request: Request, principal: Curator, dataset_id: DatasetId,
 @router.post("/v1/queries/{query_id}/cannot-measure", response_model=QueryResult,
              summary="Mark a pending query 'cannot measure' (status unmeasurable; it keeps its one charge)")
 def cannot_measure(request: Request, principal: Curator, query_id: QueryId, body: CannotMeasure) -> QueryResult:
+    """Marks a pending query as unmeasurable; it keeps its one charge."""
     with request.app.state.db.write() as session:
         return lab.cannot_measure(session, principal, query_id, body.reason)
 
@@ -86,5 +96,6 @@ def cannot_measure(request: Request, principal: Curator, query_id: QueryId, body
 @router.post("/v1/queries/{query_id}/correct", response_model=QueryResult,
              summary="Correct a manual answer (the audit log keeps the old value and the reason)")
 def correct_answer(request: Request, principal: Curator, query_id: QueryId, body: Correction) -> QueryResult:
+    """Corrects a manual answer with a reason; the change is recorded in the audit log."""
     with request.app.state.db.write() as session:
         return lab.correct(session, principal, query_id, body.value, body.reason)

@@ -19,6 +19,10 @@ NPY = "application/x-npy"
 @router.post("/v1/datasets/{dataset_id}/releases", status_code=201, response_model=ReleaseOut,
              summary="Release a dataset's inputs (charged to its budget)")
 def create_release(request: Request, principal: Curator, dataset_id: DatasetId, body: ReleaseCreate) -> ReleaseOut:
+    """Releases a dataset's inputs with a mechanism and (ε, δ, dim): the certified `gaussian` (optionally with private
+    measurements or DP-PCA), or the uncertified `po-gp-ucb` when the operator enables it. Charged to the dataset's
+    budget in the transaction that stores it; refused if it would overdraw. The projection matrix is never stored or
+    returned."""
     state = request.app.state
     return releases.create_release(state.db, state.tables, state.settings, principal, dataset_id, body)
 
@@ -29,12 +33,16 @@ def list_releases(
     principal: AnyRole,
     dataset_id: DatasetFilter = None,
 ) -> list[ReleaseOut]:
+    """Release metadata this caller may see: every release for the curator, the releases its key is scoped to for a
+    modeler. Filter by dataset."""
     with request.app.state.db.read() as session:
         return releases.list_releases(session, request.app.state.settings, principal, dataset_id)
 
 
 @router.get("/v1/releases/{release_id}", response_model=ReleaseOut, summary="One release's metadata")
 def get_release(request: Request, principal: AnyRole, release_id: ReleaseId) -> ReleaseOut:
+    """One release's metadata: mechanism, certified, (ε, δ), n, dim, noise and every public parameter, warnings. A
+    release out of a modeler's scope answers 404, like one that does not exist."""
     with request.app.state.db.read() as session:
         return releases.get_release(session, request.app.state.settings, principal, release_id)
 
@@ -53,6 +61,8 @@ def get_release_inputs(
     limit: Annotated[int, Query(ge=1, le=100_000, description="Rows in the page.")] = 10_000,
     accept: Annotated[str | None, Header()] = None,
 ) -> InputsPage | Response:
+    """The released inputs Z: a JSON page of rows (offset, limit), or with `Accept: application/x-npy` the whole n × dim
+    matrix as a .npy body. Every download is audited."""
     npy = bool(accept and NPY in accept)
     what = "the whole matrix as .npy" if npy else f"rows from {offset}, at most {limit}"
     with request.app.state.db.write() as session:  # a download is audited, like every use of a release
@@ -67,5 +77,7 @@ def get_release_inputs(
 def reconstruction_audit(
     request: Request, principal: Curator, release_id: ReleaseId, body: ReconstructionAuditRequest
 ) -> ReconstructionAuditOut:
+    """Simulates an attacker who knows `known` records and their row indices and reports the aggregate reconstruction
+    error over the other rows (never a row): shows how exposed a release is (po-gp-ucb: exactly)."""
     state = request.app.state
     return reconstruction.reconstruction_audit(state.db, state.tables, state.settings, principal, release_id, body)

@@ -15,6 +15,7 @@ router = APIRouter(tags=["sessions and queries"])
 @router.post("/v1/releases/{release_id}/sessions", status_code=201, response_model=SessionOut,
              summary="Open a session on a release (modeler key)")
 def open_session(request: Request, principal: Modeler, release_id: ReleaseId) -> SessionOut:
+    """Opens a modeling session on a release in the key's scope; queries in it are charged to the key's query budget."""
     with request.app.state.db.write() as session:
         return queries.open_session(session, request.app.state.settings, principal, release_id)
 
@@ -25,12 +26,14 @@ def list_sessions(
     principal: AnyRole,
     release_id: ReleaseFilter = None,
 ) -> list[SessionOut]:
+    """Sessions this caller may see: every session for the curator, its own key's for a modeler. Filter by release."""
     with request.app.state.db.read() as session:
         return queries.list_sessions(session, principal, release_id)
 
 
 @router.get("/v1/sessions/{session_id}", response_model=SessionOut, summary="A session's status and budget")
 def get_session(request: Request, principal: AnyRole, session_id: SessionId) -> SessionOut:
+    """A session's status and its key's query budget (max and used)."""
     with request.app.state.db.read() as session:
         return queries.get_session(session, principal, session_id)
 
@@ -38,6 +41,9 @@ def get_session(request: Request, principal: AnyRole, session_id: SessionId) -> 
 @router.post("/v1/sessions/{session_id}/queries", response_model=QueryResponse,
              summary="Measure rows by index (charged to the key's query budget)")
 def create_queries(request: Request, principal: Modeler, session_id: SessionId, body: QueryRequest) -> QueryResponse:
+    """Measures rows by index: the curator measures each preimage row (or returns its private measurement) and stores
+    the answer before responding; a manual evaluator's queries stay pending. Each index is charged to the key's query
+    budget once; a repeated request_id returns the stored results uncharged."""
     state = request.app.state
     with state.db.write() as session:
         return queries.create_queries(session, state.tables, state.settings, principal, session_id, body)
@@ -46,11 +52,13 @@ def create_queries(request: Request, principal: Modeler, session_id: SessionId, 
 @router.get("/v1/sessions/{session_id}/queries", response_model=QueryList,
             summary="Every query of a session, in order (to resume)")
 def list_session_queries(request: Request, principal: AnyRole, session_id: SessionId) -> QueryList:
+    """Every query of a session in order, with its status and value, to resume a run."""
     with request.app.state.db.read() as session:
         return queries.list_session_queries(session, principal, session_id)
 
 
 @router.post("/v1/sessions/{session_id}/close", response_model=SessionOut, summary="Close a session")
 def close_session(request: Request, principal: AnyRole, session_id: SessionId) -> SessionOut:
+    """Closes a session; no further queries are accepted in it."""
     with request.app.state.db.write() as session:
         return queries.close_session(session, principal, session_id)

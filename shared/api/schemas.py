@@ -123,12 +123,19 @@ def _json_integer(value: Any) -> Any:
     return value
 
 
+def _bounded_integer(low: int, high: int) -> Any:
+    """A JSON integer from ``low`` to ``high`` (the bounds come before the type check so that the JSON schema shows
+    them as ``minimum`` and ``maximum``)."""
+    return Annotated[int, Field(ge=low, le=high), BeforeValidator(_json_integer)]
+
+
 Number = Annotated[float, BeforeValidator(_json_number)]
 """A float field that accepts only JSON numbers (integers included)."""
 Integer = Annotated[int, BeforeValidator(_json_integer)]
-Id = Annotated[Integer, Field(ge=1, le=DB_INT_MAX)]
+Id = _bounded_integer(1, DB_INT_MAX)
 """An object id: 1 to 2^31 − 1."""
-Count = Annotated[Integer, Field(ge=1, le=DB_INT_MAX)]
+Count = _bounded_integer(1, DB_INT_MAX)
+RowIndex = _bounded_integer(0, DB_INT_MAX)
 
 
 def _dim(value: Any) -> int | str:
@@ -142,7 +149,8 @@ def _dim(value: Any) -> int | str:
 Dim = Annotated[int | Literal["auto"], PlainValidator(_dim), WithJsonSchema({"anyOf": [
     {"type": "integer", "minimum": 1, "maximum": MAX_RELEASE_DIM}, {"type": "string", "enum": ["auto"]}]})]
 """A projection dimension: an integer r from 1 to :data:`MAX_RELEASE_DIM`, or ``"auto"`` (one error, no union noise)."""
-Seed = Annotated[Integer, Field(ge=0, le=SEED_MAX, description="Research mode only; refused in production mode.")]
+Seed = _bounded_integer(0, SEED_MAX)
+"""A seed (research mode only; refused in production mode)."""
 
 
 class ErrorBody(_Model):
@@ -421,7 +429,7 @@ class ReleaseCreate(ReleaseOptions):
     mechanism: Mechanism
     epsilon: Number = Field(gt=0, allow_inf_nan=False, description="ε charged for this release; must be finite and > 0.")
     delta: Number = Field(gt=0, lt=1, description="δ charged for this release; must be in (0, 1).")
-    seed: Seed | None = None
+    seed: Seed | None = Field(default=None, description="Research mode only; refused in production mode.")
 
     @model_validator(mode="after")
     def _options_fit_mechanism(self) -> ReleaseCreate:
@@ -630,7 +638,7 @@ class SessionOut(_Model):
 
 
 class QueryRequest(_Model):
-    indices: list[Annotated[Integer, Field(ge=0, le=DB_INT_MAX)]] = Field(
+    indices: list[RowIndex] = Field(
         min_length=1, description="Row indices into the released inputs Z (0 to n − 1)."
     )
     request_id: str | None = Field(
@@ -679,7 +687,7 @@ class PendingQueryList(_Model):
 class ReconstructionAuditRequest(_Model):
     """Simulate an attacker who knows ``known`` records and their row indices (chosen at random)."""
 
-    known: Annotated[Integer, Field(ge=1, le=DB_INT_MAX)] = Field(
+    known: Count = Field(
         description="How many records the attacker knows (d + 1 suffice against po-gp-ucb).")
     seed: Seed | None = Field(default=None, description="Picks the known rows reproducibly; research mode only.")
 
@@ -715,6 +723,11 @@ class LedgerEntry(_Model):
     purpose: str
     release_id: int | None = None
     job_id: int | None = None
+    mechanism: str | None = Field(default=None, description="The mechanism that spent it (null: not recorded).")
+    event: dict[str, Any] | None = Field(
+        default=None, description="What was spent, as data: the DP event (noise σ or scale, sensitivity, composition)."
+    )
+    actor: str | None = Field(default=None, description="Who caused it: 'admin' or 'key:<id>:<name>' (null: unknown).")
     created_at: datetime
 
 
