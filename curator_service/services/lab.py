@@ -67,9 +67,17 @@ def row_identifiers(table: RawTable, column: str | None) -> list[str]:
 
 def set_identifier_column(session: Session, tables: TableCache, principal: Principal, dataset_id: int,
                           column: str) -> IdentifierColumnOut:
-    """Names the column that identifies a row for the curator: a column of the table that is not released (not a
-    feature, not the measurement), with a value in every row and no value twice."""
+    """``PUT /v1/datasets/{id}/identifier-column``: :func:`name_identifier_column` on a registered dataset."""
     dataset = get_or_404(session, Dataset, dataset_id, lock=True)
+    return name_identifier_column(session, principal, dataset, cached_table(tables, dataset), column)
+
+
+def name_identifier_column(session: Session, principal: Principal, dataset: Dataset, table: RawTable,
+                           column: str) -> IdentifierColumnOut:
+    """Names the column that identifies a row for the curator: a column of the table that is not released (not a
+    feature, not the measurement), with a value in every row and no value twice. ``table`` is the dataset's raw
+    table (at registration, the one just parsed; the dataset must be flushed, so it has its id)."""
+    dataset_id = dataset.id
     if column not in dataset.columns:
         raise invalid(f"column {column!r} is not in dataset {dataset_id}; its columns are {dataset.columns}")
     if column in dataset.feature_columns:
@@ -77,7 +85,6 @@ def set_identifier_column(session: Session, tables: TableCache, principal: Princ
                       "not a feature (an identifier never leaves the curator)")
     if dataset.evaluator.get("column") == column:
         raise invalid(f"column {column!r} is the measured column; choose the column that names the row")
-    table = cached_table(tables, dataset)
     identifiers = row_identifiers(table, column)
     empty = next((i for i, text in enumerate(identifiers) if not text), None)
     if empty is not None:
