@@ -128,12 +128,21 @@ def release_held_out_scores(model: Any, X: np.ndarray, y: np.ndarray, epsilon: f
             "noise_scale": sensitivity / half}
 
 
+class UnknownColumn(ValueError):
+    """For ``cost``: a parameter names a column the dataset does not have. The sentence names no other column
+    (a modeler may not learn the table's columns); the API lists ``columns`` to a curator caller."""
+
+    def __init__(self, parameter: str, column: str, columns: tuple[str, ...]) -> None:
+        super().__init__(f"{parameter} {column!r} is not in the dataset")
+        self.columns = columns
+
+
 def check_label_column(dataset: DatasetInfo | None, column: str) -> None:
     """For ``cost``: the label column must be a column of the dataset and not one of its features."""
     if dataset is None:
         return
     if column not in dataset.columns:
-        raise ValueError(f"label_column {column!r} is not in the dataset; the columns are {list(dataset.columns)}")
+        raise UnknownColumn("label_column", column, dataset.columns)
     if column in dataset.feature_columns:
         raise ValueError("label_column must not be one of the feature columns")
 

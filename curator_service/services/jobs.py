@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from curator_service.errors import api_error_from_validation
-from curator_service.jobs import KINDS, DatasetInfo, JobKind
+from curator_service.jobs import KINDS, DatasetInfo, JobKind, UnknownColumn
 from curator_service.jobs.runner import dataset_info
 from curator_service.persistence.db import Database
 from curator_service.persistence.models import Dataset, Job, utcnow
@@ -49,11 +49,15 @@ def kind_for(principal: Principal, name: str) -> JobKind:
     return kind
 
 
-def job_cost(kind: JobKind, params: dict, info: DatasetInfo | None) -> tuple[float, float]:
-    """The kind's (ε, δ) for ``params``: a 422 naming the parameter when they are bad; a kind that returns an
-    impossible cost is a bug of the kind (500)."""
+def job_cost(kind: JobKind, params: dict, info: DatasetInfo | None, principal: Principal) -> tuple[float, float]:
+    """The kind's (ε, δ) for ``params``: a 422 naming the parameter when they are bad (an unknown column's lists the
+    table's columns to a curator only); a kind that returns an impossible cost is a bug of the kind (500)."""
     try:
         epsilon, delta = kind.cost(params, info)
+    except UnknownColumn as exc:
+        known = (f"the columns are {list(exc.columns)}" if principal.is_curator
+                 else "ask the curator for the column's name")
+        raise ApiError(422, "validation_error", f"bad params for job kind {kind.name!r}: {exc}; {known}") from None
     except ValidationError as exc:
         raise api_error_from_validation(exc, prefix="params.") from None
     except ValueError as exc:
@@ -80,7 +84,7 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
         info = None
         if body.dataset_id is not None:
             info = dataset_info(session, visible_or_404(session, principal, Dataset, body.dataset_id))
-        epsilon, delta = job_cost(kind, body.params, info)
+        epsilon, delta = job_cost(kind, body.params, info, principal)
     with db.write() as session:
         entry = None
         if epsilon > 0 or delta > 0:

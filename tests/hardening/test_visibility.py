@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.curator_service.conftest import assert_error, dataset_spec, modeler_key, release, upload
+from tests.curator_service.conftest import assert_error, dataset_spec, release, upload
 
 MISSING = 999_999
 
@@ -35,7 +35,10 @@ def world(connect):
         ids[name] = (dataset["id"], release(admin, dataset["id"], dim=2)["id"])
     clients = {}
     for who, name in (("mine", "A"), ("theirs", "B")):
-        client = connect(modeler_key(admin, [ids[name][1]])["token"], url=str(admin.base_url))
+        key = admin.post("/v1/keys", json={"name": who, "release_ids": [ids[name][1]], "max_queries": 10,
+                                           "jobs": ["dp-mean", "dp-bo"]})
+        assert key.status_code == 201, key.text
+        client = connect(key.json()["token"], url=str(admin.base_url))
         session = client.post(f"/v1/releases/{ids[name][1]}/sessions").json()
         job = client.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": ids[name][0],
                                              "params": {"column": "a", "lower": 0, "upper": 1, "epsilon": 0.1}})

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind, bounded_mean_sensitivity
+from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind, UnknownColumn, bounded_mean_sensitivity
 from curator_service.services.ledger_events import Event, laplace_event
 from shared.dp.mechanisms import laplace_mechanism
 
@@ -50,7 +50,7 @@ class DpMeanParams(BaseModel):
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
     parsed = DpMeanParams.model_validate(params)
     if dataset is not None and parsed.column not in dataset.columns:
-        raise ValueError(f"column {parsed.column!r} is not in the dataset; the columns are {list(dataset.columns)}")
+        raise UnknownColumn("column", parsed.column, dataset.columns)
     return parsed.epsilon, 0.0
 
 
