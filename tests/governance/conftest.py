@@ -6,6 +6,7 @@ Everything goes through HTTP as a curator, a lab user and a modeler would use it
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -15,14 +16,24 @@ import numpy as np
 import pytest
 
 from curator_service.testing import LocalCurator
+from tests.curator_service.conftest import reset_postgres
 
 FEATURES = ["a", "b", "c"]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory) -> Iterator[LocalCurator]:
-    """One server per test module (research mode, as the harness sets it: the curator may seed)."""
-    server = LocalCurator(tmp_path_factory.mktemp("governance-curator")).start()
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def lab(request, tmp_path_factory) -> Iterator[LocalCurator]:
+    """One server per test module and backend (research mode, as the harness sets it: the curator may seed). On
+    PostgreSQL the key's row lock and the lab's ``FOR UPDATE OF queries`` are real; it runs when
+    POBO_TEST_POSTGRES_URL is set (.ci/run does), from an empty schema."""
+    env = {}
+    if request.param == "postgres":
+        url = os.environ.get("POBO_TEST_POSTGRES_URL")
+        if not url:
+            pytest.skip("POBO_TEST_POSTGRES_URL is not set; .ci/run starts a PostgreSQL server and sets it")
+        reset_postgres(url)
+        env["POBO_DATABASE_URL"] = url
+    server = LocalCurator(tmp_path_factory.mktemp("governance-curator"), env=env).start()
     yield server
     server.stop()
 
