@@ -36,6 +36,7 @@ def assert_charged_once_per_row(record: RunRecord, curator, bowl, T: int) -> Non
     assert sorted(q.query_id for q in server) == sorted(q.query_id for q in record.queries)
 
 
+@pytest.mark.slow  # torch's import alone takes 8 s; 25-50 s in all on this machine
 def test_botorch_example_runs_q_batch_ucb_over_the_released_rows(bowl, curator, tmp_path):
     pytest.importorskip("botorch")
     record = run_example("botorch_discrete", bowl, curator, tmp_path, "-T", "8", "--batch", "4")
