@@ -6,6 +6,7 @@ Each refusal is checked to leave the ledger, the jobs and the releases exactly a
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -97,6 +98,28 @@ def test_a_policy_can_be_replaced_later_and_the_change_is_audited(lab, table):
         assert any(e["action"] == "key.policy" and e["target"] == f"key:{key['id']}"
                    for e in admin.get("/v1/audit").json())
     assert_error(submit(lab, key["token"], dataset["id"], "dp-mean", dp_mean(0.2)), 403, "forbidden")
+
+
+def test_concurrent_charges_of_one_key_on_two_datasets_cannot_both_pass_its_cap(lab, table):
+    """Each charge locks its own dataset; only the key's row lock stops two of them from both reading the key's
+    spend as 0 (PostgreSQL, READ COMMITTED). Five rounds of two simultaneous 0.6 charges under a cap of 1."""
+    first, release = table
+    second = register_csv(lab, lab_csv(seed=2)[0], budget=(50.0, 1e-3))
+    for _ in range(5):
+        token = create_key(lab, [release["id"], make_release(lab, second["id"], epsilon=0.01)["id"]],
+                           epsilon_cap=1.0, jobs=["dp-mean"])["token"]
+        start, statuses = threading.Barrier(2), []
+
+        def charge(dataset_id: int) -> None:
+            start.wait()
+            statuses.append(submit(lab, token, dataset_id, "dp-mean", dp_mean(0.6)).status_code)
+
+        workers = [threading.Thread(target=charge, args=(d["id"],)) for d in (first, second)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert sorted(statuses) == [202, 409]
 
 
 def test_a_delta_cap_counts_the_whole_charge(lab, table):
