@@ -7,6 +7,7 @@ backends); this file adds an HTTP client per caller and the server's captured lo
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ from tests.curator_service.conftest import (  # noqa: F401 - fixtures re-exporte
     database_url,
     live_server,
     make_settings,
+    modeler_key,
+    register,
+    release,
 )
 
 
@@ -55,3 +59,36 @@ def curator_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalC
 
 def process_client(server: LocalCurator, token: str) -> httpx.Client:
     return httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
+@dataclass(frozen=True)
+class World:
+    """A live server with one dataset, one release, a modeler key scoped to it and the key's open session."""
+
+    admin: httpx.Client
+    modeler: httpx.Client
+    dataset: dict[str, Any]
+    release: dict[str, Any]
+    key: dict[str, Any]
+    session: dict[str, Any]
+
+
+@pytest.fixture
+def open_world(connect: Callable[..., httpx.Client]) -> Callable[..., World]:
+    """``open_world(**settings)``: a :class:`World` on a fresh server."""
+
+    def make(**settings: Any) -> World:
+        admin = connect(**settings)
+        dataset = register(admin)
+        rel = release(admin, dataset["id"])
+        key = modeler_key(admin, [rel["id"]])
+        modeler = connect(key["token"], url=str(admin.base_url))
+        session = modeler.post(f"/v1/releases/{rel['id']}/sessions").json()
+        return World(admin, modeler, dataset, rel, key, session)
+
+    return make
+
+
+@pytest.fixture
+def world(open_world: Callable[..., World]) -> World:
+    return open_world()

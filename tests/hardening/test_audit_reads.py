@@ -5,27 +5,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from tests.curator_service.conftest import modeler_key, register, release
-
-
-@pytest.fixture
-def world(connect):
-    admin = connect()
-    dataset = register(admin)
-    rel = release(admin, dataset["id"])
-    key = modeler_key(admin, [rel["id"]])
-    modeler = connect(key["token"], url=str(admin.base_url))
-    return admin, modeler, dataset, rel, key
-
 
 def events_since(admin, start: int) -> list[dict]:
     return admin.get("/v1/audit", params={"offset": start}).json()
 
 
 def test_downloads_of_released_inputs_are_audited_in_both_formats(world):
-    admin, modeler, _, rel, key = world
+    admin, modeler, rel, key = world.admin, world.modeler, world.release, world.key
     start = len(admin.get("/v1/audit").json())
     assert modeler.get(f"/v1/releases/{rel['id']}/inputs").status_code == 200
     assert modeler.get(f"/v1/releases/{rel['id']}/inputs", headers={"Accept": "application/x-npy"}).status_code == 200
@@ -36,7 +22,7 @@ def test_downloads_of_released_inputs_are_audited_in_both_formats(world):
 
 
 def test_reads_of_the_ledger_and_of_datasets_are_audited(world):
-    admin, _, dataset, _, _ = world
+    admin, dataset = world.admin, world.dataset
     start = len(admin.get("/v1/audit").json())
     admin.get("/v1/ledger")
     admin.get("/v1/datasets")
@@ -48,7 +34,7 @@ def test_reads_of_the_ledger_and_of_datasets_are_audited(world):
 
 
 def test_failed_and_denied_authentication_are_audited_without_the_token(world):
-    admin, modeler, _, _, key = world
+    admin, modeler, key = world.admin, world.modeler, world.key
     start = len(admin.get("/v1/audit").json())
     wrong = "pobo_not-a-real-token-4417"
     with_wrong = admin.get("/v1/ledger", headers={"Authorization": f"Bearer {wrong}"})

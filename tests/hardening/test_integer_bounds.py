@@ -6,36 +6,20 @@ from __future__ import annotations
 
 import pytest
 
-from tests.curator_service.conftest import (
-    assert_error,
-    dataset_spec,
-    modeler_key,
-    register,
-    release,
-    synthetic_table,
-    table_csv,
-    upload,
-)
+from tests.curator_service.conftest import assert_error, dataset_spec, synthetic_table, table_csv, upload
 
 BEYOND = [2**31, 2**63, 2**64]
 
 
 @pytest.fixture
-def world(connect, database_url):
-    """An admin client on a server over ``database_url`` (SQLite, and PostgreSQL when configured), with one
-    dataset, one release and a modeler's open session."""
-    admin = connect(database_url=database_url)
-    dataset = register(admin)
-    rel = release(admin, dataset["id"])
-    key = modeler_key(admin, [rel["id"]])
-    modeler = connect(key["token"], url=str(admin.base_url))
-    session = modeler.post(f"/v1/releases/{rel['id']}/sessions").json()
-    return admin, modeler, session
+def world(open_world, database_url):
+    """The world on SQLite, and on PostgreSQL when configured."""
+    return open_world(database_url=database_url)
 
 
 @pytest.mark.parametrize("big", BEYOND)
 def test_ids_beyond_the_database_range_are_4xx(world, big):
-    admin, modeler, _ = world
+    admin, modeler = world.admin, world.modeler
     requests = [
         (admin, "GET", f"/v1/datasets/{big}", None), (admin, "GET", f"/v1/releases/{big}", None),
         (admin, "GET", f"/v1/releases/{big}/inputs", None), (admin, "DELETE", f"/v1/keys/{big}", None),
@@ -60,20 +44,20 @@ def test_ids_beyond_the_database_range_are_4xx(world, big):
     {"name": "k", "release_ids": [1], "max_queries": 2**63},
 ])
 def test_counts_beyond_the_database_range_are_422(world, body):
-    admin, _, _ = world
+    admin = world.admin
     assert_error(admin.post("/v1/keys", json=body), 422, "validation_error", "max_queries")
     assert len(admin.get("/v1/keys").json()) == 1
 
 
 @pytest.mark.parametrize("seed", [-1, 2**64, 2**200])
 def test_seeds_outside_their_range_are_422(world, seed):
-    admin, _, _ = world
+    admin = world.admin
     body = {"mechanism": "gaussian", "epsilon": 0.1, "delta": 1e-6, "seed": seed}
     assert_error(admin.post("/v1/datasets/1/releases", json=body), 422, "validation_error", "seed")
 
 
 def test_query_indices_beyond_the_range_are_422(world):
-    _, modeler, session = world
+    modeler, session = world.modeler, world.session
     for big in BEYOND:
         response = modeler.post(f"/v1/sessions/{session['id']}/queries", json={"indices": [big]})
         assert_error(response, 422, "validation_error", "ind")
