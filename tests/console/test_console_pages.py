@@ -54,14 +54,28 @@ def api(curator, token: str | None = None) -> httpx.Client:
 
 
 def run_in_background(curator, token: str, release_id: int, settings: RunSettings, path):
-    """The modeler's real GP-UCB client on its own thread (it waits on manual queries); ``outcome["record"]`` is
-    its run record once the thread is joined."""
+    """The modeler's real GP-UCB client on its own thread (it waits on manual queries). :func:`finished_run` joins
+    it and returns its run record."""
     run = RemoteGPUCB.start(ModelerClient(curator.url, token), release_id, settings, path, poll=0.1, max_poll=0.3,
                             pending_timeout=120)
     outcome: dict = {}
-    worker = threading.Thread(target=lambda: outcome.setdefault("record", run.run()), daemon=True)
+
+    def target() -> None:
+        try:
+            outcome["record"] = run.run()
+        except Exception as error:  # reported by finished_run
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, daemon=True)
     worker.start()
     return worker, outcome
+
+
+def finished_run(worker: threading.Thread, outcome: dict, timeout: float = 60):
+    worker.join(timeout=timeout)
+    assert not worker.is_alive(), f"the modeler's run is still waiting {timeout} s after the last answer"
+    assert "error" not in outcome, f"the modeler's run failed: {outcome['error']!r}"
+    return outcome["record"]
 
 
 def waiting_rows(console, dataset_id: int, count: int, timeout: float = 120):
@@ -229,8 +243,7 @@ def test_answer_a_pending_query_in_the_console_while_the_modeler_client_waits(ad
         console.submit(f"answer-{query_id}")
         assert console.flash().startswith(f"Query {query_id} answered")
         answers[query_id] = value
-    worker.join(timeout=60)
-    record = outcome["record"]
+    record = finished_run(worker, outcome)
     assert record.finished and {q.query_id: q.value for q in record.done()} == answers
 
     console.open("/console/queries")
@@ -376,8 +389,7 @@ def test_the_lab_answers_by_mrn_from_a_csv_and_cannot_measure_while_the_modeler_
             console.submit(f"cannot-{query_id}")
             assert "cannot measure" in console.flash()
             handled.append(("cannot measure", mrn))
-    worker.join(timeout=60)
-    record = outcome["record"]
+    record = finished_run(worker, outcome)
     assert record.finished and [q.status for q in record.queries] == ["done", "done", "unmeasurable"]
     assert [q.value for q in record.queries[:2]] == [book[mrn] for _, mrn in handled[:2]]
     with api(curator) as admin:
