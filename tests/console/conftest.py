@@ -101,6 +101,8 @@ class ConsoleBrowser:
             element = self.by_id(element_id)
             if element.tag_name == "select":
                 Select(element).select_by_value(value)
+            elif element.get_attribute("type") == "datetime-local":  # typing into it depends on the locale
+                self.driver.execute_script("arguments[0].value = arguments[1]", element, value)
             else:
                 element.clear()
                 element.send_keys(value)

@@ -169,7 +169,8 @@ def test_create_a_key_see_its_token_once_and_revoke_it(admin_console):
     release = console.curator.release(dataset.id, "gaussian", 1.0, 1e-6)
     name = unique("consultancy")
     console.open("/console/keys")
-    console.fill({"key_name": name, "key_role": "modeler", "max_queries": "7", "epsilon_cap": "1", "jobs": "dp-bo"})
+    console.fill({"key_name": name, "key_role": "modeler", "max_queries": "7", "epsilon_cap": "1", "jobs": "dp-bo",
+                  "expires_at": "2030-01-02T03:04"})
     console.click(f"scope-{release.id}")
     console.submit("create-key")
     token = console.by_id("new-token").text
@@ -185,9 +186,10 @@ def test_create_a_key_see_its_token_once_and_revoke_it(admin_console):
     assert "0 / 7" in row.text and row.find_element("css selector", ".key-state").text == "active"
     assert row.find_element("css selector", ".epsilon-cap").text == "0 / 1"
     assert row.find_element("css selector", ".jobs").text == "dp-bo"
+    assert row.find_element("css selector", ".expires").text == "2030-01-02 03:04:00 UTC"
     with api(console.curator) as admin:
         policy = admin.get(f"/v1/keys/{key_id}/policy").json()
-    assert (policy["epsilon_cap"], policy["jobs"]) == (1.0, ["dp-bo"])
+    assert (policy["epsilon_cap"], policy["jobs"], policy["expires_at"]) == (1.0, ["dp-bo"], "2030-01-02T03:04:00Z")
     console.submit(f"revoke-{key_id}")
     assert console.flash() == f"Key {key_id} revoked: its sessions stop working."
     assert console.one(f'tr[data-key="{key_id}"] .key-state').text == "revoked"
