@@ -125,9 +125,11 @@ def release(client: TestClient, dataset_id: int, **body: Any) -> dict[str, Any]:
     return response.json()
 
 
-def modeler_key(client: TestClient, release_ids: list[int], max_queries: int = 10, role: str = "modeler") -> dict:
+def modeler_key(client: TestClient, release_ids: list[int], max_queries: int = 10, role: str = "modeler",
+                **policy: Any) -> dict:
+    """A key (``policy``: e.g. ``jobs=["dp-mean"]``, which a modeler key needs to run a job)."""
     response = client.post("/v1/keys", json={"name": "modeler", "release_ids": release_ids,
-                                             "max_queries": max_queries, "role": role})
+                                             "max_queries": max_queries, "role": role, **policy})
     assert response.status_code == 201, response.text
     return response.json()
 

@@ -21,7 +21,8 @@ def test_a_raise_is_a_ledger_entry_and_an_audit_event(client):
     entry = client.get("/v1/ledger").json()[-1]
     assert (entry["kind"], entry["epsilon"], entry["delta"]) == ("raise", 0.5, 1e-6)
     assert "second study approved by the DPO" in entry["purpose"] and entry["release_id"] is None
-    assert client.get("/v1/audit").json()[-1]["action"] == "dataset.budget_raise"
+    [event] = client.get("/v1/audit", params={"action": "dataset.budget_raise"}).json()
+    assert (event["actor"], event["target"]) == ("admin", f"dataset:{dataset['id']}")
     release(client, dataset["id"], epsilon=0.5, delta=1e-6)
     assert [e["kind"] for e in client.get("/v1/ledger").json()] == ["charge", "raise", "charge"]
 

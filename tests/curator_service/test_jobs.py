@@ -64,7 +64,7 @@ def test_bad_job_submissions(client, body, status, code, words):
 def test_modeler_jobs_are_scoped_to_its_releases_and_its_own(client):
     first, second = register(client, name="first"), register(client, name="second")
     rel = release(client, first["id"])
-    key = modeler_key(client, [rel["id"]])
+    key = modeler_key(client, [rel["id"]], jobs=["dp-mean"])
     headers = bearer(key["token"])
     params = {"column": "y", "lower": 0, "upper": 1, "epsilon": 0.1}
     assert_error(client.post("/v1/jobs", json={"kind": "dp-mean", "dataset_id": second["id"], "params": params},

@@ -62,7 +62,7 @@ def test_the_actor_is_the_key_that_caused_the_spend(client):
     by_key = client.post(f"/v1/datasets/{dataset['id']}/releases", headers=bearer(curator_key["token"]),
                          json={"mechanism": "gaussian", "epsilon": 0.5, "delta": 1e-5})
     assert by_key.status_code == 201, by_key.text
-    key = modeler_key(client, [made["id"]])
+    key = modeler_key(client, [made["id"]], jobs=["dp-mean"])
     job = client.post("/v1/jobs", headers=bearer(key["token"]), json={
         "kind": "dp-mean", "dataset_id": dataset["id"], "params": {"column": "y", "lower": -2, "upper": 2,
                                                                     "epsilon": 0.25}})

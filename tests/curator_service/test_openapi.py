@@ -13,7 +13,11 @@ ENDPOINTS = {
     ("post", "/v1/releases/{release_id}/sessions"), ("get", "/v1/sessions"), ("get", "/v1/sessions/{session_id}"),
     ("post", "/v1/sessions/{session_id}/queries"), ("get", "/v1/sessions/{session_id}/queries"),
     ("post", "/v1/sessions/{session_id}/close"),
-    ("get", "/v1/queries"), ("post", "/v1/queries/{query_id}/answer"),
+    ("get", "/v1/keys/me/policy"), ("get", "/v1/keys/{key_id}/policy"), ("put", "/v1/keys/{key_id}/policy"),
+    ("get", "/v1/queries"), ("post", "/v1/queries/{query_id}/answer"), ("post", "/v1/queries/{query_id}/correct"),
+    ("post", "/v1/queries/{query_id}/cannot-measure"), ("put", "/v1/datasets/{dataset_id}/identifier-column"),
+    ("get", "/v1/datasets/{dataset_id}/worklist"), ("post", "/v1/datasets/{dataset_id}/answers"),
+    ("post", "/v1/datasets/{dataset_id}/answers/csv"),
     ("get", "/v1/ledger"), ("get", "/v1/audit"),
     ("post", "/v1/jobs"), ("get", "/v1/jobs"), ("get", "/v1/jobs/{job_id}"), ("post", "/v1/jobs/{job_id}/cancel"),
 }
