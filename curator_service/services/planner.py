@@ -77,10 +77,9 @@ def plan_release(db: Database, principal: Principal, dataset_id: int, body: Plan
         dataset = get_or_404(session, Dataset, dataset_id)
         record(session, principal, "dataset.plan", f"dataset:{dataset_id}")
     check_size(body, dataset.n, dataset.d)
-    options = gaussian_options(body)
     try:
         setting = ReleaseSetting(n=dataset.n, d=dataset.d, width=public_width(dataset, body), delta=body.delta,
-                                 r=gaussian_dim(body, dataset.d), **options)
+                                 r=gaussian_dim(body, dataset.d), **gaussian_options(body))
         planned = plan(setting, body.epsilons, simulate_runs=body.simulate_runs, queries=body.queries,
                        lengthscale=body.lengthscale)
     except ValueError as exc:

@@ -48,6 +48,8 @@ from shared.api.schemas import (
 )
 from shared.dp.noise import seeded_streams
 from shared.releases import gaussian_release, largest_r, po_gp_ucb_release
+from shared.releases.gaussian import PcaOption
+from shared.releases.measurements import MeasurementOption
 from shared.api.scaling import apply_scaling, neighbouring_step, scaling_warning
 
 AUTO_DIM_CAP = 10
@@ -81,9 +83,12 @@ def gaussian_dim(body: ReleaseOptions, d: int) -> int:
 
 
 def gaussian_options(body: ReleaseOptions) -> dict:
-    """The keyword arguments of :func:`gaussian_release` that the request shapes."""
-    return dict(projection=body.projection, pca=body.pca.option() if body.pca else None,
-                measurements=body.measurements.option() if body.measurements else None)
+    """The keyword arguments of :func:`gaussian_release` that the request shapes: the wire models become the maths'
+    plain options here (shared.api imports no maths). The options check themselves (ValueError with a sentence)."""
+    pca = None if body.pca is None else PcaOption(body.pca.share, body.pca.clip_norm)
+    measurements = (None if body.measurements is None
+                    else MeasurementOption(tuple(body.measurements.clip), body.measurements.share))
+    return dict(projection=body.projection, pca=pca, measurements=measurements)
 
 
 def check_gaussian_options(body: ReleaseCreate, d: int) -> None:
