@@ -59,9 +59,14 @@ def home() -> RedirectResponse:
     return RedirectResponse("/console/datasets", status_code=303)
 
 
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request) -> HTMLResponse:
-    return render(request, "login.html")
+    """Warns when the page came over plain HTTP from another host: the browser would not keep the Secure cookie."""
+    plain_http = request.url.scheme == "http" and request.url.hostname not in LOOPBACK_HOSTS
+    return render(request, "login.html", plain_http=plain_http)
 
 
 @router.post("/login")

@@ -319,6 +319,12 @@ def test_pages_forbid_scripts_framing_and_caching(console):
     assert response.headers["x-frame-options"] == "DENY" and response.headers["cache-control"] == "no-store"
 
 
+def test_the_login_page_says_when_plain_http_would_lose_the_secure_cookie(console):
+    url = f"{console.curator.url}/console/login"
+    assert "needs-https" not in httpx.get(url).text  # loopback: browsers keep Secure cookies there
+    assert 'id="needs-https"' in httpx.get(url, headers={"Host": "curator.hospital.example"}).text
+
+
 def test_every_page_and_the_api_reference_load_only_from_the_server(admin_console):
     """Air-gapped: nothing is fetched from another origin (Swagger UI is served from the package)."""
     console = admin_console
