@@ -138,7 +138,8 @@ def run(
     ] = BatchBeta.desautels,
     reuse_from: Annotated[
         list[Path] | None,
-        typer.Option(help="An earlier run file of this key and release: its answers are reused, not paid again "
+        typer.Option(exists=True, dir_okay=False,
+                     help="An earlier run file of this key and release: its answers are reused, not paid again "
                           "(only when a row's answer cannot change). Repeatable."),
     ] = None,
     poll: Poll = 0.5,
