@@ -21,7 +21,7 @@ from curator_service.persistence.models import Dataset, Job, utcnow
 from curator_service.services.audit import record
 from curator_service.services.ledger import Spend, charge
 from curator_service.services.ledger_events import job_event
-from curator_service.services.policy import Principal, refuse_seed, visible_or_404
+from curator_service.services.policy import Principal, refuse_seed, visible, visible_or_404
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
 from shared.api.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, JobCreate, JobOut
@@ -103,9 +103,7 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
 
 def list_jobs(session: Session, principal: Principal, status: str | None = None) -> list[JobOut]:
     """The jobs this caller may see (a modeler: its key's), oldest first, optionally of one status."""
-    statement = select(Job).order_by(Job.id)
-    if not principal.is_curator:
-        statement = statement.where(Job.key_id == principal.key_id)
+    statement = select(Job).where(visible(principal, Job)).order_by(Job.id)
     if status is not None:
         statement = statement.where(Job.status == status)
     return [job_out(job) for job in session.scalars(statement)]

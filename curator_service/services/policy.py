@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, false, select, true
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import get_or_404, not_found
@@ -83,7 +83,7 @@ def check_live(session: Session, key: ApiKey) -> None:
 
 def may_see(session: Session, principal: Principal, row: object) -> bool:
     """Whether ``principal`` may see ``row``: a curator everything; a modeler its releases in scope, the datasets
-    behind them, and the sessions and jobs of its own key."""
+    behind them, and the sessions and jobs of its own key (:func:`visible` is the same rule for listings)."""
     if principal.is_curator:
         return True
     if isinstance(row, Release):
@@ -94,6 +94,17 @@ def may_see(session: Session, principal: Principal, row: object) -> bool:
     if isinstance(row, ModelingSession | Job):
         return row.key_id == principal.key_id
     return False
+
+
+def visible(principal: Principal, model: type) -> ColumnElement[bool]:
+    """:func:`may_see` as a SQL condition, for listings of ``model`` (releases, sessions, jobs)."""
+    if principal.is_curator:
+        return true()
+    if model is Release:
+        return Release.id.in_(principal.release_ids)
+    if model in (ModelingSession, Job):
+        return model.key_id == principal.key_id
+    return false()
 
 
 def visible_or_404(session: Session, principal: Principal, model: type[Row], row_id: int, *,

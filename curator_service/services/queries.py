@@ -19,7 +19,7 @@ from curator_service.persistence.models import ApiKey, Dataset, ModelingSession,
 from curator_service.services.audit import record
 from curator_service.services.datasets import cached_table
 from curator_service.services.evaluators import measure
-from curator_service.services.policy import Principal, check_live, visible_or_404
+from curator_service.services.policy import Principal, check_live, visible, visible_or_404
 from curator_service.services.releases import check_served
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
@@ -58,9 +58,7 @@ def get_session(session: Session, principal: Principal, session_id: int) -> Sess
 
 def list_sessions(session: Session, principal: Principal, release_id: int | None = None) -> list[SessionOut]:
     """The sessions this caller may see (a modeler: its key's), oldest first."""
-    statement = select(ModelingSession).order_by(ModelingSession.id)
-    if not principal.is_curator:
-        statement = statement.where(ModelingSession.key_id == principal.key_id)
+    statement = select(ModelingSession).where(visible(principal, ModelingSession)).order_by(ModelingSession.id)
     if release_id is not None:
         statement = statement.where(ModelingSession.release_id == release_id)
     return [session_out(session, modeling) for modeling in session.scalars(statement)]

@@ -26,7 +26,7 @@ from curator_service.services.datasets import cached_table
 from curator_service.services.evaluators import measure_all
 from curator_service.services.ledger import Spend, budget_status, charge, check_affordable
 from curator_service.services.ledger_events import NON_PRIVATE, gaussian_release_event
-from curator_service.services.policy import Principal, refuse_seed, visible_or_404
+from curator_service.services.policy import Principal, refuse_seed, visible, visible_or_404
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
 from shared.api.schemas import (
@@ -299,9 +299,8 @@ def create_release(db: Database, tables: TableCache, settings: Settings, princip
 def list_releases(session: Session, settings: Settings, principal: Principal,
                   dataset_id: int | None = None) -> list[ReleaseOut]:
     """The releases this caller may see (a modeler: those its key is scoped to), oldest first."""
-    statement = select(Release, Dataset).join(Dataset, Dataset.id == Release.dataset_id).order_by(Release.id)
-    if not principal.is_curator:
-        statement = statement.where(Release.id.in_(principal.release_ids))
+    statement = (select(Release, Dataset).join(Dataset, Dataset.id == Release.dataset_id)
+                 .where(visible(principal, Release)).order_by(Release.id))
     if dataset_id is not None:
         statement = statement.where(Release.dataset_id == dataset_id)
     return [release_out(release, dataset, settings) for release, dataset in session.execute(statement)]

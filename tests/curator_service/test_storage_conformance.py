@@ -14,11 +14,13 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from curator_service.persistence.blobs import TableCache
 from curator_service.persistence.db import Database, migrate
 from curator_service.services import datasets, keys, ledger, queries, releases
-from curator_service.services.policy import ADMIN, Principal, principal_for_token
+from curator_service.persistence.models import Job, ModelingSession, Release
+from curator_service.services.policy import ADMIN, Principal, may_see, principal_for_token, visible
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
 from shared.api.schemas import DatasetOut, DatasetSpec, KeyCreate, QueryRequest, QueryResponse, ReleaseCreate, ReleaseOut
@@ -318,3 +320,23 @@ def test_service_manual_queries_wait_for_the_curator(service):
         raises(409, "conflict", queries.answer_query, session, ADMIN, pending.query_id, 2.0)
     with service.db.read() as session:
         assert queries.pending_queries(session, service.tables).queries == []
+
+
+def test_service_listings_show_exactly_the_rows_a_caller_may_see(service):
+    """The listings' SQL condition (``visible``) and the per-row rule (``may_see``) agree for every caller."""
+    dataset = store_table(service)
+    first, second = make_release(service, dataset.id), make_release(service, dataset.id)
+    owner, _ = key_principal(service, [first.id])
+    other, _ = key_principal(service, [first.id, second.id])
+    with service.db.write() as session:
+        mine = queries.open_session(session, service.settings, owner, first.id)
+        queries.open_session(session, service.settings, other, second.id)
+    with service.db.read() as session:
+        for principal in (ADMIN, owner, other):
+            for model in (Release, ModelingSession, Job):
+                listed = {row.id for row in session.scalars(select(model).where(visible(principal, model)))}
+                allowed = {row.id for row in session.scalars(select(model)) if may_see(session, principal, row)}
+                assert listed == allowed, (principal.actor, model.__name__)
+        assert [r.id for r in releases.list_releases(session, service.settings, owner)] == [first.id]
+        assert [s.id for s in queries.list_sessions(session, owner)] == [mine.id]
+        assert len(queries.list_sessions(session, ADMIN)) == 2
