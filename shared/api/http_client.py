@@ -8,17 +8,24 @@ Retry policy, and why:
 
 * A request that never reached the server (connection refused, connect timeout) is retried for
   every method: nothing can have been charged or stored.
-* A request that may have reached the server (read timeout, dropped connection, a 5xx answer) is
-  retried only when repeating it cannot change anything twice: ``GET``/``HEAD``, and ``POST``s that
-  carry a ``request_id`` (the service stores the answer under that key and returns it, uncharged,
-  on a repeat). Callers can force either way with ``idempotent=``.
+* A request that may have reached the server (read timeout, dropped connection, a 502/503/504
+  answer) is retried only when repeating it cannot change anything twice: ``GET``/``HEAD``, and
+  ``POST``s that carry a ``request_id`` (the service stores the answer under that key and returns it,
+  uncharged, on a repeat). Callers can force either way with ``idempotent=``. Other 5xx (a 500 is a
+  bug, not an outage) are not retried.
+* Retrying lasts long enough to ride out a curator restart (4–8 s measured): a retryable failure is
+  retried until at least ``retries`` retries *and* ``retry_for`` seconds of backoff have passed
+  (default 30 s, or ``POBO_RETRY_FOR`` from the environment; ``retry_for=0`` keeps only the count).
 
-The delay before retry ``k`` (k = 0, 1, …) is ``min(max_backoff, backoff · 2^k)`` seconds, or the
-server's ``Retry-After`` when it sends one (capped the same way).
+The delay before retry ``k`` (k = 0, 1, …) is ``min(max_backoff, max(backoff · 2^k, Retry-After))``
+seconds (the server's ``Retry-After`` when it sends one can lengthen it, never shorten it, so every
+retry spends time and the budget ends). The budget counts these delays, not
+the wall clock, so attempts that hang until their timeout make the real wait longer, never shorter.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -32,6 +39,8 @@ Model = TypeVar("Model", bound=BaseModel)
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+_OUTAGE_STATUSES = frozenset({502, 503, 504})  # a proxy or server that is down or restarting
+DEFAULT_RETRY_FOR = 30.0
 
 
 class ServerUnreachable(ApiError):
@@ -72,7 +81,10 @@ class ApiClient:
     timeout:
         Seconds for each attempt (connect, read, write, pool).
     retries:
-        How many times a retryable failure is retried (so at most ``retries + 1`` attempts).
+        The least number of times a retryable failure is retried.
+    retry_for:
+        The least seconds of backoff spent retrying a retryable failure before giving up; ``None`` reads
+        ``POBO_RETRY_FOR`` (default 30 s, enough for a curator restart), ``0`` keeps only ``retries``.
     backoff, max_backoff:
         Delay before retry k is ``min(max_backoff, backoff · 2^k)`` seconds.
     transport:
@@ -88,6 +100,7 @@ class ApiClient:
         *,
         timeout: float = 30.0,
         retries: int = 3,
+        retry_for: float | None = None,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         transport: httpx.BaseTransport | None = None,
@@ -95,8 +108,15 @@ class ApiClient:
     ) -> None:
         if retries < 0:
             raise ValueError("retries must be >= 0")
+        if not 0 < backoff <= max_backoff:
+            raise ValueError("backoff must be > 0 seconds and no more than max_backoff")
+        if retry_for is None:
+            retry_for = _retry_for_from_environment()
+        if not retry_for >= 0:
+            raise ValueError("retry_for must be a number of seconds >= 0")
         self.base_url = base_url.rstrip("/")
         self.retries = retries
+        self.retry_for = retry_for
         self.backoff = backoff
         self.max_backoff = max_backoff
         headers = {"User-Agent": "pobo-client"}
@@ -136,37 +156,44 @@ class ApiClient:
         method = method.upper()
         if idempotent is None:
             idempotent = method in _SAFE_METHODS or (isinstance(json, Mapping) and json.get("request_id") is not None)
-        attempt = 0
+        attempt, waited = 0, 0.0
         while True:
             try:
                 response = self._http.request(
                     method, path, json=json, params=params, headers=headers, files=files, data=data
                 )
             except httpx.TransportError as exc:
-                if attempt < self.retries and (idempotent or isinstance(exc, _NOT_SENT)):
-                    self._sleep(attempt, None)
+                if self._may_retry(attempt, waited) and (idempotent or isinstance(exc, _NOT_SENT)):
+                    waited += self._sleep(attempt, None)
                     attempt += 1
                     continue
                 raise ServerUnreachable(
                     f"could not get an answer from the curator at {self.base_url} after {attempt + 1} "
-                    f"attempt(s) ({type(exc).__name__}: {exc}); check the URL and that the service is running"
+                    f"attempt(s) over {waited:.1f} s of retries ({type(exc).__name__}: {exc}); check the URL "
+                    f"and that the service is running"
                 ) from exc
-            if response.status_code >= 500 and idempotent and attempt < self.retries:
-                self._sleep(attempt, response.headers.get("Retry-After"))
+            if response.status_code in _OUTAGE_STATUSES and idempotent and self._may_retry(attempt, waited):
+                waited += self._sleep(attempt, response.headers.get("Retry-After"))
                 attempt += 1
                 continue
             if response.status_code >= 400:
                 raise error_from_response(response)
             return response
 
-    def _sleep(self, attempt: int, retry_after: str | None) -> None:
-        delay = self.backoff * 2**attempt
+    def _may_retry(self, attempt: int, waited: float) -> bool:
+        return attempt < self.retries or waited < self.retry_for
+
+    def _sleep(self, attempt: int, retry_after: str | None) -> float:
+        """Sleep before retry ``attempt``; returns the seconds slept."""
+        delay = self.backoff * 2 ** min(attempt, 60)  # the cap keeps a long budget's 2^k a float
         if retry_after is not None:
             try:
-                delay = float(retry_after)
+                delay = max(delay, float(retry_after))
             except ValueError:
                 pass
-        time.sleep(max(0.0, min(self.max_backoff, delay)))
+        delay = min(self.max_backoff, delay)
+        time.sleep(delay)
+        return delay
 
     # --- JSON helpers ------------------------------------------------------------------------------
 
@@ -197,6 +224,16 @@ class ApiClient:
     def get_bytes(self, path: str, *, accept: str, params: Mapping[str, Any] | None = None) -> httpx.Response:
         """``GET`` a non-JSON body; the caller checks ``response.headers['content-type']``."""
         return self.request("GET", path, params=params, headers={"Accept": accept})
+
+
+def _retry_for_from_environment() -> float:
+    raw = os.environ.get("POBO_RETRY_FOR", "").strip()
+    if not raw:
+        return DEFAULT_RETRY_FOR
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"POBO_RETRY_FOR must be a number of seconds, not {raw!r}") from None
 
 
 def _parse(response: httpx.Response, model: type[Model] | None) -> Any:

@@ -125,5 +125,61 @@ def test_unreachable_server_retries_even_a_post_because_nothing_was_sent(sleeps)
     url = server.url
     server.close()  # nothing listens there any more: connection refused
     with pytest.raises(ServerUnreachable) as caught:
-        ApiClient(url, retries=2, backoff=0.01).post("/v1/keys", {"name": "k"})
+        ApiClient(url, retries=2, retry_for=0, backoff=0.01).post("/v1/keys", {"name": "k"})
     assert caught.value.status == 0 and "3 attempt(s)" in str(caught.value) and sleeps == [0.01, 0.02]
+
+
+def test_by_default_an_unreachable_server_is_retried_for_at_least_30_seconds_of_backoff(sleeps, monkeypatch):
+    monkeypatch.delenv("POBO_RETRY_FOR", raising=False)
+    server = serve([])
+    url = server.url
+    server.close()
+    with pytest.raises(ServerUnreachable):
+        ApiClient(url, retries=3).get("/health")  # the commands' --retries default: a count alone gave 3.5 s
+    assert sleeps == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0] and sum(sleeps[:-1]) < 30 <= sum(sleeps)
+
+
+def test_the_retry_budget_comes_from_the_environment_when_not_given(sleeps, monkeypatch):
+    monkeypatch.setenv("POBO_RETRY_FOR", "3")
+    server = serve([(503, {}, {})] * 10)
+    try:
+        with pytest.raises(ApiError):
+            ApiClient(server.url, retries=0, backoff=1, max_backoff=8).get("/x")
+        assert sleeps == [1, 2]
+        monkeypatch.setenv("POBO_RETRY_FOR", "soon")
+        with pytest.raises(ValueError, match="POBO_RETRY_FOR must be a number of seconds"):
+            ApiClient(server.url)
+    finally:
+        server.close()
+
+
+def test_only_outage_statuses_are_retried_a_500_is_a_bug(sleeps):
+    server = serve([(500, {"detail": "boom", "code": "internal_error"}, {}), (200, {}, {})])
+    try:
+        with pytest.raises(ApiError) as caught:
+            ApiClient(server.url, retries=3).get("/x")
+        assert caught.value.status == 500 and len(server.received) == 1 and sleeps == []
+    finally:
+        server.close()
+
+
+def test_a_post_without_request_id_is_not_repeated_during_an_outage_but_one_with_it_is(sleeps):
+    server = serve([(503, {}, {})] * 2 + [(200, {"results": []}, {})])
+    try:
+        api = ApiClient(server.url, "t", retries=0, retry_for=30)
+        with pytest.raises(ApiError):
+            api.post("/v1/sessions/1/queries", {"indices": [1]})  # could charge twice: one attempt only
+        assert len(server.received) == 1
+        assert api.post("/v1/sessions/1/queries", {"indices": [1], "request_id": "r"}) == {"results": []}
+        assert len(server.received) == 3 and sleeps == [0.5]
+    finally:
+        server.close()
+
+
+def test_a_short_retry_after_never_shortens_the_backoff(sleeps):
+    server = serve([(503, {}, {"Retry-After": "0"})] * 3 + [(200, {}, {})])
+    try:
+        ApiClient(server.url, retries=0, retry_for=1, backoff=0.25, max_backoff=1).get("/x")
+        assert sleeps == [0.25, 0.5, 1.0]  # a server answering "Retry-After: 0" cannot make the client spin
+    finally:
+        server.close()
