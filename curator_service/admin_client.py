@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from shared.api.governance import KeyCreateWithPolicy
 from shared.api.http_client import ApiClient
 from shared.api.schemas import (
     API_PREFIX,
@@ -163,9 +164,11 @@ class CuratorAdmin:
         with self.admin() as api:
             return api.post(f"{API_PREFIX}/keys", body, model=KeyCreated)
 
-    def issue_key(self, release_ids: list[int], max_queries: int, name: str = "modeler") -> KeyCreated:
-        """A modeler key scoped to ``release_ids``."""
-        return self.create_key(KeyCreate(name=name, release_ids=release_ids, max_queries=max_queries))
+    def issue_key(self, release_ids: list[int], max_queries: int, name: str = "modeler",
+                  jobs: list[str] | None = None) -> KeyCreated:
+        """A modeler key scoped to ``release_ids``; ``jobs``: the job kinds it may run (default none)."""
+        return self.create_key(KeyCreateWithPolicy(name=name, release_ids=release_ids, max_queries=max_queries,
+                                                   jobs=jobs))
 
     def keys(self) -> list[KeyOut]:
         with self.admin() as api:

@@ -50,6 +50,9 @@ class Proposer(Protocol):
 
     def ask(self, q: int, pending: Sequence[int]) -> list[int]: ...
 
+    def exclude(self, index: int) -> None:
+        """Never propose this row again (the curator could not measure it; asking again is charged again)."""
+
 
 def gp_bucb(ucb: GPUCB, q: int, pending: Sequence[int] = (), *, inflate: bool = True) -> list[int]:
     """q indices by GP-BUCB on ``ucb``'s posterior, with ``pending`` hallucinated first; with ``inflate`` the
@@ -73,10 +76,10 @@ def gp_bucb(ucb: GPUCB, q: int, pending: Sequence[int] = (), *, inflate: bool = 
             beta = ucb.beta(t) * (math.exp(min(2.0 * information, 700.0)) if inflate else 1.0)
             scores = post.upper_confidence_bound(beta)
             if not ucb.requery:
-                seen = post.observed_indices
-                if len(np.unique(seen)) == len(scores):
-                    raise ValueError("every row is measured or pending and requery is off: nothing is left to ask")
-                scores[seen] = -np.inf
+                scores[post.observed_indices] = -np.inf
+            scores[list(ucb.excluded)] = -np.inf
+            if np.all(scores == -np.inf):
+                raise ValueError("every row is measured, pending or unmeasurable and requery is off: nothing is left to ask")
             picks.append(int(np.argmax(scores)))
             if len(picks) < q:
                 hallucinate(picks[-1])
@@ -108,6 +111,9 @@ class GPBUCBProposer:
         self.indices.append(int(index))
         self.values.append(float(value))
 
+    def exclude(self, index: int) -> None:
+        self.surrogate.exclude([index])
+
     def ask(self, q: int, pending: Sequence[int]) -> list[int]:
         self.surrogate.update(self.indices, np.array(self.values))
         return gp_bucb(self.surrogate.ucb, q, pending, inflate=self.inflate)
@@ -122,6 +128,9 @@ class RandomProposer:
         self.asked: set[int] = set()
 
     def tell(self, index: int, value: float) -> None:
+        self.asked.add(int(index))
+
+    def exclude(self, index: int) -> None:
         self.asked.add(int(index))
 
     def ask(self, q: int, pending: Sequence[int]) -> list[int]:
@@ -151,11 +160,15 @@ def run_batched(
 
     def tell(queries) -> None:
         for query in queries:
-            if query.status == "done" and query.query_id not in told:
+            if query.query_id in told or query.status == "pending":
+                continue
+            if query.status == "done":
                 proposer.tell(query.index, orientation * query.value)
-                told.add(query.query_id)
+            else:  # unmeasurable: charged once, no value, never asked again
+                proposer.exclude(query.index)
+            told.add(query.query_id)
 
-    tell(record.done())
+    tell(record.queries)
     while True:
         pending = record.pending()
         room = min(settings.batch - len(pending), settings.iterations - len(record.queries))

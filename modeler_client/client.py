@@ -135,7 +135,8 @@ class ModelerClient:
         timeout: float | None = None,
         on_wait: Callable[[list[QueryResult], float], None] | None = None,
     ) -> dict[int, QueryResult]:
-        """Poll until every query in ``query_ids`` is ``done`` (``until="any"``: at least one); returns them
+        """Poll until every query in ``query_ids`` is answered: ``done``, or ``unmeasurable`` when the curator could
+        not measure it (``until="any"``: at least one); returns them
         all by id, as last seen.
 
         The interval grows by 1.5× from ``poll`` up to ``max_poll`` seconds (a manual measurement can
@@ -150,7 +151,7 @@ class ModelerClient:
             missing = wanted - by_id.keys()
             if missing:
                 raise RuntimeError(f"the session's query list does not contain queries {sorted(missing)}")
-            pending = [q for q in by_id.values() if q.status != "done"]
+            pending = [q for q in by_id.values() if q.status == "pending"]
             if not pending or (until == "any" and len(pending) < len(by_id)):
                 return by_id
             waited = time.monotonic() - start

@@ -161,7 +161,10 @@ class RemoteGPUCB:
         )
         self.record.merge(list(answered.values()))
         self._save()
-        self._emit("answer", f"{len(answered)} pending measurement(s) answered")
+        unmeasurable = [q for q in answered.values() if q.status == "unmeasurable"]
+        self._emit("answer", f"{len(answered)} pending measurement(s) answered"
+                   + (f"; the curator could not measure row(s) {', '.join(str(q.index) for q in unmeasurable)}, "
+                      "which will not be asked again" if unmeasurable else ""))
 
     def run(self) -> RunRecord:
         record = self.record
@@ -183,6 +186,7 @@ class RemoteGPUCB:
                     entry = {"observations": len(done), **surrogate.hyperparameters.as_dict()}
                     record.hyperparameter_history.append(entry)
                     self._emit("refit", ", ".join(f"{k}={v:.4g}" for k, v in entry.items()))
+            surrogate.exclude(q.index for q in record.unmeasurable())
             t = len(record.queries) + 1
             flight = InFlight(iteration=t, request_id=f"{record.run_id}-{t}", indices=[surrogate.suggest()])
             record.in_flight = flight

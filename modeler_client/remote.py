@@ -235,12 +235,13 @@ class RemoteSession:
         return [out[p] for p in range(len(indices))]
 
     def refresh(self) -> list[QueryRecord]:
-        """One look at the server: the pending queries answered since, in the run's order."""
+        """One look at the server: the pending queries answered since (``done``, or ``unmeasurable`` when the
+        curator could not measure the row), in the run's order."""
         before = {q.query_id for q in self.record.pending()}
         if not before:
             return []
         self.record.merge(self.client.queries(self.record.session_id))
-        answered = [q for q in self.record.queries if q.query_id in before and q.status == "done"]
+        answered = [q for q in self.record.queries if q.query_id in before and q.status != "pending"]
         if answered:
             self.save()
         return answered
@@ -259,12 +260,13 @@ class RemoteSession:
         before = {q.query_id for q in pending}
         self.record.merge(list(answered.values()))
         self.save()
-        return [q for q in self.record.queries if q.query_id in before and q.status == "done"]
+        return [q for q in self.record.queries if q.query_id in before and q.status != "pending"]
 
     def evaluate(self, indices: Sequence[int]) -> NDArray[np.float64]:
-        """Submit ``indices`` and wait for every answer; the values in the order asked."""
+        """Submit ``indices`` and wait for every answer; the values in the order asked (NaN for a row the
+        curator could not measure)."""
         queries = self.submit(indices)
-        if any(q.status != "done" for q in queries):
+        if any(q.status == "pending" for q in queries):
             self.wait(until="all")
         by_id = {q.query_id: q for q in self.record.queries}
         return np.array([by_id[q.query_id].value for q in queries], dtype=float)

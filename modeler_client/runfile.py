@@ -76,7 +76,7 @@ class QueryRecord(_Model):
     iteration: int
     index: int
     query_id: int
-    status: Literal["done", "pending"]
+    status: Literal["done", "pending", "unmeasurable"]
     value: float | None = None
     request_id: str | None = None
     reused_from_session: int | None = Field(
@@ -119,6 +119,10 @@ class RunRecord(_Model):
 
     def pending(self) -> list[QueryRecord]:
         return [q for q in self.queries if q.status == "pending"]
+
+    def unmeasurable(self) -> list[QueryRecord]:
+        """Queries the curator could not measure (charged once, never answered)."""
+        return [q for q in self.queries if q.status == "unmeasurable"]
 
     def best_so_far(self) -> np.ndarray:
         """Best measured value after each answered query (max, or min for a ``minimize`` goal)."""

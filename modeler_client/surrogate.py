@@ -15,7 +15,7 @@ release's public metadata unless the modeler sets them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,6 +114,7 @@ class Surrogate:
         self.settings = settings
         self.kernel_hook = kernel_hook
         self.requery = requery
+        self.excluded: set[int] = set()
         self.noise_floor = (measurement_noise_std or 0.0) ** 2
         self.start_lengthscale = settings.lengthscale or median_distance(Z, seed=settings.seed)
         self.hyperparameters: Hyperparameters | None = None
@@ -148,6 +149,7 @@ class Surrogate:
             requery=self.requery,
             noise_variance_floor=self.noise_floor,
         )
+        self.ucb.exclude(self.excluded)
         for index, value in zip(indices, y):
             self.ucb.observe(int(index), float(value))
         self._observed = len(y)
@@ -192,3 +194,9 @@ class Surrogate:
 
     def suggest(self) -> int:
         return int(self.ucb.suggest())
+
+    def exclude(self, indices: Iterable[int]) -> None:
+        """Never suggest these rows (the curator could not measure them; asking again would be charged again)."""
+        self.excluded.update(int(i) for i in indices)
+        if self.ucb is not None:
+            self.ucb.exclude(self.excluded)

@@ -626,7 +626,8 @@ class KeyCreated(KeyOut):
 # --- sessions and queries -------------------------------------------------------------------------
 
 SessionStatus = Literal["open", "closed"]
-QueryStatus = Literal["done", "pending"]
+QueryStatus = Literal["done", "pending", "unmeasurable"]
+"""``unmeasurable``: the curator could not measure the row ("cannot measure"); the query keeps its one charge."""
 
 
 class SessionOut(_Model):

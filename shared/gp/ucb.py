@@ -83,6 +83,7 @@ class GPUCB:
         self.refit_every = refit_every
         self.refit_kernel = kernel_prototype(refit_kernel)
         self.requery = requery
+        self.excluded: set[int] = set()
         self.noise_variance_floor = float(noise_variance_floor)
         noise_variance = max(noise_variance, self.noise_variance_floor)
         self.ard = ard
@@ -128,11 +129,15 @@ class GPUCB:
             return int(self.initial_indices[t - 1])
         scores = self.posterior.upper_confidence_bound(self.beta(t))
         if not self.requery:
-            seen = self.posterior.observed_indices
-            if len(np.unique(seen)) == len(scores):
-                raise ValueError("every candidate has been queried and requery=False: nothing is left to suggest")
-            scores[seen] = -np.inf
+            scores[self.posterior.observed_indices] = -np.inf
+        scores[list(self.excluded)] = -np.inf
+        if np.all(scores == -np.inf):
+            raise ValueError("every candidate has been queried (requery=False) or excluded: nothing is left to suggest")
         return int(np.argmax(scores))
+
+    def exclude(self, indices: Iterable[int]) -> None:
+        """Never suggest these candidates again (e.g. rows the curator could not measure)."""
+        self.excluded.update(int(i) for i in indices)
 
     def suggest(self) -> int:
         """The candidate index for iteration t = (observations so far) + 1."""

@@ -95,7 +95,7 @@ def tune_through_the_cli(curator, X: np.ndarray, y: np.ndarray, budget: float, *
                                      evaluator={"kind": "column", "column": "label"}, budget=(budget, 1e-3),
                                      extra_columns={"label": y}, scaling=UNIT_BOX)
     release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=3, seed=1)
-    token = curator.issue_key([release.id], max_queries=10).token
+    token = curator.issue_key([release.id], max_queries=10, jobs=["dp-tune"]).token
     command = [sys.executable, "-m", "modeler_client.cli", "dp-tune", "--url", curator.url, "--token", token,
                "--release", str(release.id), "--label-column", "label", *options]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
@@ -160,7 +160,7 @@ ADULT_MAJORITY = 0.7638  # share of adult.test with income ≤ 50K
 def tune_adult(curator, dataset: DatasetOut, **params) -> JobOut:
     """A modeler's unseeded dp-tune job on the Adult table (production-style noise: OpenDP)."""
     release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=2, seed=1)
-    client = connect(curator.url, curator.issue_key([release.id], max_queries=1).token)
+    client = connect(curator.url, curator.issue_key([release.id], max_queries=1, jobs=["dp-tune"]).token)
     base = {"label_column": "label", "candidates": ADULT_CANDIDATES, "u0": 0.5, "g": 0.05, "final_epsilon": 1.0,
             "final_delta": 1e-5, "evaluation_epsilon": 1.0}
     return run_job(client, "dp-tune", dataset.id, {**base, **params}, poll=0.5, wait=1200)

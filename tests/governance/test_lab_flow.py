@@ -146,8 +146,6 @@ def test_queries_answer_from_csv_command(lab, tmp_path):
     assert "answered from answers.csv" in done.stdout and pending(lab, dataset["id"]) == []
 
 
-@pytest.mark.xfail(strict=True, reason="needs 'unmeasurable' in shared.api.schemas.QueryStatus (requested in "
-                   "engineer G's report); until then the endpoint fails with a 500 and stores nothing")
 def test_cannot_measure_tells_the_modeler_by_its_own_status_and_counts_once(lab):
     dataset, release, key = lab_dataset(lab)
     session_id, asked = ask(lab, key["token"], release["id"], [2, 5])
@@ -241,8 +239,6 @@ def test_the_identifier_never_reaches_a_modeler(lab):
         assert b"MRN-" not in response.content and b"mrn" not in response.content.lower(), response.url
 
 
-@pytest.mark.xfail(strict=True, reason="the modeler's client does not know the 'unmeasurable' status yet: needs "
-                   "the shared schema, engine and client changes requested in engineer G's report")
 def test_a_modeler_run_waits_on_the_lab_which_answers_by_mrn_and_the_run_finishes(lab, tmp_path):
     """The modeler's real client runs GP-UCB on a manual evaluator and waits; the lab answers by MRN: the
     first by hand, then from CSV files, and marks the third query "cannot measure". The run is told, never

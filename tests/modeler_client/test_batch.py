@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from modeler_client.batch import GPBUCBProposer, gp_bucb
 from modeler_client.runfile import RunRecord, RunSettings
@@ -170,3 +171,20 @@ def test_batch_proposer_never_asks_measured_or_pending_rows_without_requery(bowl
     proposer.tell(0, 1.0)
     picks = proposer.ask(3, pending=[5, 6])
     assert len(set(picks)) == 3 and not {0, 5, 6} & set(picks)  # neither measured nor pending rows again
+
+
+def test_batch_proposers_never_ask_an_unmeasurable_row_again(bowl):
+    """A row the curator could not measure was charged once; asking it again would be charged again."""
+    release = bowl["release"]
+    Z = np.random.default_rng(2).uniform(size=(release.n, release.dim))
+    proposer = GPBUCBProposer(Z, release, RunSettings(iterations=10, batch=3, hyperparameters="fixed"), requery=True)
+    proposer.tell(0, 1.0)
+    first = proposer.ask(1, pending=[])[0]
+    proposer.exclude(first)
+    assert first not in proposer.ask(3, pending=[])
+    ucb = GPUCB(Z[:5], lengthscale=0.2, signal_variance=1.0, noise_variance=0.01, delta=0.1, requery=False)
+    ucb.exclude([0, 1, 2, 3])
+    assert gp_bucb(ucb, 1) == [4]
+    ucb.observe(4, 0.0)
+    with pytest.raises(ValueError, match="nothing is left"):
+        gp_bucb(ucb, 1)
