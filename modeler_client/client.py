@@ -11,6 +11,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from shared.api.governance import KeyPolicyOut
 from shared.api.http_client import ApiClient
 from shared.api.schemas import (
     API_PREFIX,
@@ -65,6 +66,10 @@ class ModelerClient:
 
     def health(self) -> Health:
         return self.api.get("/health", model=Health)
+
+    def my_policy(self) -> KeyPolicyOut:
+        """This key's caps, job kinds, expiry, queries left and ε spent (``GET /v1/keys/me/policy``)."""
+        return self.api.get(f"{API_PREFIX}/keys/me/policy", model=KeyPolicyOut)
 
     def release(self, release_id: int) -> ReleaseOut:
         return self.api.get(f"{API_PREFIX}/releases/{release_id}", model=ReleaseOut)

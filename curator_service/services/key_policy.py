@@ -91,7 +91,7 @@ def policy_out(session: Session, key: ApiKey) -> KeyPolicyOut:
     spent_epsilon, spent_delta = spent(session, key)
     return KeyPolicyOut(key_id=key.id, role=key.role, epsilon_cap=row.epsilon_cap, delta_cap=row.delta_cap,
                         jobs=allowed_jobs(key.role, row), expires_at=row.expires_at, spent_epsilon=spent_epsilon,
-                        spent_delta=spent_delta)
+                        spent_delta=spent_delta, max_queries=key.max_queries, used_queries=key.used_queries)
 
 
 def _check_job(session: Session, job: Job) -> None:

@@ -1,4 +1,5 @@
-"""``pobo-modeler info``: client version, server health, and the metadata of releases in scope."""
+"""``pobo-modeler info``: client version, server health, the key's queries left and caps, and the metadata of
+releases in scope."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import typer
 from rich.table import Table
 
 from modeler_client import __version__
+from shared.api.governance import KeyPolicyOut
 from shared.api.schemas import NeighbouringStep, ReleaseOut
 
 from modeler_client.commands.common import (
@@ -58,13 +60,32 @@ def release_table(release: ReleaseOut) -> Table:
     return table
 
 
+def key_table(policy: KeyPolicyOut) -> Table:
+    """What this key may still do: queries left, its own ε/δ cap against what it has spent, jobs, expiry."""
+    table = Table(title=f"this key ({policy.role} key {policy.key_id})", show_header=False)
+    left = policy.max_queries - policy.used_queries
+    rows = {
+        "queries left": f"{left} of {policy.max_queries}",
+        "epsilon spent / cap": f"{policy.spent_epsilon:.6g} / " + ("no cap of its own" if policy.epsilon_cap is None
+                                                                  else f"{policy.epsilon_cap:.6g}"),
+        "delta spent / cap": f"{policy.spent_delta:.3g} / " + ("no cap of its own" if policy.delta_cap is None
+                                                              else f"{policy.delta_cap:.3g}"),
+        "job kinds it may run": ", ".join(policy.jobs) or "none (ask the curator for --jobs)",
+        "expires": "never" if policy.expires_at is None else policy.expires_at.isoformat(),
+    }
+    for key, value in rows.items():
+        table.add_row(key, value)
+    return table
+
+
 @reports_api_errors
 def info(
     url: OptionalUrl = None,
     token: OptionalToken = None,
     release: Annotated[int | None, typer.Option(help="Show one release (default: every release in scope).")] = None,
 ) -> None:
-    """Client version, server health and release metadata (certified flag and warnings up front)."""
+    """Client version, server health, this key's queries left and caps, and release metadata (certified flag and
+    warnings up front)."""
     console.print(f"pobo-modeler {__version__}")
     if url is None:
         console.print("[dim]no --url (or POBO_URL) given: nothing more to show[/]")
@@ -74,6 +95,7 @@ def info(
     console.print(f"server {client.url}: {health.status}, version {health.version}")
     if token is None:
         return
+    console.print(key_table(client.my_policy()))
     releases = [client.release(release)] if release is not None else client.releases()
     for item in releases:
         show_release_warnings(item)

@@ -52,6 +52,8 @@ class KeyPolicyOut(_Model):
     expires_at: datetime | None
     spent_epsilon: float = Field(description="ε of every ledger charge this key triggered, on every dataset.")
     spent_delta: float
+    max_queries: int = Field(description="Index queries this key may make in all (every session, every release).")
+    used_queries: int
 
 
 class IdentifierColumn(_Model):

@@ -50,6 +50,10 @@ def test_run_resume_plot_and_info(bowl, curator, tmp_path):
     assert "is NOT differentially private" in text and "NO: not certified differentially private" in text
     assert "seeded yes: reproducible noise, NOT certified" in text  # the fixture's release is seeded
     assert "WARNING" in text and "po-gp-ucb" in text
+    used = 500 - 6  # the fixture's key may make 500 queries; this module's runs may have spent more
+    left = int(text.split("queries left ")[1].split(" of 500")[0])
+    assert left <= used and "epsilon spent / cap 0 / no cap of its own" in text
+    assert "job kinds it may run none" in text  # a modeler key runs no job unless the curator allows it
 
 
 def test_api_errors_end_with_the_servers_sentence_and_exit_code_1(bowl, curator, tmp_path):
