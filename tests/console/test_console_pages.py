@@ -139,6 +139,8 @@ def test_register_a_csv_make_a_release_and_see_the_ledger_move(admin_console, tm
     assert console.by_id("spent-epsilon").text == "1.25" and console.by_id("remaining-epsilon").text == "1.75"
     (entry,) = console.all("#ledger tbody tr")
     assert "charge" in entry.text and "1.25" in entry.text
+    assert entry.find_element("css selector", ".actor").text == "admin"  # who spent: the console's login
+    assert entry.find_element("css selector", ".noise").text.startswith("inputs: Gaussian σ")
     points = console.all('svg[data-chart="epsilon-over-time"] circle')
     assert [float(p.get_attribute("data-y")) for p in points] == [0.0, 1.25]  # registration, then the charge
     assert console.one("svg.gauge").get_attribute("data-spent") == "1.25"
