@@ -208,7 +208,7 @@ def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pobo-fuzz-") as scratch:
         report_dir = args.report_dir or Path(scratch) / "reports"
-        with LocalCurator(Path(scratch) / "curator", env=env) as curator:
+        with LocalCurator(Path(scratch) / "curator", env=env, startup_timeout=300) as curator:
             modeler_token = seed_fixtures(curator)
             results = [run_schemathesis(curator.url, modeler_token, "modeler", args, report_dir),
                        run_schemathesis(curator.url, curator.admin_token, "admin", args, report_dir)]

@@ -23,7 +23,7 @@ from shared.api.http_client import ApiClient, ServerUnreachable
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 KILLS = 20
-ITERATIONS = 3 * KILLS + 6  # the modeler's run outlasts the kills: one kill every 3 answers
+ITERATIONS = 5 * KILLS  # asks for a kill every 3 answers; requests made during a restart coalesce, so spare some
 ROWS = 120
 
 
@@ -149,7 +149,6 @@ def test_sigkill_loop_loses_nothing_acknowledged_and_the_run_completes(curator, 
     stop.set()
     threads[1].join(timeout=120)
     assert not errors, errors
-    assert kills >= 20, f"only {kills} kills: the run finished first"
 
     record = outcome["record"]
     assert record.finished and len(record.done()) == ITERATIONS
@@ -165,3 +164,4 @@ def test_sigkill_loop_loses_nothing_acknowledged_and_the_run_completes(curator, 
     assert keys[writer_key.id].used_queries == len(stored_writer)
     charged = {entry.release_id for entry in curator.ledger() if entry.kind == "charge"}
     assert set(acknowledged_releases) | {release.id} <= charged
+    assert kills >= 20, f"only {kills} kills: the run finished first"
