@@ -59,6 +59,17 @@ def squared_distances(A: NDArray, B: NDArray) -> NDArray:
     return np.maximum(sq, 0.0, out=sq)
 
 
+def weighted_squared_differences(X: NDArray, M: NDArray) -> NDArray:
+    """Σ_ab M_ab (x_aj − x_bj)² for every column j of X, for a symmetric n × n weight M.
+
+    Fused, without the n × n × d tensor of differences: expanding the square and using M = Mᵀ,
+    Σ_ab M_ab (x_aj − x_bj)² = 2 Σ_a x_aj² (M1)_a − 2 x_jᵀ M x_j, one n × n × d matrix product for all j.
+    X is centred first (differences do not change) so the expansion loses only the data's spread.
+    """
+    X = X - X.mean(axis=0)
+    return 2.0 * ((X * X).T @ M.sum(axis=1)) - 2.0 * np.einsum("aj,aj->j", X, M @ X)
+
+
 class StationaryKernel:
     """σ² · ρ(d²) for a profile ρ of the squared scaled distance d² = ‖(a − b) / l‖².
 
@@ -131,14 +142,34 @@ class StationaryKernel:
         K = self.profile(sq)
         g = self._profile_log_lengthscale_factor(sq)
         if self.ard:
-            diffs = (Xs[:, None, :] - Xs[None, :, :]) ** 2  # n × n × d, fine for fitting-sized n
+            diffs = (Xs[:, None, :] - Xs[None, :, :]) ** 2  # n × n × d: for checks; fitting uses the contraction
             d_ls = np.moveaxis(diffs, 2, 0) * g
         else:
             d_ls = (g * sq)[None]
         return K, np.concatenate([d_ls, K[None]], axis=0)
 
 
-class SquaredExponential(StationaryKernel):
+class FusedGradient:
+    """For a :class:`StationaryKernel` whose ∂K/∂log l is the profile form g · Δ²/l² of
+    :meth:`StationaryKernel.log_parameter_gradients` (subclasses that override that derivative, such as
+    the noisy-inputs kernel, must not take this mixin): the gradient contraction without ∂K."""
+
+    def log_parameter_gradient_contraction(self, X: ArrayLike, W: NDArray) -> NDArray:
+        """t_j = Σ_ab W_ab ∂K_ab/∂θ_j for a symmetric W, θ ordered as in :meth:`log_parameter_gradients`.
+
+        What marginal-likelihood fitting needs (R&W eq. 5.9 is ½ t with W = ααᵀ − K⁻¹), without building
+        ∂K: with x̃ = x / l, ∂K_ab/∂log l_j = g_ab (x̃_aj − x̃_bj)², so t_j = Σ_ab (W ∘ g)_ab (x̃_aj − x̃_bj)²,
+        fused by :func:`weighted_squared_differences` (isotropic: Σ W ∘ g ∘ d²); t_σ² = Σ W ∘ K.
+        """
+        Xs = self.scale(X)
+        sq = squared_distances(Xs, Xs)
+        K = self.profile(sq.copy())
+        weighted = W * self._profile_log_lengthscale_factor(sq)
+        t_ls = weighted_squared_differences(Xs, weighted) if self.ard else [np.vdot(weighted, sq)]
+        return np.append(t_ls, np.vdot(W, K))
+
+
+class SquaredExponential(FusedGradient, StationaryKernel):
     """k(a, b) = σ² exp(−‖(a − b) / l‖² / 2)."""
 
     name = "se"
@@ -154,7 +185,7 @@ class SquaredExponential(StationaryKernel):
         return self.profile(sq)
 
 
-class Matern52(StationaryKernel):
+class Matern52(FusedGradient, StationaryKernel):
     """k(a, b) = σ² (1 + √5 d + 5 d² / 3) exp(−√5 d), d = ‖(a − b) / l‖."""
 
     name = "matern52"

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -23,7 +24,7 @@ from scipy.linalg.lapack import dpotrf, dpotri
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from shared.gp.kernels import KERNELS, FittableKernel, Kernel, StationaryKernel
+from shared.gp.kernels import KERNELS, FittableKernel, FusedGradient, Kernel, StationaryKernel
 
 LOG_2PI = np.log(2.0 * np.pi)
 
@@ -336,7 +337,12 @@ def _negative_lml_and_gradient(
     ls = np.exp(theta[:n_ls]) if ard else float(np.exp(theta[0]))
     kernel = prototype.with_parameters(ls, float(np.exp(theta[n_ls])))
     noise = float(np.exp(theta[-1]))
-    K, dK = kernel.log_parameter_gradients(X)
+    if isinstance(kernel, FusedGradient):  # no p × n × n ∂K (DPareto's ARD fits: issue 15)
+        K = kernel(X, X)
+        contract = partial(kernel.log_parameter_gradient_contraction, X)
+    else:
+        K, dK = kernel.log_parameter_gradients(X)
+        contract = lambda W: dK.reshape(len(dK), -1) @ W.ravel()  # noqa: E731
     K[np.diag_indices_from(K)] += noise
     # LAPACK directly: these t × t problems are small enough that scipy's wrappers dominated fitting time
     L, info = dpotrf(K, lower=1, clean=1)
@@ -347,7 +353,7 @@ def _negative_lml_and_gradient(
     alpha = K_inv @ residual
     W = np.outer(alpha, alpha)
     W -= K_inv
-    grad = 0.5 * (dK.reshape(len(dK), -1) @ W.ravel())
+    grad = 0.5 * contract(W)
     grad_noise = 0.5 * noise * np.trace(W)
     return -_gaussian_log_likelihood(L, alpha, residual), -np.append(grad, grad_noise)
 

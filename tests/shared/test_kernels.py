@@ -96,3 +96,18 @@ def test_rejects_ard_dimension_mismatch(points):
     A, B = points
     with pytest.raises(ValueError, match="ARD"):
         Matern52([1.0, 2.0])(A, B)
+
+
+@pytest.mark.parametrize("kind", [SquaredExponential, Matern52])
+@pytest.mark.parametrize("lengthscale", [0.9, np.array([0.5, 1.0, 2.5])])
+def test_fused_gradient_contraction_equals_contracting_the_full_derivative(points, kind, lengthscale):
+    # Σ_ab W_ab ∂K_ab/∂θ_j without the n × n × d tensor (issue 15) equals the tensor's contraction, which
+    # the test above pins to finite differences; far from the origin too (the fused form expands a square).
+    X, _ = points
+    for shift in (0.0, 1e4):
+        W = np.random.default_rng(3).normal(size=(len(X), len(X)))
+        W += W.T
+        kernel = kind(lengthscale, 1.4)
+        _, dK = kernel.log_parameter_gradients(X + shift)
+        np.testing.assert_allclose(kernel.log_parameter_gradient_contraction(X + shift, W),
+                                   np.tensordot(dK, W, axes=2), rtol=1e-9, atol=1e-9)
