@@ -35,6 +35,14 @@ def positive_int(value: int, name: str) -> int:
     return int(value)
 
 
+def ordered_interval(pair: tuple[float, float], name: str) -> tuple[float, float]:
+    """``pair`` as two finite floats a < b (a clipping interval)."""
+    low, high = (float(v) for v in pair)
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"{name} must be two finite numbers a < b, got {tuple(pair)!r}")
+    return low, high
+
+
 def finite_vector(values: np.ndarray, name: str) -> np.ndarray:
     """``values`` flattened to a non-empty float vector of finite numbers."""
     values = np.asarray(values, dtype=float).ravel()

@@ -14,8 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
 
-from shared.releases.measurements import MeasurementOption
-from shared.releases import PcaOption
+from shared.checks import open_unit, ordered_interval, positive
 
 API_PREFIX = "/v1"
 
@@ -370,11 +369,9 @@ class PcaSpec(_Model):
 
     @model_validator(mode="after")
     def _valid(self) -> PcaSpec:
-        self.option()
+        open_unit(self.share, "pca 'share' (the fraction of the privacy budget for the subspace)")
+        positive(self.clip_norm, "pca 'clip_norm' (a public bound on row norms)")
         return self
-
-    def option(self) -> PcaOption:
-        return PcaOption(self.share, self.clip_norm)
 
 
 class MeasurementsSpec(_Model):
@@ -387,11 +384,9 @@ class MeasurementsSpec(_Model):
 
     @model_validator(mode="after")
     def _valid(self) -> MeasurementsSpec:
-        self.option()
+        ordered_interval(self.clip, "measurements 'clip'")
+        open_unit(self.share, "measurements 'share' (ρ, the fraction of the privacy budget)")
         return self
-
-    def option(self) -> MeasurementOption:
-        return MeasurementOption(self.clip, self.share)
 
 
 class ReleaseOptions(_Model):

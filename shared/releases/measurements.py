@@ -26,12 +26,11 @@ with the rounding slack in Δ_y, like every other mechanism.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from shared.checks import open_unit
+from shared.checks import open_unit, ordered_interval
 from shared.dp.mechanisms import l2_sensitivity_with_grid
 from shared.dp.noise import NoiseSource
 
@@ -44,11 +43,8 @@ class MeasurementOption:
     share: float
 
     def __post_init__(self) -> None:
-        low, high = (float(v) for v in self.clip)
-        if not (math.isfinite(low) and math.isfinite(high) and low < high):
-            raise ValueError(f"measurements 'clip' must be two finite numbers a < b, got {self.clip!r}")
+        object.__setattr__(self, "clip", ordered_interval(self.clip, "measurements 'clip'"))
         open_unit(self.share, "measurements 'share' (ρ, the fraction of the privacy budget)")
-        object.__setattr__(self, "clip", (low, high))
 
     @property
     def range(self) -> float:
