@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.api.schemas import QueryResult, ReleaseOut
+from shared.regret import best_so_far, simple_regret
 
 RUN_FORMAT = "pobo-run/1"
 MAX_BATCH = 100
@@ -126,10 +127,7 @@ class RunRecord(_Model):
 
     def best_so_far(self) -> np.ndarray:
         """Best measured value after each answered query (max, or min for a ``minimize`` goal)."""
-        values = np.array([q.value for q in self.done()], dtype=float)
-        if values.size == 0:
-            return values
-        return np.minimum.accumulate(values) if self.goal == "minimize" else np.maximum.accumulate(values)
+        return best_so_far([q.value for q in self.done()], self.goal)
 
     def best(self) -> QueryRecord | None:
         done = self.done()
@@ -142,8 +140,7 @@ class RunRecord(_Model):
         """|optimum − best so far| after each answer (in units of σ_y when ``signal_std`` is set), if known."""
         if self.settings.optimum is None:
             return None
-        regret = np.abs(self.settings.optimum - self.best_so_far())
-        return regret / self.settings.signal_std if self.settings.signal_std else regret
+        return simple_regret(self.best_so_far(), self.settings.optimum, self.settings.signal_std or 1.0)
 
     def to_dataframe(self):
         """One row per query: iteration, request (a batch's queries share it), row index, query id, status,
@@ -167,7 +164,8 @@ class RunRecord(_Model):
         best = values.cummin() if self.goal == "minimize" else values.cummax()
         frame["best_so_far"] = best.ffill()
         if self.settings.optimum is not None:
-            frame["simple_regret"] = (self.settings.optimum - frame["best_so_far"]).abs() / (self.settings.signal_std or 1.0)
+            frame["simple_regret"] = simple_regret(frame["best_so_far"].to_numpy(), self.settings.optimum,
+                                                   self.settings.signal_std or 1.0)
         return frame
 
     # --- merging server answers ----------------------------------------------------------------------
