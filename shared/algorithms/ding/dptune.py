@@ -32,8 +32,11 @@ import numpy as np
 from scipy.optimize import brentq
 
 from shared.checks import positive
+from shared.dp.accounting import dpsgd_epsilon
 from shared.dp.mechanisms import summation_error
 from shared.dp.noise import NoiseSource, noise_source
+from shared.gp.ucb import GPUCB
+from shared.learners import DPLogisticRegression
 
 NO_SELECTION = -1  # how :func:`iteration_outputs` encodes "no candidate passed the threshold"
 
@@ -318,8 +321,6 @@ class GPBatchOptimiser:
 
     def __init__(self, candidates: np.ndarray, *, lengthscale: float, noise_variance: float = 0.1,
                  delta: float = 0.1, rng: np.random.Generator | int | None = None) -> None:
-        from shared.gp.ucb import GPUCB
-
         self.engine = GPUCB(candidates, lengthscale=lengthscale, signal_variance=1.0,
                             noise_variance=noise_variance, delta=delta, rng=rng)
 
@@ -391,8 +392,6 @@ def adaptive_select(
 def calibrate_noise_multiplier(n: int, batch_size: int, epochs: int, epsilon: float, delta: float) -> float:
     """The smallest DP-SGD noise multiplier σ with ``dpsgd_epsilon(n, batch_size, epochs, σ, δ) ≤ ε``
     (bisection on log σ; the accountant is monotone in σ), rounded up to 0.1 % so the target holds."""
-    from shared.dp.accounting import dpsgd_epsilon
-
     excess = lambda log_sigma: dpsgd_epsilon(n, batch_size, epochs, math.exp(log_sigma), delta) - epsilon  # noqa: E731
     low, high = math.log(0.05), math.log(2.0)
     while excess(low) < 0:
@@ -418,8 +417,6 @@ class PrivateLogisticRegression:
 
     def learner(self, n: int, noise_multiplier: float):
         """The DP-SGD learner for n rows with this noise multiplier (0: plain clipped SGD)."""
-        from shared.learners import DPLogisticRegression
-
         return DPLogisticRegression(learning_rate=self.learning_rate, batch_size=min(self.batch_size, n),
                                     epochs=self.epochs, noise_multiplier=noise_multiplier,
                                     clip_norm=self.clip_norm, optimizer=self.optimizer)
