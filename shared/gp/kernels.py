@@ -13,6 +13,7 @@ dimension for ARD) times a signal variance σ²:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -127,8 +128,10 @@ class StationaryKernel:
     def diag(self, A: ArrayLike) -> NDArray:
         return np.full(np.shape(A)[0], self.variance)
 
-    def _profile_log_lengthscale_factor(self, sq: NDArray) -> NDArray:
-        """g with ∂k/∂log l_j = g · Δ_j² / l_j² (Δ = a − b); for isotropic l the factor is g · d²."""
+    def _profile_log_lengthscale_factor(self, sq: NDArray, K: NDArray) -> NDArray:
+        """g with ∂k/∂log l_j = g · Δ_j² / l_j² (Δ = a − b); for isotropic l the factor is g · d².
+
+        ``K`` is ``profile(sq)``, so g can reuse its exponential instead of computing another."""
         raise NotImplementedError
 
     def log_parameter_gradients(self, X: ArrayLike) -> tuple[NDArray, NDArray]:
@@ -140,7 +143,7 @@ class StationaryKernel:
         Xs = self.scale(X)
         sq = squared_distances(Xs, Xs)
         K = self.profile(sq)
-        g = self._profile_log_lengthscale_factor(sq)
+        g = self._profile_log_lengthscale_factor(sq, K)
         if self.ard:
             diffs = (Xs[:, None, :] - Xs[None, :, :]) ** 2  # n × n × d: for checks; fitting uses the contraction
             d_ls = np.moveaxis(diffs, 2, 0) * g
@@ -154,19 +157,26 @@ class FusedGradient:
     :meth:`StationaryKernel.log_parameter_gradients` (subclasses that override that derivative, such as
     the noisy-inputs kernel, must not take this mixin): the gradient contraction without ∂K."""
 
-    def log_parameter_gradient_contraction(self, X: ArrayLike, W: NDArray) -> NDArray:
-        """t_j = Σ_ab W_ab ∂K_ab/∂θ_j for a symmetric W, θ ordered as in :meth:`log_parameter_gradients`.
+    def gram_and_gradient_contraction(self, X: ArrayLike) -> tuple[NDArray, Callable[[NDArray], NDArray]]:
+        """K(X, X) and ``contract(W)`` = (Σ_ab W_ab ∂K_ab/∂θ_j)_j for a symmetric W, θ ordered as in
+        :meth:`StationaryKernel.log_parameter_gradients`.
 
-        What marginal-likelihood fitting needs (R&W eq. 5.9 is ½ t with W = ααᵀ − K⁻¹), without building
-        ∂K: with x̃ = x / l, ∂K_ab/∂log l_j = g_ab (x̃_aj − x̃_bj)², so t_j = Σ_ab (W ∘ g)_ab (x̃_aj − x̃_bj)²,
-        fused by :func:`weighted_squared_differences` (isotropic: Σ W ∘ g ∘ d²); t_σ² = Σ W ∘ K.
+        What marginal-likelihood fitting needs (R&W eq. 5.9 is ½ contract(W) with W = ααᵀ − K⁻¹), without
+        building ∂K: with x̃ = x / l, ∂K_ab/∂log l_j = g_ab (x̃_aj − x̃_bj)², so the j-th entry is
+        Σ_ab (W ∘ g)_ab (x̃_aj − x̃_bj)², fused by :func:`weighted_squared_differences` (isotropic:
+        Σ W ∘ g ∘ d²); the signal variance's is Σ W ∘ K. K is returned as a copy the caller may change.
         """
         Xs = self.scale(X)
         sq = squared_distances(Xs, Xs)
-        K = self.profile(sq.copy())
-        weighted = W * self._profile_log_lengthscale_factor(sq)
-        t_ls = weighted_squared_differences(Xs, weighted) if self.ard else [np.vdot(weighted, sq)]
-        return np.append(t_ls, np.vdot(W, K))
+        K = self.profile(sq)
+        g = self._profile_log_lengthscale_factor(sq, K)
+
+        def contract(W: NDArray) -> NDArray:
+            weighted = W * g
+            t_ls = weighted_squared_differences(Xs, weighted) if self.ard else [np.vdot(weighted, sq)]
+            return np.append(t_ls, np.vdot(W, K))
+
+        return K.copy(), contract
 
 
 class SquaredExponential(FusedGradient, StationaryKernel):
@@ -180,9 +190,9 @@ class SquaredExponential(FusedGradient, StationaryKernel):
         out *= self.variance
         return out
 
-    def _profile_log_lengthscale_factor(self, sq: NDArray) -> NDArray:
+    def _profile_log_lengthscale_factor(self, sq: NDArray, K: NDArray) -> NDArray:
         # ∂/∂log l_j of exp(−½ Σ Δ_i²/l_i²) = exp(·) · Δ_j²/l_j².
-        return self.profile(sq)
+        return K
 
 
 class Matern52(FusedGradient, StationaryKernel):
@@ -201,10 +211,11 @@ class Matern52(FusedGradient, StationaryKernel):
         out *= self.variance
         return out
 
-    def _profile_log_lengthscale_factor(self, sq: NDArray) -> NDArray:
-        # ∂k/∂d = −σ² (5/3) d (1 + √5 d) e^{−√5 d} and ∂d/∂log l_j = −Δ_j²/(l_j² d), so the d cancels.
-        d = np.sqrt(sq)
-        return self.variance * (5.0 / 3.0) * (1.0 + SQRT5 * d) * np.exp(-SQRT5 * d)
+    def _profile_log_lengthscale_factor(self, sq: NDArray, K: NDArray) -> NDArray:
+        # ∂k/∂d = −σ² (5/3) d (1 + √5 d) e^{−√5 d} and ∂d/∂log l_j = −Δ_j²/(l_j² d), so the d cancels;
+        # σ² e^{−√5 d} = K / (1 + √5 d + 5 d²/3), a denominator ≥ 1.
+        root5_d = SQRT5 * np.sqrt(sq)
+        return K * (5.0 / 3.0) * (1.0 + root5_d) / (1.0 + root5_d + (5.0 / 3.0) * sq)
 
 
 KERNELS: dict[str, type[StationaryKernel]] = {"se": SquaredExponential, "matern52": Matern52}

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -338,8 +337,7 @@ def _negative_lml_and_gradient(
     kernel = prototype.with_parameters(ls, float(np.exp(theta[n_ls])))
     noise = float(np.exp(theta[-1]))
     if isinstance(kernel, FusedGradient):  # no p × n × n ∂K (DPareto's ARD fits: issue 15)
-        K = kernel(X, X)
-        contract = partial(kernel.log_parameter_gradient_contraction, X)
+        K, contract = kernel.gram_and_gradient_contraction(X)
     else:
         K, dK = kernel.log_parameter_gradients(X)
         contract = lambda W: dK.reshape(len(dK), -1) @ W.ravel()  # noqa: E731
