@@ -12,9 +12,8 @@ Inputs, DP-PCA and measurements are one Gaussian mechanism: one ledger entry (ε
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import ConfigDict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -41,6 +40,7 @@ from shared.api.schemas import (
     InputsPage,
     NeighbouringStep,
     ReleaseCreate,
+    ReleaseMetadata,
     ReleaseOptions,
     ReleaseOut,
     ReleaseParameters,
@@ -56,15 +56,12 @@ AUTO_DIM_CAP = 10
 """``dim: "auto"`` for ``po-gp-ucb`` when the paper's guideline admits no r: min(d, 10)."""
 
 
-@dataclass(frozen=True)
-class ComputedRelease:
+class ComputedRelease(ReleaseMetadata):
+    """A mechanism's output before it is stored: the metadata ReleaseOut shows, the released inputs Z, the public
+    parameters (gaussian) and the private measurements ỹ."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
     Z: np.ndarray
-    dim: int
-    noise_std: float | None = None
-    sensitivity: float | None = None
-    omega: float | None = None
-    sigma_min: float | None = None
-    lifted: bool | None = None
     parameters: dict | None = None
     private_y: np.ndarray | None = None
 
@@ -217,12 +214,7 @@ def release_out(release: Release, dataset: Dataset, settings: Settings) -> Relea
         epsilon=release.epsilon,
         delta=release.delta,
         n=release.n,
-        dim=release.dim,
-        noise_std=release.noise_std,
-        sensitivity=release.sensitivity,
-        omega=release.omega,
-        sigma_min=release.sigma_min,
-        lifted=release.lifted,
+        **ReleaseMetadata.model_validate(release, from_attributes=True).model_dump(),
         projection=release.projection,
         parameters=release.parameters,
         neighbouring_step=step,
@@ -278,12 +270,7 @@ def create_release(db: Database, tables: TableCache, settings: Settings, princip
             epsilon=body.epsilon,
             delta=body.delta,
             n=computed.Z.shape[0],
-            dim=computed.dim,
-            noise_std=computed.noise_std,
-            sensitivity=computed.sensitivity,
-            omega=computed.omega,
-            sigma_min=computed.sigma_min,
-            lifted=computed.lifted,
+            **computed.model_dump(include=set(ReleaseMetadata.model_fields)),
             projection=None if computed.parameters is None else computed.parameters["projection"],
             parameters=computed.parameters,
             inputs=encode_matrix(computed.Z),

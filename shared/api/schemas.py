@@ -483,7 +483,19 @@ class ReleaseParameters(_Model):
         return lines
 
 
-class ReleaseOut(_Model):
+class ReleaseMetadata(_Model):
+    """A release's public numbers of how it was made, as the curator computes, stores and shows them: the
+    dimension r, gaussian's noise σ and sensitivity Δ, po-gp-ucb's ω, σ_min and whether it lifted the inputs."""
+
+    dim: int
+    noise_std: float | None = None
+    sensitivity: float | None = None
+    omega: float | None = None
+    sigma_min: float | None = None
+    lifted: bool | None = None
+
+
+class ReleaseOut(ReleaseMetadata):
     id: int
     dataset_id: int
     mechanism: Mechanism
@@ -496,12 +508,6 @@ class ReleaseOut(_Model):
     epsilon: float
     delta: float
     n: int
-    dim: int
-    noise_std: float | None = None
-    sensitivity: float | None = None
-    omega: float | None = None
-    sigma_min: float | None = None
-    lifted: bool | None = None
     projection: ProjectionKind | None = Field(
         default=None, description="gaussian: the projection used; null for po-gp-ucb and releases made before pobo "
                                   "recorded it."
