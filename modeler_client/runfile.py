@@ -160,9 +160,7 @@ class RunRecord(_Model):
             "value": [q.value for q in self.queries],
             "reused": [q.reused_from_session is not None for q in self.queries],
         })
-        values = frame["value"].astype(float)
-        best = values.cummin() if self.goal == "minimize" else values.cummax()
-        frame["best_so_far"] = best.ffill()
+        frame["best_so_far"] = best_so_far(frame["value"].to_numpy(dtype=float), self.goal)
         if self.settings.optimum is not None:
             frame["simple_regret"] = simple_regret(frame["best_so_far"].to_numpy(), self.settings.optimum,
                                                    self.settings.signal_std or 1.0)

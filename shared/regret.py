@@ -14,12 +14,13 @@ import numpy as np
 Goal = Literal["maximize", "minimize"]
 
 
-def best_so_far(values: Sequence[float] | np.ndarray, goal: Goal) -> np.ndarray:
-    """b_t after each of ``values`` (empty for no values)."""
+def best_so_far(values: Sequence[float | None] | np.ndarray, goal: Goal) -> np.ndarray:
+    """b_t after each of ``values`` (empty for no values). A missing value (NaN or None: not answered yet) is
+    skipped: b_t carries the best before it, and is NaN until the first answer."""
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return values
-    return np.minimum.accumulate(values) if goal == "minimize" else np.maximum.accumulate(values)
+    return np.fmin.accumulate(values) if goal == "minimize" else np.fmax.accumulate(values)
 
 
 def simple_regret(best: float | np.ndarray, optimum: float, scale: float = 1.0) -> float | np.ndarray:
