@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import numpy as np
 
 from curator_service.testing import LocalCurator
@@ -94,9 +95,13 @@ def run_schemathesis(url: str, token: str, role: str, args: argparse.Namespace, 
     ]
     if args.max_time:
         command += ["--max-time", str(args.max_time)]
-    with open(report_dir / f"{role}.log", "w") as log:
+    log_path = report_dir / f"{role}.log"
+    with open(log_path, "w") as log:
         subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
     result = RoleResult(role)
+    if not har.exists() or not json.loads(har.read_text())["log"]["entries"]:
+        reason = next((line.strip() for line in log_path.read_text().splitlines() if "❌" in line), "see its log")
+        print(f"fuzz as {role}: Schemathesis sent no request ({reason}; {log_path})")
     if har.exists():
         entries = json.loads(har.read_text())["log"]["entries"]
         result.requests = len(entries)
@@ -210,6 +215,8 @@ def main() -> int:
         report_dir = args.report_dir or Path(scratch) / "reports"
         with LocalCurator(Path(scratch) / "curator", env=env, startup_timeout=300) as curator:
             modeler_token = seed_fixtures(curator)
+            # The first /openapi.json builds the document; Schemathesis gives a schema 10 s, a loaded machine more.
+            httpx.get(f"{curator.url}/openapi.json", timeout=300).raise_for_status()
             results = [run_schemathesis(curator.url, modeler_token, "modeler", args, report_dir),
                        run_schemathesis(curator.url, curator.admin_token, "admin", args, report_dir)]
         tracebacks = server_exceptions(curator.log_path)
