@@ -137,9 +137,10 @@ def collect_findings(ndjson: Path, result: RoleResult) -> None:
 
 
 def decode(payload: object) -> str:
+    """A recorded body as text; NUL bytes escaped so the findings stay a text file."""
     if isinstance(payload, dict) and "$base64" in payload:
-        return base64.b64decode(payload["$base64"]).decode("utf-8", errors="replace")
-    return "" if payload is None else str(payload)
+        payload = base64.b64decode(payload["$base64"]).decode("utf-8", errors="replace")
+    return "" if payload is None else str(payload).replace("\x00", "\\x00")
 
 
 def describe_request(request: dict) -> str:
