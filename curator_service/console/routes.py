@@ -325,8 +325,9 @@ async def session_page(request: Request, api: Console, session_id: int) -> HTMLR
     release = await api.get(f"/v1/releases/{status['release_id']}")
     dataset = await api.get(f"/v1/datasets/{release['dataset_id']}")
     correctable = dataset["evaluator_kind"] == "manual"  # only answers the curator typed (the API says why)
+    notes = await api.get(f"/v1/sessions/{session_id}/notes")
     return render(request, "session.html", page="sessions", session=status, queries=queries, release=release,
-                  correctable=correctable, chart=_best_so_far(queries, release["goal"]))
+                  correctable=correctable, notes=notes, chart=_best_so_far(queries, release["goal"]))
 
 
 @router.get("/queries", response_class=HTMLResponse)
@@ -376,7 +377,7 @@ async def correct_answer(request: Request, api: Console, session_id: int, query_
                      lambda: api.post(f"/v1/queries/{query_id}/correct",
                                       {"value": number(form, "value", "The corrected value"),
                                        "reason": field(form, "reason")}),
-                     lambda _: f"Query {query_id} corrected; the audit log keeps the old value and the reason.")
+                     lambda _: f"Query {query_id} corrected; the session's lab notes keep the old value and the reason.")
 
 
 # --- jobs and audit ----------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tables of issue 14's governance and lab workflow (migration 0007), beside the core tables of :mod:`.models`.
+"""Tables of issue 14's governance and lab workflow (migrations 0007, 0008), beside the core tables of :mod:`.models`.
 
 A key's policy and a dataset's identifier column are optional one-to-one companions of their rows: a key without
 a policy row has its role's defaults (no cap, no expiry; a curator key runs every job kind, a modeler key none),
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Float, ForeignKey, String
+from sqlalchemy import JSON, Float, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from curator_service.persistence.models import Base, UTCDateTime
+from curator_service.persistence.models import Base, UTCDateTime, utcnow
+from shared.api.governance import REASON_MAX_LENGTH
 
 
 class KeyPolicy(Base):
@@ -35,3 +36,22 @@ class DatasetIdentifier(Base):
 
     dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), primary_key=True)
     column: Mapped[str] = mapped_column(String(200))
+
+
+class QueryNote(Base):
+    """What the lab did to an answered query and why: a "cannot measure" or a correction, with the old and the new
+    value and the lab's free text. Measured values and the reason live here, curator-only, never in the audit log
+    (which records only ``query:<id>`` and the action)."""
+
+    __tablename__ = "query_notes"
+    noun = "query note"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    query_id: Mapped[int] = mapped_column(ForeignKey("queries.id"), index=True)
+    action: Mapped[str] = mapped_column(String(32))  # "cannot_measure" or "correct"
+    old_status: Mapped[str] = mapped_column(String(16))
+    old_value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    new_value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    reason: Mapped[str] = mapped_column(String(REASON_MAX_LENGTH))
+    actor: Mapped[str] = mapped_column(String(240))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Request, UploadFile
 
 from curator_service.routers.auth import Curator
-from curator_service.routers.params import DatasetFilter, DatasetId, QueryId
+from curator_service.routers.params import DatasetFilter, DatasetId, QueryId, SessionId
 from curator_service.services import lab, queries
 from shared.api.governance import (
     AnswersOut,
@@ -94,8 +94,18 @@ def cannot_measure(request: Request, principal: Curator, query_id: QueryId, body
 
 
 @router.post("/v1/queries/{query_id}/correct", response_model=QueryResult,
-             summary="Correct a manual answer (the audit log keeps the old value and the reason)")
+             summary="Correct a manual answer (the query's notes keep the old value and the reason)")
 def correct_answer(request: Request, principal: Curator, query_id: QueryId, body: Correction) -> QueryResult:
-    """Corrects a manual answer with a reason; the change is recorded in the audit log."""
+    """Corrects a manual answer with a reason; the old and new value and the reason go to the query's notes, the
+    audit log records only the query id."""
     with request.app.state.db.write() as session:
         return lab.correct(session, principal, query_id, body.value, body.reason)
+
+
+@router.get("/v1/sessions/{session_id}/notes", response_model=list[lab.QueryNoteOut],
+            summary="The lab's notes on a session's queries: corrections and 'cannot measure', with reasons")
+def query_notes(request: Request, principal: Curator, session_id: SessionId) -> list[lab.QueryNoteOut]:
+    """Every correction and "cannot measure" of the session's queries, oldest first, with the old and new value
+    and the reason. Curator only: values and reasons stay out of the audit log and away from modelers."""
+    with request.app.state.db.read() as session:
+        return lab.query_notes(session, session_id)

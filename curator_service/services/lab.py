@@ -5,7 +5,9 @@ The identifier column is a column of the registered table that is neither a feat
 stored on the curator and appears in curator responses only (the worklist); error sentences name lines and rows,
 never an identifier or a value. A query counts once against its key's query budget whatever happens to it later:
 answered, marked "cannot measure" (status ``unmeasurable``, no value; the modeler's client is told by that status)
-or corrected (the audit log keeps the old value and the reason).
+or corrected. What the lab did and why (the old and the new value, the free-text reason) is kept in the
+curator-only ``query_notes`` table (:func:`query_notes`); the audit log records only the query id and the action,
+never a measured value or the lab's free text (which may name a patient).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
 
 import numpy as np
 from sqlalchemy import select
@@ -22,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from curator_service.persistence.blobs import RawTable, TableCache
 from curator_service.persistence.db import get_or_404
-from curator_service.persistence.governance import DatasetIdentifier
+from curator_service.persistence.governance import DatasetIdentifier, QueryNote
 from curator_service.persistence.models import Dataset, ModelingSession, Query, Release, utcnow
 from curator_service.services.audit import record
 from curator_service.services.datasets import _parse_number, cached_table, invalid
@@ -30,7 +34,7 @@ from curator_service.services.policy import Principal
 from curator_service.services.queries import pending_queries, post_answer, query_result
 from shared.api.errors import ApiError
 from shared.api.governance import AnswersOut, IdentifierColumnOut, WorkItem, Worklist
-from shared.api.schemas import QueryResult
+from shared.api.schemas import QueryResult, _Model
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,19 @@ class Answer:
     where: str
     identifier: str
     value: float | None
+
+
+class QueryNoteOut(_Model):
+    """``GET /v1/sessions/{id}/notes``: one thing the lab did to a query, and why (curator only)."""
+
+    query_id: int
+    action: Literal["cannot_measure", "correct"]
+    old_status: str
+    old_value: float | None
+    new_value: float | None
+    reason: str
+    actor: str
+    created_at: datetime
 
 
 # --- the identifier column ---------------------------------------------------------------------------------------
@@ -187,14 +204,14 @@ def cannot_measure(session: Session, principal: Principal, query_id: int, reason
     if query.status != "pending":
         raise ApiError(409, "conflict", f"query {query_id} is not pending (it is {query.status}); only a pending "
                        "query can be marked 'cannot measure' (correct an answer instead)")
+    _note(session, principal, query, "cannot_measure", None, reason)
     query.status, query.value, query.answered_at = "unmeasurable", None, utcnow()
-    record(session, principal, "query.cannot_measure", f"query:{query_id} (reason: {reason})")
     return query_result(query)
 
 
 def correct(session: Session, principal: Principal, query_id: int, value: float, reason: str) -> QueryResult:
-    """Replaces a manual answer (or a "cannot measure") with ``value``; the audit log keeps the old value and the
-    reason. Answers the curator did not type are refused: an evaluator's, and above all a private measurement's
+    """Replaces a manual answer (or a "cannot measure") with ``value``; the query's notes keep the old value and
+    the reason. Answers the curator did not type are refused: an evaluator's, and above all a private measurement's
     (a true value there would undo the noise that protects it)."""
     if not math.isfinite(value):
         raise invalid("'value' must be a finite number; send the measured value")
@@ -209,7 +226,23 @@ def correct(session: Session, principal: Principal, query_id: int, value: float,
     if kind != "manual":
         raise ApiError(409, "conflict", f"query {query_id} was measured by the dataset's {kind} evaluator, not by "
                        "hand; only manual answers can be corrected")
-    old = "cannot measure" if query.status == "unmeasurable" else repr(query.value)
+    _note(session, principal, query, "correct", value, reason)
     query.status, query.value, query.answered_at = "done", value, utcnow()
-    record(session, principal, "query.correct", f"query:{query_id} {old} -> {value!r} (reason: {reason})")
     return query_result(query)
+
+
+def _note(session: Session, principal: Principal, query: Query, action: str, new_value: float | None,
+          reason: str) -> None:
+    """Keeps the query's state before ``action``, the new value and the reason in its notes; audits only
+    ``query:<id>`` and the action (review F2: no measured value or free text in the audit log)."""
+    session.add(QueryNote(query_id=query.id, action=action, old_status=query.status, old_value=query.value,
+                          new_value=new_value, reason=reason, actor=principal.actor))
+    record(session, principal, f"query.{action}", f"query:{query.id}")
+
+
+def query_notes(session: Session, session_id: int) -> list[QueryNoteOut]:
+    """The lab's notes on a modeling session's queries, oldest first (curator only)."""
+    get_or_404(session, ModelingSession, session_id)
+    notes = session.scalars(select(QueryNote).join(Query, Query.id == QueryNote.query_id)
+                            .where(Query.session_id == session_id).order_by(QueryNote.id))
+    return [QueryNoteOut.model_validate(note, from_attributes=True) for note in notes]

@@ -359,7 +359,7 @@ def lab_csv(tmp_path, n: int = 12) -> tuple[str, dict[str, float]]:
 def test_the_lab_answers_by_mrn_from_a_csv_and_cannot_measure_while_the_modeler_run_waits(admin_console, tmp_path):
     """Issue 14's lab flow in the browser: rows named by MRN; one answer typed, one from an uploaded CSV, one
     "cannot measure" (the client is told and not charged twice); the run finishes; a wrong answer is corrected
-    with a reason that the audit log keeps."""
+    with a reason that the session's lab notes keep (never the audit log)."""
     console, curator = admin_console, admin_console.curator
     path, book = lab_csv(tmp_path)
     name = unique("lab-mrn")
@@ -415,7 +415,9 @@ def test_the_lab_answers_by_mrn_from_a_csv_and_cannot_measure_while_the_modeler_
     console.submit(f"correct-{first}")
     assert console.flash().startswith(f"Query {first} corrected")
     assert console.one(f'tr[data-query="{first}"] .value').text == "0.5"
+    assert "transcription error" in console.one(f'#notes tr[data-query="{first}"] .reason').text
+    assert "no sample left" in console.one(f'#notes tr[data-query="{third}"] .reason').text
     console.shot("session-lab")
     console.open("/console/audit?action=correct")
     (event,) = [r for r in console.all("#audit tbody tr") if f"query:{first}" in r.text]
-    assert "transcription error" in event.text
+    assert "transcription error" not in event.text  # the audit log keeps no free text (review F2)

@@ -1,5 +1,5 @@
 """The lab flow (issue 14): the curator's own row identifier (an MRN) on pending manual queries, answers by
-identifier (one or many, from a CSV), "cannot measure", and corrections with a reason kept in the audit log.
+identifier (one or many, from a CSV), "cannot measure", and corrections with a reason kept in the session's lab notes (never in the audit log).
 
 The identifier column never reaches a modeler; it is checked in every response a modeler's key gets.
 """
@@ -157,7 +157,11 @@ def test_cannot_measure_tells_the_modeler_by_its_own_status_and_counts_once(lab)
         assert_error(admin.post(f"/v1/queries/{asked[0]['query_id']}/cannot-measure", json={"reason": "again"}),
                      409, "conflict", "not pending")
         audit = admin.get("/v1/audit").json()
-    assert any(e["action"] == "query.cannot_measure" and "sample haemolysed" in (e["target"] or "") for e in audit)
+        notes = admin.get(f"/v1/sessions/{session_id}/notes").json()
+    (event,) = [e for e in audit if e["action"] == "query.cannot_measure"]
+    assert event["target"] == f"query:{asked[0]['query_id']}"  # the lab's free text may name a patient: not here
+    assert [(n["query_id"], n["action"], n["old_status"], n["reason"]) for n in notes] == [
+        (asked[0]["query_id"], "cannot_measure", "pending", "sample haemolysed")]
     assert [q["query_id"] for q in pending(lab, dataset["id"])] == [asked[1]["query_id"]]
     with http(lab, key["token"]) as modeler:
         statuses = [q["status"] for q in modeler.get(f"/v1/sessions/{session_id}/queries").json()["queries"]]
@@ -165,9 +169,9 @@ def test_cannot_measure_tells_the_modeler_by_its_own_status_and_counts_once(lab)
     assert used_queries(lab, key["id"]) == 2  # charged once when asked; never again
 
 
-def test_a_correction_keeps_the_old_value_and_the_reason_in_the_audit_log(lab):
+def test_a_correction_keeps_the_old_value_and_the_reason_in_the_lab_notes_and_the_audit_log_neither(lab):
     dataset, release, key = lab_dataset(lab)
-    _, (query,) = ask(lab, key["token"], release["id"], [8])
+    session_id, (query,) = ask(lab, key["token"], release["id"], [8])
     identifier = pending(lab, dataset["id"])[0]["identifier"]
     with http(lab) as admin:
         admin.post(f"/v1/datasets/{dataset['id']}/answers", json={"answers": [{"identifier": identifier,
@@ -179,10 +183,16 @@ def test_a_correction_keeps_the_old_value_and_the_reason_in_the_audit_log(lab):
         assert fixed.status_code == 200, fixed.text
         assert (fixed.json()["status"], fixed.json()["value"]) == ("done", 1.25)
         audit = admin.get("/v1/audit").json()
+        (note,) = admin.get(f"/v1/sessions/{session_id}/notes").json()
+        with http(lab, key["token"]) as modeler:  # the notes are the curator's
+            assert_error(modeler.get(f"/v1/sessions/{session_id}/notes"), 403, "forbidden")
+    assert (note["old_status"], note["old_value"], note["new_value"], note["reason"]) == (
+        "done", 12.5, 1.25, "decimal point misread")
     (event,) = [e for e in audit if e["action"] == "query.correct"]
-    assert "12.5" in event["target"] and "1.25" in event["target"] and "decimal point misread" in event["target"]
+    assert event["target"] == f"query:{query['query_id']}"
     _, X, _ = lab_csv()
     text = json.dumps(audit)
+    assert "12.5" not in text and "1.25" not in text and "misread" not in text  # no measured value, no free text
     assert not [v for v in X.ravel() if f"{v:.9f}" in text or repr(float(v)) in text]  # never a feature value
 
 
