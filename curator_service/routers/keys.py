@@ -17,7 +17,7 @@ router = APIRouter(tags=["keys"])
 @router.post("/v1/keys", status_code=201, response_model=KeyCreated, summary="Create a key (its token is shown once)")
 def create_key(request: Request, principal: Curator, body: KeyCreateWithPolicy) -> KeyCreated:
     """Creates a modeler (or curator) key scoped to releases, with a query budget and an optional policy. The token is
-    shown once and only its hash is stored."""
+    shown once and only its hash is stored. The admin token or a curator key without a cap of its own only."""
     with request.app.state.db.write() as session:
         return keys.create_key(session, principal, body, policy=body)
 
@@ -47,9 +47,11 @@ def get_policy(request: Request, principal: Curator, key_id: KeyId) -> KeyPolicy
         return keys.get_policy(session, key_id)
 
 
-@router.put("/v1/keys/{key_id}/policy", response_model=KeyPolicyOut, summary="Replace a key's policy")
+@router.put("/v1/keys/{key_id}/policy", response_model=KeyPolicyOut,
+            summary="Change a key's policy (fields left out keep their value; null returns a field to its default)")
 def set_policy(request: Request, principal: Curator, key_id: KeyId, body: KeyPolicy) -> KeyPolicyOut:
-    """Replaces a key's policy (caps, job kinds, expiry). Audited."""
+    """Changes the policy fields sent (caps, job kinds, expiry) and keeps the others; null returns a field to the
+    role's default. The admin token or a curator key without a cap of its own only. Audited."""
     with request.app.state.db.write() as session:
         return keys.set_policy(session, principal, key_id, body)
 

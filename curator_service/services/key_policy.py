@@ -27,6 +27,7 @@ from curator_service.persistence.db import get_or_404
 from curator_service.persistence.governance import KeyPolicy as PolicyRow
 from curator_service.persistence.models import ApiKey, Job, LedgerEntry, utcnow
 from curator_service.services.ledger import _fits
+from curator_service.services.policy import Principal
 from shared.api.errors import ApiError
 from shared.api.governance import KeyPolicy, KeyPolicyOut
 
@@ -61,9 +62,28 @@ def as_utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
+def check_may_govern_keys(session: Session, principal: Principal) -> None:
+    """403 unless the caller is the admin token or a key with no ε/δ cap of its own: a capped key that could create
+    keys or change policies could lift its own cap, or mint an uncapped key and spend through it (review F3)."""
+    if principal.key_id is None:
+        return
+    row = session.get(PolicyRow, principal.key_id)
+    if row is not None and (row.epsilon_cap is not None or row.delta_cap is not None):
+        raise ApiError(403, "forbidden", "this key has an epsilon/delta cap of its own, so it may not create keys or "
+                       "change key policies (it could lift its own cap); use the admin token or a curator key "
+                       "without a cap")
+
+
+def stored_policy(session: Session, key: ApiKey) -> KeyPolicy:
+    """The key's policy as stored (no row: every field null, the role's defaults)."""
+    row = session.get(PolicyRow, key.id)
+    if row is None:
+        return KeyPolicy()
+    return KeyPolicy(epsilon_cap=row.epsilon_cap, delta_cap=row.delta_cap, jobs=row.jobs, expires_at=row.expires_at)
+
+
 def store_policy(session: Session, key: ApiKey, policy: KeyPolicy) -> None:
-    """Sets the key's policy (validated first; replaces an earlier one)."""
-    check_policy(key.role, policy)
+    """Sets the key's policy (checked by the caller with :func:`check_policy`; replaces an earlier one)."""
     row = session.get(PolicyRow, key.id) or PolicyRow(key_id=key.id)
     row.epsilon_cap, row.delta_cap = policy.epsilon_cap, policy.delta_cap
     row.jobs = None if policy.jobs is None else sorted(set(policy.jobs))

@@ -15,7 +15,13 @@ from sqlalchemy.orm import Session
 from curator_service.persistence.db import get_or_404
 from curator_service.persistence.models import ApiKey, Release
 from curator_service.services.audit import record
-from curator_service.services.key_policy import check_policy, policy_out, store_policy
+from curator_service.services.key_policy import (
+    check_may_govern_keys,
+    check_policy,
+    policy_out,
+    store_policy,
+    stored_policy,
+)
 from curator_service.services.policy import Principal, hash_token, new_token
 from shared.api.errors import ApiError
 from shared.api.governance import KeyPolicy, KeyPolicyOut
@@ -43,7 +49,8 @@ def check_measurements_kinds(scope: list[tuple[int, int, bool]]) -> None:
 
 def create_key(session: Session, principal: Principal, body: KeyCreate, policy: KeyPolicy | None = None) -> KeyCreated:
     """A new key and its token (the only time the token exists outside the caller's hands), with ``policy`` if
-    given (else its role's defaults)."""
+    given (else its role's defaults). Only the admin token or an uncapped key may create keys."""
+    check_may_govern_keys(session, principal)
     if policy is not None:
         check_policy(body.role, policy)
     token = new_token()
@@ -82,10 +89,15 @@ def get_policy(session: Session, key_id: int) -> KeyPolicyOut:
     return policy_out(session, get_or_404(session, ApiKey, key_id))
 
 
-def set_policy(session: Session, principal: Principal, key_id: int, policy: KeyPolicy) -> KeyPolicyOut:
-    """Replaces a key's whole policy (tighten a cap, extend an expiry); audited."""
+def set_policy(session: Session, principal: Principal, key_id: int, changes: KeyPolicy) -> KeyPolicyOut:
+    """Changes the policy fields that ``changes`` sends and keeps the others (a merge, review F12: sending only
+    ``expires_at`` must not drop the caps); an explicit null returns a field to the role's default. Audited with
+    the names of the fields sent. Only the admin token or an uncapped key may change policies."""
+    check_may_govern_keys(session, principal)
     key = get_or_404(session, ApiKey, key_id, lock=True)
-    store_policy(session, key, policy)
-    record(session, principal, "key.policy", f"key:{key.id}")
+    check_policy(key.role, changes)
+    sent = sorted(changes.model_fields_set)
+    store_policy(session, key, stored_policy(session, key).model_copy(update=changes.model_dump(include=set(sent))))
+    record(session, principal, "key.policy", f"key:{key.id} (set: {', '.join(sent) or 'nothing'})")
     session.flush()
     return policy_out(session, key)

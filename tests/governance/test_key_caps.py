@@ -93,11 +93,49 @@ def test_a_policy_can_be_replaced_later_and_the_change_is_audited(lab, table):
         assert (granted.json()["jobs"], granted.json()["epsilon_cap"]) == (["dp-mean"], 0.3)
         assert submit(lab, key["token"], dataset["id"], "dp-mean", dp_mean(0.2)).status_code == 202
         assert_error(submit(lab, key["token"], dataset["id"], "dp-mean", dp_mean(0.2)), 409, "budget_exceeded", "cap")
-        # Replacing the whole policy: the jobs list goes back to the modeler default (none).
-        assert admin.put(f"/v1/keys/{key['id']}/policy", json={"epsilon_cap": 5}).json()["jobs"] == []
-        assert any(e["action"] == "key.policy" and e["target"] == f"key:{key['id']}"
+        # An explicit null returns a field to the role's default: the jobs list goes back to none.
+        assert admin.put(f"/v1/keys/{key['id']}/policy", json={"jobs": None}).json()["jobs"] == []
+        assert any(e["action"] == "key.policy" and e["target"] == f"key:{key['id']} (set: epsilon_cap, jobs)"
                    for e in admin.get("/v1/audit").json())
     assert_error(submit(lab, key["token"], dataset["id"], "dp-mean", dp_mean(0.2)), 403, "forbidden")
+
+
+def test_a_policy_update_keeps_the_fields_it_does_not_send(lab, table):
+    """Review F12: extending an expiry alone must not silently drop the key's caps and job list."""
+    _, release = table
+    key = create_key(lab, [release["id"]], epsilon_cap=0.5, delta_cap=1e-6, jobs=["dp-mean"])
+    later = (datetime.now(UTC) + timedelta(days=30)).isoformat()
+    with http(lab) as admin:
+        extended = admin.put(f"/v1/keys/{key['id']}/policy", json={"expires_at": later})
+        assert extended.status_code == 200, extended.text
+        policy = admin.get(f"/v1/keys/{key['id']}/policy").json()
+    assert (policy["epsilon_cap"], policy["delta_cap"], policy["jobs"]) == (0.5, 1e-6, ["dp-mean"])
+    assert datetime.fromisoformat(policy["expires_at"]) == datetime.fromisoformat(later)
+
+
+def test_a_capped_curator_key_can_neither_lift_its_own_cap_nor_mint_keys(lab, table):
+    """Review F3: the cap of a curator key binds it, so only the admin token or an uncapped key governs keys."""
+    dataset, release = table
+    capped = create_key(lab, [release["id"]], role="curator", epsilon_cap=1.0)
+    with http(lab, capped["token"]) as client:
+        assert_error(client.put(f"/v1/keys/{capped['id']}/policy", json={"epsilon_cap": None}), 403, "forbidden",
+                     "cap")
+        assert_error(client.post("/v1/keys", json={"name": "escape", "release_ids": [release["id"]],
+                                                   "max_queries": 5, "role": "curator"}), 403, "forbidden", "cap")
+        assert_error(client.post(f"/v1/datasets/{dataset['id']}/releases",
+                                 json={"mechanism": "gaussian", "epsilon": 5.0, "delta": 1e-6}),
+                     409, "budget_exceeded", "cap")
+    with http(lab) as admin:
+        assert admin.get(f"/v1/keys/{capped['id']}/policy").json()["epsilon_cap"] == 1.0
+        assert "escape" not in {k["name"] for k in admin.get("/v1/keys").json()}
+    # An uncapped curator key keeps the curator's powers over keys (the positive control).
+    uncapped = create_key(lab, [release["id"]], role="curator")
+    with http(lab, uncapped["token"]) as client:
+        lifted = client.put(f"/v1/keys/{capped['id']}/policy", json={"epsilon_cap": 2.0})
+        assert lifted.status_code == 200 and lifted.json()["epsilon_cap"] == 2.0, lifted.text
+        minted = client.post("/v1/keys", json={"name": "by-uncapped", "release_ids": [release["id"]],
+                                               "max_queries": 5})
+        assert minted.status_code == 201, minted.text
 
 
 def test_concurrent_charges_of_one_key_on_two_datasets_cannot_both_pass_its_cap(lab, table):
