@@ -14,17 +14,18 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from shared.api.jobs import DpBoParams
 from shared.api.schemas import JobOut
 
 from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors
-from modeler_client.commands.jobs import Dataset, Poll, Release, Wait, job_dataset, run_job
+from modeler_client.commands.jobs import Dataset, LabelColumn, Poll, Release, Wait, job_dataset, job_params, run_job
 
 
 @reports_api_errors
 def dp_bo(
     url: Url,
     token: Token,
-    label_column: Annotated[str, typer.Option(help="The curator's column of 0/1 labels.")],
+    label_column: LabelColumn,
     release: Release = None,
     dataset: Dataset = None,
     epsilon: Annotated[float, typer.Option(help="ε of each release (the job costs 2ε).")] = 1.0,
@@ -45,11 +46,9 @@ def dp_bo(
         raise typer.Exit(2)
     client = connect(url, token, timeout, retries)
     dataset_id = job_dataset(client, release, dataset)
-    params = {
-        "label_column": label_column, "epsilon": epsilon, "delta": delta, "iterations": iterations,
-        "log10_lambda": np.linspace(log10_lambda_min, log10_lambda_max, grid_points).tolist(),
-        "validation_fraction": validation_fraction,
-    }
+    params = job_params(DpBoParams, label_column=label_column, epsilon=epsilon, delta=delta, iterations=iterations,
+                        log10_lambda=np.linspace(log10_lambda_min, log10_lambda_max, grid_points).tolist(),
+                        validation_fraction=validation_fraction)
     job = run_job(client, "dp-bo", dataset_id, params, poll=poll, wait=wait)
     console.print(result_table(job))
 

@@ -18,12 +18,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from shared.api.jobs import DpTuneParams
 from shared.api.schemas import JobOut
 
 from modeler_client.commands.common import (
     Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors,
 )
-from modeler_client.commands.jobs import Dataset, Poll, Release, Wait, job_dataset, run_job
+from modeler_client.commands.jobs import Dataset, LabelColumn, Poll, Release, Wait, job_dataset, job_params, run_job
 
 
 def _numbers(text: str, kind: type) -> list:
@@ -46,7 +47,7 @@ def _candidate_file(path: Path) -> list:
 def dp_tune(
     url: Url,
     token: Token,
-    label_column: Annotated[str, typer.Option(help="The curator's column of 0/1 labels.")],
+    label_column: LabelColumn,
     release: Release = None,
     dataset: Dataset = None,
     learning_rates: Annotated[str, typer.Option(help="Comma-separated DP-SGD learning rates.")] = "0.05,0.2,1.0",
@@ -82,24 +83,22 @@ def dp_tune(
         ]
     client = connect(url, token, timeout, retries)
     dataset_id = job_dataset(client, release, dataset)
-    params = {
-        "label_column": label_column, "candidates": grid, "k": k, "epsilon": epsilon, "u0": u0, "g": g,
-        "max_iterations": max_iterations, "final_epsilon": final_epsilon, "final_delta": final_delta,
-        "evaluation_epsilon": evaluation_epsilon, "test_fraction": test_fraction,
-    }
+    params = job_params(DpTuneParams, label_column=label_column, candidates=grid, k=k, epsilon=epsilon, u0=u0, g=g,
+                        max_iterations=max_iterations, final_epsilon=final_epsilon, final_delta=final_delta,
+                        evaluation_epsilon=evaluation_epsilon, test_fraction=test_fraction)
     console.print(f"{len(grid)} candidates; the selection costs {max_iterations} × {epsilon:g} whatever their number")
     console.print(result_table(run_job(client, "dp-tune", dataset_id, params, poll=poll, wait=wait), params))
 
 
-def result_table(job: JobOut, params: dict) -> Table:
+def result_table(job: JobOut, params: DpTuneParams) -> Table:
     """The released numbers, and the charge split as the ledger took it (from the parameters: the final
     training is charged even when no candidate passed and it did not run)."""
-    result, grid = job.result or {}, params["candidates"]
+    result, grid = job.result or {}, params.candidates
     held_out, model = result["held_out"], result.get("model")
     table = Table(title=f"dp-tune job {job.id}: released", show_header=False)
     selected = result.get("selected")
     table.add_row("selected candidate",
-                  "none passed the threshold" if selected is None else f"#{selected}: {grid[selected]}")
+                  "none passed the threshold" if selected is None else f"#{selected}: {grid[selected].model_dump()}")
     table.add_row("sparse-vector iterations", f"{result['iterations']} of at most {result['max_iterations']}"
                   + (" (stopped by the cap)" if result["truncated"] else ""))
     accuracy = "no model" if held_out["accuracy"] is None else f"{held_out['accuracy']:.3f}"
@@ -107,7 +106,7 @@ def result_table(job: JobOut, params: dict) -> Table:
                   f"{held_out['majority_baseline']:.3f} on {held_out['rows']} rows (Laplace noise scale "
                   f"{held_out['noise_scale']:.3g} on each)")
     table.add_row("privacy cost", f"ε = {job.epsilon:g} = selection {result['selection_epsilon']:g} + final training "
-                  f"{params['final_epsilon']:g}{'' if model else ' (charged, not run)'} + held-out evaluation "
+                  f"{params.final_epsilon:g}{'' if model else ' (charged, not run)'} + held-out evaluation "
                   f"{held_out['epsilon']:g}; δ = {job.delta:g}")
     if model:
         table.add_row("model", f"{len(model['coef'])} coefficients, noise multiplier {model['noise_multiplier']:.3g}, "

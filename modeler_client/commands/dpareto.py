@@ -14,8 +14,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from shared.api.jobs import DparetoParams
+
 from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, reports_api_errors
-from modeler_client.commands.jobs import Poll, Wait, run_job
+from modeler_client.commands.jobs import LabelColumn, Poll, Wait, job_params, run_job
 
 
 @reports_api_errors
@@ -23,7 +25,7 @@ def dpareto(
     url: Url,
     token: Token,
     dataset: Annotated[int, typer.Option(help="The dataset id (curator credentials required).")],
-    label_column: Annotated[str, typer.Option(help="The curator's column of 0/1 labels.")],
+    label_column: LabelColumn,
     loss: Annotated[str, typer.Option(help="logistic (logistic regression) or hinge (linear SVM).")] = "logistic",
     optimizer: Annotated[str, typer.Option(help="sgd or adam.")] = "sgd",
     initial_points: Annotated[int, typer.Option(help="k₀ random hyperparameter settings.")] = 8,
@@ -41,8 +43,9 @@ def dpareto(
 ) -> None:
     """Map the privacy–utility Pareto front of DP-SGD/DP-Adam on a dataset (not DP: trusted analysts only)."""
     client = connect(url, token, timeout, retries)
-    params = {"label_column": label_column, "loss": loss, "optimizer": optimizer, "initial_points": initial_points,
-              "iterations": iterations, "max_epochs": max_epochs, "delta": delta, "seed": seed}
+    params = job_params(DparetoParams, label_column=label_column, loss=loss, optimizer=optimizer,
+                        initial_points=initial_points, iterations=iterations, max_epochs=max_epochs, delta=delta,
+                        seed=seed)
     job = run_job(client, "dpareto", dataset, params, poll=poll, wait=wait)
     result = job.result or {}
     console.print(f"[bold yellow]{result.get('warning', '')}[/]")

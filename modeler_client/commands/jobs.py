@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import BaseModel, ValidationError
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from shared.api.schemas import JobOut
@@ -14,9 +15,11 @@ from modeler_client.client import ModelerClient
 from modeler_client.commands.common import console, err_console
 
 FINISHED = ("succeeded", "failed", "cancelled")
+Params = TypeVar("Params", bound=BaseModel)
 
 Release = Annotated[int | None, typer.Option(help="A release in your scope; the job runs on its dataset.")]
 Dataset = Annotated[int | None, typer.Option(help="The dataset id (instead of --release).")]
+LabelColumn = Annotated[str, typer.Option(help="The curator's column of 0/1 labels.")]
 Poll = Annotated[float, typer.Option(help="Seconds between status checks.")]
 Wait = Annotated[float, typer.Option(help="Give up waiting after this many seconds (the job keeps running).")]
 
@@ -29,14 +32,31 @@ def job_dataset(client: ModelerClient, release: int | None, dataset: int | None)
     return dataset if dataset is not None else client.release(release).dataset_id
 
 
-def run_job(client: ModelerClient, kind: str, dataset_id: int | None, params: dict[str, Any], *,
+def job_params(model: type[Params], **values) -> Params:
+    """The job's parameters as its wire model (``shared.api.jobs``); a value the curator would refuse exits 2
+    here, naming the option to fix."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        for error in exc.errors():
+            option = "--" + str(error["loc"][0]).replace("_", "-") if error["loc"] else "the options"
+            err_console.print(f"[bold red]error[/]: {option}: {error['msg']}")
+        raise typer.Exit(2) from None
+
+
+def run_job(client: ModelerClient, kind: str, dataset_id: int | None, params: BaseModel | dict[str, Any], *,
             poll: float, wait: float) -> JobOut:
     """Submit a ``kind`` job, follow it to the end with a progress bar and return it if it succeeded.
+
+    ``params`` is the kind's wire model (``shared.api.jobs``), or a plain dict for a kind registered without
+    one (the curator validates it either way).
 
     Exits 1 when the job failed or was cancelled and 3 when it is still running after ``wait`` seconds
     (the job keeps running on the curator; its charge stays on the ledger either way). The server's
     warnings on the finished job are printed.
     """
+    if isinstance(params, BaseModel):
+        params = params.model_dump(mode="json", exclude_none=True)
     job = client.submit_job(kind, dataset_id, params)
     target = f"dataset {dataset_id}" if dataset_id is not None else "the curator"
     console.print(f"{kind} job {job.id} submitted; charged ε = {job.epsilon:g}, δ = {job.delta:g} to {target}")

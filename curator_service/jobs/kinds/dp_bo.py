@@ -43,7 +43,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from curator_service.jobs import (
     DatasetInfo,
@@ -56,41 +55,11 @@ from curator_service.jobs import (
 )
 from shared.algorithms.kusner import dpbo
 from shared.algorithms.kusner.validation_tasks import SCORE_RANGE, split_task
-
-MAX_GRID = 200
+from shared.api.jobs import DpBoParams
 
 GUARANTEE = ("lambda and validation_accuracy are each epsilon-DP for every row of the table, whatever the "
              "parameters: accuracies are clipped to [0, 1] and each sensitivity is at least 1 (Kusner et al.'s "
              "Assumption-1 bound is used when larger); the job is charged (2 epsilon, 2 delta)")
-
-
-class DpBoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    label_column: str = Field(description="Column of 0/1 labels; the features are the dataset's feature columns.")
-    log10_lambda: list[float] = Field(min_length=2, max_length=MAX_GRID,
-                                      description="The public grid Λ, as log10 λ; every point is fitted.")
-    iterations: int = Field(ge=1, le=1000, description="T, the number of GP-UCB steps.")
-    epsilon: float = Field(gt=0, description="ε of each of the two releases; the job costs 2ε.")
-    delta: float = Field(gt=0, lt=1, description="δ of each of the two releases; the job costs 2δ.")
-    validation_fraction: float = Field(default=0.5, gt=0, lt=1)
-    lengthscale: float = Field(default=1.0, ge=1e-3, le=1e3, description="GP lengthscale, in decades of λ.")
-    signal_std: float = Field(default=0.25, ge=1e-9, le=1e3,
-                              description="GP prior standard deviation of the accuracy.")
-    prior_mean: float = Field(default=0.5, ge=-1e3, le=1e3, description="GP prior mean of the accuracy.")
-    noise_std: float = Field(default=0.01, ge=1e-9, le=1e3, description="Observation-noise σ the GP model assumes.")
-    dataset_kernel: float | None = Field(
-        default=None, ge=-1, le=1,
-        description="k1(V, V') for neighbouring validation sets; default 1 − 1/(2 m² s²), so that the model's "
-                    "neighbour standard deviation is 1/m, the most one record can move an accuracy.")
-    seed: int | None = None
-
-    @field_validator("log10_lambda")
-    @classmethod
-    def _finite_distinct(cls, grid: list[float]) -> list[float]:
-        if not all(abs(g) <= 10 for g in grid) or len(set(grid)) != len(grid):
-            raise ValueError("log10_lambda must hold distinct values between -10 and 10")
-        return grid
 
 
 def validation_size(n: int, fraction: float) -> int:

@@ -22,30 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind, UnknownColumn, bounded_mean_sensitivity
 from curator_service.services.ledger_events import Event, laplace_event
+from shared.api.jobs import DpMeanParams
 from shared.dp.mechanisms import laplace_mechanism
-
-BOUND_LIMIT = 1e15
-
-
-class DpMeanParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    column: str
-    lower: float = Field(ge=-BOUND_LIMIT, le=BOUND_LIMIT)
-    upper: float = Field(ge=-BOUND_LIMIT, le=BOUND_LIMIT)
-    epsilon: float = Field(gt=0, allow_inf_nan=False)
-    seed: int | None = None
-
-    @model_validator(mode="after")
-    def _bounds_ordered(self) -> DpMeanParams:
-        if not self.upper > self.lower:
-            raise ValueError("'upper' must be greater than 'lower'")
-        return self
-
 
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
     parsed = DpMeanParams.model_validate(params)

@@ -45,8 +45,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from curator_service.jobs import (
     DatasetInfo,
     JobContext,
@@ -58,36 +56,9 @@ from curator_service.jobs import (
     training_features,
 )
 from shared.algorithms.ding.dptune import PrivateLogisticRegression, tune_and_train
+from shared.api.jobs import DpTuneParams
 
 MAX_STEPS = 2_000_000
-
-
-class Candidate(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    learning_rate: float = Field(gt=0, le=1000)
-    batch_size: int = Field(ge=1, le=65_536)
-    epochs: int = Field(ge=1, le=100)
-    clip_norm: float = Field(gt=0, le=1000)
-    optimizer: str = Field(default="sgd", pattern="^(sgd|adam)$")
-
-
-class DpTuneParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    label_column: str
-    candidates: list[Candidate] = Field(min_length=1, max_length=100)
-    k: int = Field(ge=2, description="number of parts of the training rows (sensitivity 1/k)")
-    epsilon: float = Field(gt=0, description="ϵ of one iteration of the sparse vector")
-    u0: float = Field(default=0.5, ge=0, lt=1)
-    g: float = Field(default=0.01, gt=0, lt=1)
-    max_iterations: int = Field(ge=1, le=10_000, description="hard cap: the selection costs max_iterations·ϵ")
-    final_epsilon: float = Field(gt=0)
-    final_delta: float = Field(gt=0, lt=1)
-    evaluation_epsilon: float = Field(default=0.1, gt=0, description="ε of the two held-out releases together")
-    test_fraction: float = Field(default=0.2, ge=0.05, le=0.5, description="share of rows held out for scoring")
-    private_parts: bool = False
-    seed: int | None = None
 
 
 def training_steps(params: DpTuneParams, n_train: int) -> int:

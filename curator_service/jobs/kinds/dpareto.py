@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from curator_service.jobs import (
     DatasetInfo,
@@ -36,40 +35,15 @@ from curator_service.jobs import (
     held_out_split,
     training_features,
 )
-from shared.dp.accounting import dpsgd_epsilon
-from shared.algorithms.dpareto.optimizer import Hyperparameter, ParetoProblem, dpareto
-from shared.learners import DPSGDClassifier
+from shared.algorithms.dpareto.optimizer import ParetoProblem, dpareto
+from shared.algorithms.dpareto.problems import dpsgd_oracle, dpsgd_space
+from shared.api.jobs import DparetoParams
 from shared.dp.noise import SeededNoise
-
-
-class DparetoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    label_column: str
-    loss: str = Field(default="logistic", pattern="^(logistic|hinge)$")
-    optimizer: str = Field(default="sgd", pattern="^(sgd|adam)$")
-    initial_points: int = Field(default=8, ge=2, le=256)
-    iterations: int = Field(default=16, ge=0, le=512)
-    delta: float = Field(default=1e-5, gt=0, lt=1)
-    test_fraction: float = Field(default=0.3, ge=0.05, le=0.5)
-    max_epochs: int = Field(default=64, ge=2, le=1000)
-    batch_size: tuple[int, int] = (8, 512)
-    learning_rate: tuple[float, float] = (5e-4, 5e-2)
-    noise_variance: tuple[float, float] = (0.1, 16.0)
-    clip_norm: tuple[float, float] = (0.1, 4.0)
-    seed: int | None = None
-
-
-RANGE_LIMITS = {"batch_size": 65_536, "learning_rate": 10.0, "noise_variance": 1e4, "clip_norm": 1000.0}
 
 
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
     """Zero: the front is for the curator only and nothing is released to a modeler (not DP, DESIGN §4)."""
     parsed = DparetoParams.model_validate(params)
-    for name, limit in RANGE_LIMITS.items():
-        low, high = getattr(parsed, name)
-        if not 0 < low < high <= limit:
-            raise ValueError(f"{name} must be a range [low, high] with 0 < low < high ≤ {limit:g}")
     check_label_column(dataset, parsed.label_column)
     return 0.0, 0.0
 
@@ -83,23 +57,17 @@ def run(ctx: JobContext) -> dict[str, Any]:
     test, train = order[:n_test], order[n_test:]
     if len(train) < 2 * p.batch_size[0]:
         raise JobFailed(f"{len(train)} training rows are too few for lots of at least {p.batch_size[0]}")
-    lot_high = min(p.batch_size[1], len(train))
-    space = (Hyperparameter("epochs", 1, p.max_epochs, integer=True),
-             Hyperparameter("lot_size", p.batch_size[0], lot_high, log=True, integer=True),
-             Hyperparameter("learning_rate", *p.learning_rate, log=True),
-             Hyperparameter("noise_variance", *p.noise_variance, log=True),
-             Hyperparameter("clip_norm", *p.clip_norm, log=True))
+    space = dpsgd_space(max_epochs=p.max_epochs, lot_size=(p.batch_size[0], min(p.batch_size[1], len(train))),
+                        learning_rate=p.learning_rate, noise_variance=p.noise_variance, clip_norm=p.clip_norm)
     seeds = np.random.SeedSequence(int(ctx.rng.integers(2**63)))
 
-    def oracle(params: dict[str, float]) -> tuple[float, float]:
-        sigma = float(np.sqrt(params["noise_variance"]))
-        model = DPSGDClassifier(learning_rate=params["learning_rate"], batch_size=int(params["lot_size"]),
-                                epochs=int(params["epochs"]), noise_multiplier=sigma, clip_norm=params["clip_norm"],
-                                loss=p.loss, optimizer=p.optimizer)
+    def one_training() -> list[tuple[SeededNoise, np.random.Generator]]:
+        """A fresh research generator per evaluation, used for the training's noise and its lot sampling."""
         child = np.random.default_rng(seeds.spawn(1)[0])
-        model.fit(X[train], y[train], SeededNoise(child), rng=child)
-        epsilon = dpsgd_epsilon(len(train), model.batch_size, model.epochs, sigma, p.delta)
-        return epsilon, 1.0 - model.score(X[test], y[test])
+        return [(SeededNoise(child), child)]
+
+    oracle = dpsgd_oracle((X[train], y[train]), (X[test], y[test]), loss=p.loss, optimizer=p.optimizer,
+                          delta=p.delta, draws=one_training)
 
     total = p.initial_points + p.iterations
 

@@ -1,0 +1,53 @@
+"""The job kinds' parameters are one wire contract (shared.api.jobs): the curator's kinds validate with it and
+the modeler's commands build it, so a value the curator would refuse is refused before anything is sent."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from curator_service.jobs.kinds import dp_bo, dp_mean, dp_tune, dpareto
+from modeler_client.cli import app
+from shared.algorithms.dpareto.problems import DPSGD_SPACE
+from shared.api import jobs
+
+runner = CliRunner()
+# Nothing listens on port 9 (discard): a command that got as far as sending would fail with exit 1, not 2.
+OFFLINE = ["--url", "http://127.0.0.1:9", "--token", "t", "--dataset", "1", "--label-column", "y"]
+
+
+def test_the_curator_kinds_validate_with_the_wire_models():
+    assert (dp_mean.DpMeanParams, dp_bo.DpBoParams, dp_tune.DpTuneParams, dpareto.DparetoParams) == (
+        jobs.DpMeanParams, jobs.DpBoParams, jobs.DpTuneParams, jobs.DparetoParams)
+
+
+@pytest.mark.parametrize("name", ["batch_size", "learning_rate", "noise_variance", "clip_norm"])
+def test_a_dpareto_range_of_one_value_is_refused_by_the_model(name):
+    """A one-value range would be a division by zero in the search; the check is in the model now, so the
+    modeler sees it too (it was in the kind's cost only)."""
+    low = jobs.DparetoParams.model_fields[name].default[0]
+    with pytest.raises(ValidationError, match=f"{name} must be a range"):
+        jobs.DparetoParams(label_column="y", **{name: (low, low)})
+    with pytest.raises(ValueError, match=f"{name} must be a range"):
+        dpareto.cost({"label_column": "y", name: [low, low]}, None)
+
+
+@pytest.mark.parametrize(("command", "option", "value"), [
+    ("dp-bo", "--validation-fraction", "1.5"),
+    ("dp-tune", "--final-delta", "2"),
+    ("dpareto", "--initial-points", "1"),
+])
+def test_a_value_the_curator_would_refuse_exits_2_naming_the_option(command, option, value):
+    result = runner.invoke(app, [command, *OFFLINE, option, value])
+    assert result.exit_code == 2, result.output
+    assert option in result.output
+
+
+def test_the_dpareto_job_defaults_are_the_papers_table_1_domain():
+    """The wire cannot import the maths, so the defaults stand twice: they must agree."""
+    defaults = jobs.DparetoParams(label_column="y")
+    wire = {"epochs": (1, defaults.max_epochs), "lot_size": defaults.batch_size,
+            "learning_rate": defaults.learning_rate, "noise_variance": defaults.noise_variance,
+            "clip_norm": defaults.clip_norm}
+    assert {h.name: (h.low, h.high) for h in DPSGD_SPACE} == wire
