@@ -19,6 +19,7 @@ from curator_service.jobs.runner import dataset_info
 from curator_service.persistence.db import Database
 from curator_service.persistence.models import Dataset, Job, utcnow
 from curator_service.services.audit import record
+from curator_service.services.key_policy import check_may_run
 from curator_service.services.ledger import Spend, charge
 from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import Principal, refuse_seed, visible, visible_or_404
@@ -74,9 +75,13 @@ def job_cost(kind: JobKind, params: dict, info: DatasetInfo | None, principal: P
 
 
 def submit_job(db: Database, settings: Settings, principal: Principal, body: JobCreate) -> JobOut:
-    """Prices the job from its parameters, then charges the ledger and queues the job in one write transaction
-    (the caller hands the returned id to the runner)."""
+    """Checks the key may run the kind (before anything looks at the dataset or its budget), prices the job from its
+    parameters, then charges the ledger and queues the job in one write transaction (the caller hands the returned
+    id to the runner). The flush-time guard of :mod:`.key_policy` checks the permission again as the backstop."""
     kind = kind_for(principal, body.kind)
+    if principal.key_id is not None:
+        with db.read() as session:
+            check_may_run(session, principal.key_id, kind.name)
     refuse_seed(settings, principal, body.params.get("seed"))
     if kind.needs_dataset and body.dataset_id is None:
         raise ApiError(422, "validation_error", f"job kind {kind.name!r} needs a 'dataset_id'")

@@ -114,13 +114,15 @@ def policy_out(session: Session, key: ApiKey) -> KeyPolicyOut:
                         spent_delta=spent_delta, max_queries=key.max_queries, used_queries=key.used_queries)
 
 
-def _check_job(session: Session, job: Job) -> None:
-    key = session.get(ApiKey, job.key_id)
+def check_may_run(session: Session, key_id: int, kind: str) -> None:
+    """403 unless the key's policy lets it run ``kind``. The same sentence whatever the job's parameters, dataset
+    or budget, so a key without the permission learns nothing from a submission (review F9)."""
+    key = session.get(ApiKey, key_id)
     allowed = allowed_jobs(key.role, session.get(PolicyRow, key.id))
-    if job.kind not in allowed:
-        raise ApiError(403, "forbidden", f"this key may not run job kind {job.kind!r} (it may run: "
+    if kind not in allowed:
+        raise ApiError(403, "forbidden", f"this key may not run job kind {kind!r} (it may run: "
                        f"{', '.join(allowed) or 'no job kind'}); ask the curator for a key that allows it "
-                       f"(pobo-curator key create --jobs {job.kind})")
+                       f"(pobo-curator key create --jobs {kind})")
 
 
 def _check_cap(session: Session, key_id: int, charges: list[LedgerEntry]) -> None:
@@ -149,7 +151,7 @@ def _enforce_key_policies(session: Session, _context: object, _instances: object
     charges_by_key: dict[int, list[LedgerEntry]] = {}
     for row in list(session.new):
         if isinstance(row, Job) and row.key_id is not None:
-            _check_job(session, row)
+            check_may_run(session, row.key_id, row.kind)
         elif isinstance(row, LedgerEntry) and row.kind in (None, "charge"):
             key_id = key_id_of_actor(row.actor)
             if key_id is not None:

@@ -61,6 +61,21 @@ def test_a_key_without_permission_to_run_dp_bo_gets_403_and_spends_nothing(lab, 
     assert [e["epsilon"] for e in ledger(lab) if e["job_id"] == allowed.json()["id"]] == [0.5]
 
 
+def test_a_key_without_the_job_permission_gets_the_same_403_whatever_it_asks(lab, table):
+    """Review F9: the permission is checked before the job is priced or the dataset looked at, so an unknown
+    column, an unaffordable ε and a dataset that does not exist all get the one 403: no column-name oracle, no
+    remaining budget in a 409, no dataset existence."""
+    dataset, release = table
+    token = create_key(lab, [release["id"]])["token"]  # a modeler key runs no job by default
+    probes = [(dataset["id"], dp_mean(0.1)), (dataset["id"], {**dp_mean(0.1), "column": "nosuch"}),
+              (dataset["id"], dp_mean(100.0)), (2_000_000, dp_mean(0.1))]
+    before = ledger(lab)
+    answers = [submit(lab, token, dataset_id, "dp-mean", params) for dataset_id, params in probes]
+    assert [a.status_code for a in answers] == [403] * len(probes), [a.text for a in answers]
+    assert len({a.text for a in answers}) == 1
+    assert ledger(lab) == before
+
+
 def test_a_key_capped_at_epsilon_1_cannot_spend_1_5_and_the_cap_spans_everything_it_triggers(lab, table):
     dataset, release = table
     key = create_key(lab, [release["id"]], epsilon_cap=1.0, jobs=["dp-mean"])
