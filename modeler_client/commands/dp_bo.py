@@ -14,7 +14,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from shared.api.jobs import DpBoParams
+from shared.api.jobs import DpBoParams, DpBoResult
 from shared.api.schemas import JobOut
 
 from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors
@@ -54,14 +54,14 @@ def dp_bo(
 
 
 def result_table(job: JobOut) -> Table:
-    result = job.result or {}
+    result = DpBoResult.model_validate(job.result)
     table = Table(title=f"dp-bo job {job.id}: released", show_header=False)
-    table.add_row("λ̃ (private best regularisation)", f"{result['lambda']:.6g}  (log10 λ = {result['log10_lambda']:g})")
-    table.add_row("ṽ (private best validation accuracy)", f"{result['validation_accuracy']:.6g}")
-    table.add_row("privacy cost", f"ε = {result['epsilon']:g}, δ = {result['delta']:g}")
-    table.add_row("sensitivities", f"λ̃: {result['selection_sensitivity']:.4g}, ṽ: {result['value_sensitivity']:.4g}")
-    table.add_row("noise scale of ṽ", f"{result['value_noise_scale']:.4g} (Laplace)")
-    table.add_row("guarantee", result["guarantee"])
+    table.add_row("λ̃ (private best regularisation)", f"{result.lambda_:.6g}  (log10 λ = {result.log10_lambda:g})")
+    table.add_row("ṽ (private best validation accuracy)", f"{result.validation_accuracy:.6g}")
+    table.add_row("privacy cost", f"ε = {result.epsilon:g}, δ = {result.delta:g}")
+    table.add_row("sensitivities", f"λ̃: {result.selection_sensitivity:.4g}, ṽ: {result.value_sensitivity:.4g}")
+    table.add_row("noise scale of ṽ", f"{result.value_noise_scale:.4g} (Laplace)")
+    table.add_row("guarantee", result.guarantee)
     return table
 
 

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shared.api.jobs import DparetoParams
+from shared.api.jobs import DparetoParams, DparetoResult
 
 from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, reports_api_errors
 from modeler_client.commands.jobs import LabelColumn, Poll, Wait, job_params, run_job
@@ -47,35 +47,35 @@ def dpareto(
                         initial_points=initial_points, iterations=iterations, max_epochs=max_epochs, delta=delta,
                         seed=seed)
     job = run_job(client, "dpareto", dataset, params, poll=poll, wait=wait)
-    result = job.result or {}
-    console.print(f"[bold yellow]{result.get('warning', '')}[/]")
-    table = Table(title=f"dpareto job {job.id}: front ({len(result['front'])} of {len(result['points'])} points, "
-                        f"hypervolume {result['hypervolume']:.3f})")
+    result = DparetoResult.model_validate(job.result)
+    console.print(f"[bold yellow]{result.warning}[/]")
+    table = Table(title=f"dpareto job {job.id}: front ({len(result.front)} of {len(result.points)} points, "
+                        f"hypervolume {result.hypervolume:.3f})")
     for column in ("ε", "error", "epochs", "lot", "learning rate", "σ²", "clip"):
         table.add_column(column)
-    for point in result["front"]:
-        q = point["params"]
-        table.add_row(f"{point['epsilon']:.3g}", f"{point['error']:.3f}", f"{q['epochs']:.0f}", f"{q['lot_size']:.0f}",
+    for point in result.front:
+        q = point.params
+        table.add_row(f"{point.epsilon:.3g}", f"{point.error:.3f}", f"{q['epochs']:.0f}", f"{q['lot_size']:.0f}",
                       f"{q['learning_rate']:.3g}", f"{q['noise_variance']:.3g}", f"{q['clip_norm']:.3g}")
     console.print(table)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    out.with_suffix(".json").write_text(json.dumps(job.result, indent=1))
     save_plot(result, out)
     console.print(f"saved {out} and {out.with_suffix('.json')}")
 
 
-def save_plot(result: dict, out: Path) -> None:
+def save_plot(result: DparetoResult, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    points = [(p["epsilon"], p["error"]) for p in result["points"]]
-    front = [(p["epsilon"], p["error"]) for p in result["front"]]
+    points = [(p.epsilon, p.error) for p in result.points]
+    front = [(p.epsilon, p.error) for p in result.front]
     ax.scatter(*zip(*points), s=12, alpha=0.5, label="evaluated settings")
     ax.step(*zip(*front), where="post", color="tab:red", label="Pareto front")
     ax.set_xscale("log")
-    ax.set_xlabel(f"ε (δ = {result['delta']:g})")
+    ax.set_xlabel(f"ε (δ = {result.delta:g})")
     ax.set_ylabel("held-out error")
     ax.set_title("DPareto front — not DP, trusted analysts only")
     ax.legend()

@@ -1,6 +1,7 @@
 """The job kinds' wire contract: each kind's parameters, validated by the curator at submission and built by
-the modeler's commands. The kinds themselves (``curator_service.jobs.kinds``) hold the cost and the run;
-their docstrings say what each parameter does to the privacy guarantee.
+the modeler's commands, and its result, built by the kind and read by the modeler. The kinds themselves
+(``curator_service.jobs.kinds``) hold the cost and the run; their docstrings say what each parameter does to
+the privacy guarantee.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
 
 
 # --- dp-mean ------------------------------------------------------------------------------------------
@@ -29,6 +34,16 @@ class DpMeanParams(_Params):
         if not self.upper > self.lower:
             raise ValueError("'upper' must be greater than 'lower'")
         return self
+
+
+class DpMeanResult(_Result):
+    column: str
+    mean: float
+    n: int
+    lower: float
+    upper: float
+    epsilon: float
+    sensitivity: float
 
 
 # --- dp-bo (Kusner et al.) ----------------------------------------------------------------------------
@@ -61,6 +76,25 @@ class DpBoParams(_Params):
         if not all(abs(g) <= 10 for g in grid) or len(set(grid)) != len(grid):
             raise ValueError("log10_lambda must hold distinct values between -10 and 10")
         return grid
+
+
+class DpBoResult(_Result):
+    """λ̃ and ṽ, each ε-DP, with the public numbers of how they were made."""
+
+    log10_lambda: float
+    lambda_: float = Field(alias="lambda")
+    index: int
+    validation_accuracy: float
+    epsilon: float
+    delta: float
+    selection_sensitivity: float
+    value_sensitivity: float
+    value_noise_scale: float
+    iterations: int
+    validation_size: int
+    dataset_kernel: float
+    info_gain_bound: float
+    guarantee: str
 
 
 # --- dp-tune (Ding et al.) ----------------------------------------------------------------------------
@@ -121,3 +155,26 @@ class DparetoParams(_Params):
             if not 0 < low < high <= limit:
                 raise ValueError(f"{name} must be a range [low, high] with 0 < low < high ≤ {limit:g}")
         return self
+
+
+class DparetoPoint(_Result):
+    params: dict[str, float]
+    epsilon: float
+    error: float
+
+
+class DparetoResult(_Result):
+    """Every evaluated point and the front: NOT differentially private (trusted analysts only)."""
+
+    not_differentially_private: bool = True
+    warning: str
+    anti_ideal: list[float]
+    hypervolume: float
+    delta: float
+    n_train: int
+    n_test: int
+    majority_baseline: float
+    best_accuracy: float
+    points: list[DparetoPoint]
+    front: list[DparetoPoint]
+    overhead_seconds: float

@@ -55,7 +55,7 @@ from curator_service.jobs import (
 )
 from shared.algorithms.kusner import dpbo
 from shared.algorithms.kusner.validation_tasks import SCORE_RANGE, split_task
-from shared.api.jobs import DpBoParams
+from shared.api.jobs import DpBoParams, DpBoResult
 
 GUARANTEE = ("lambda and validation_accuracy are each epsilon-DP for every row of the table, whatever the "
              "parameters: accuracies are clipped to [0, 1] and each sensitivity is at least 1 (Kusner et al.'s "
@@ -102,22 +102,22 @@ def run(ctx: JobContext) -> dict[str, Any]:
 
     result = dpbo.dp_bo_noisy(lambda i: float(accuracies[i]), grid, prior, settings, ctx.noise, progress=progress)
     release = result.release
-    return {
-        "log10_lambda": float(grid[release.hyperparameter_index]),
-        "lambda": float(10.0 ** grid[release.hyperparameter_index]),
-        "index": release.hyperparameter_index,
-        "validation_accuracy": release.value,
-        "epsilon": release.epsilon,
-        "delta": release.delta,
-        "selection_sensitivity": release.selection_sensitivity,
-        "value_sensitivity": release.value_sensitivity,
-        "value_noise_scale": release.value_noise_scale,
-        "iterations": params.iterations,
-        "validation_size": m,
-        "dataset_kernel": dataset_kernel,
-        "info_gain_bound": info_gain,
-        "guarantee": GUARANTEE,
-    }
+    return DpBoResult(
+        log10_lambda=float(grid[release.hyperparameter_index]),
+        lambda_=float(10.0 ** grid[release.hyperparameter_index]),
+        index=release.hyperparameter_index,
+        validation_accuracy=release.value,
+        epsilon=release.epsilon,
+        delta=release.delta,
+        selection_sensitivity=release.selection_sensitivity,
+        value_sensitivity=release.value_sensitivity,
+        value_noise_scale=release.value_noise_scale,
+        iterations=params.iterations,
+        validation_size=m,
+        dataset_kernel=dataset_kernel,
+        info_gain_bound=info_gain,
+        guarantee=GUARANTEE,
+    ).model_dump(by_alias=True)
 
 
 KIND = JobKind(

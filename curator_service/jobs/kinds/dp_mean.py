@@ -25,7 +25,7 @@ import numpy as np
 
 from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind, UnknownColumn, bounded_mean_sensitivity
 from curator_service.services.ledger_events import Event, laplace_event
-from shared.api.jobs import DpMeanParams
+from shared.api.jobs import DpMeanParams, DpMeanResult
 from shared.dp.mechanisms import laplace_mechanism
 
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
@@ -52,8 +52,8 @@ def run(ctx: JobContext) -> dict[str, Any]:
     delta_mean = bounded_mean_sensitivity(params.lower, params.upper, n)
     ctx.progress(0.5, "adding Laplace noise")
     mean = laplace_mechanism(clipped_mean, delta_mean, params.epsilon, ctx.noise)
-    return {"column": params.column, "mean": mean, "n": n, "lower": params.lower, "upper": params.upper,
-            "epsilon": params.epsilon, "sensitivity": delta_mean}
+    return DpMeanResult(column=params.column, mean=mean, n=n, lower=params.lower, upper=params.upper,
+                        epsilon=params.epsilon, sensitivity=delta_mean).model_dump()
 
 
 KIND = JobKind(

@@ -37,7 +37,7 @@ from curator_service.jobs import (
 )
 from shared.algorithms.dpareto.optimizer import ParetoProblem, dpareto
 from shared.algorithms.dpareto.problems import dpsgd_oracle, dpsgd_space
-from shared.api.jobs import DparetoParams
+from shared.api.jobs import DparetoParams, DparetoPoint, DparetoResult
 from shared.dp.noise import SeededNoise
 
 
@@ -77,20 +77,19 @@ def run(ctx: JobContext) -> dict[str, Any]:
 
     problem = ParetoProblem("dpareto", space, oracle)
     result = dpareto(problem, initial_points=p.initial_points, iterations=p.iterations, rng=ctx.rng, progress=progress)
-    return {
-        "not_differentially_private": True,
-        "warning": "This front is not differentially private (DPareto's threat model): share it with trusted analysts only.",
-        "anti_ideal": list(result.anti_ideal),
-        "hypervolume": result.hypervolume(),
-        "delta": p.delta,
-        "n_train": int(len(train)),
-        "n_test": int(n_test),
-        "majority_baseline": max(float(np.mean(y[test])), 1.0 - float(np.mean(y[test]))),
-        "best_accuracy": 1.0 - min(e.error for e in result.evaluations),
-        "points": [{"params": e.params, "epsilon": e.epsilon, "error": e.error} for e in result.evaluations],
-        "front": [{"params": e.params, "epsilon": e.epsilon, "error": e.error} for e in result.front_evaluations()],
-        "overhead_seconds": float(np.sum(result.overhead_seconds)),
-    }
+    return DparetoResult(
+        warning="This front is not differentially private (DPareto's threat model): share it with trusted analysts only.",
+        anti_ideal=list(result.anti_ideal),
+        hypervolume=result.hypervolume(),
+        delta=p.delta,
+        n_train=len(train),
+        n_test=n_test,
+        majority_baseline=max(float(np.mean(y[test])), 1.0 - float(np.mean(y[test]))),
+        best_accuracy=1.0 - min(e.error for e in result.evaluations),
+        points=[DparetoPoint(params=e.params, epsilon=e.epsilon, error=e.error) for e in result.evaluations],
+        front=[DparetoPoint(params=e.params, epsilon=e.epsilon, error=e.error) for e in result.front_evaluations()],
+        overhead_seconds=float(np.sum(result.overhead_seconds)),
+    ).model_dump()
 
 
 KIND = JobKind(
