@@ -38,7 +38,8 @@ class ModelerClient:
     """What a modeler can do with its API key: read releases and their inputs, open sessions, query rows.
 
     ``api`` may be passed to share one :class:`~shared.api.http_client.ApiClient`; otherwise one is made
-    from ``url``/``token``/``timeout``/``retries``.
+    from ``url``/``token``/``timeout``/``retries``/``retry_for`` (seconds of backoff at least: default 30 s
+    or ``POBO_RETRY_FOR``, enough to ride out a curator restart).
     """
 
     def __init__(
@@ -48,9 +49,10 @@ class ModelerClient:
         *,
         timeout: float = 30.0,
         retries: int = 3,
+        retry_for: float | None = None,
         api: ApiClient | None = None,
     ) -> None:
-        self.api = api or ApiClient(url, token, timeout=timeout, retries=retries)
+        self.api = api or ApiClient(url, token, timeout=timeout, retries=retries, retry_for=retry_for)
         self.url = self.api.base_url
 
     def close(self) -> None:

@@ -27,7 +27,9 @@ Token = Annotated[
 OptionalUrl = Annotated[str | None, typer.Option("--url", envvar="POBO_URL", help="The curator service's base URL.")]
 OptionalToken = Annotated[str | None, typer.Option("--token", envvar="POBO_TOKEN", help="Your API key.")]
 Timeout = Annotated[float, typer.Option(help="Seconds per HTTP attempt.")]
-Retries = Annotated[int, typer.Option(help="Retries of idempotent requests on connection errors and 5xx.")]
+Retries = Annotated[int, typer.Option(help="Least number of retries of connection errors and 502/503/504 (idempotent "
+                                           "requests and queries with a request_id; at least POBO_RETRY_FOR seconds, "
+                                           "default 30, of backoff).")]
 
 Command = TypeVar("Command", bound=Callable)
 

@@ -195,7 +195,7 @@ def test_sigkill_mid_session_loses_nothing_and_the_run_resumes_to_completion(cur
                 before["ledger"] = admin.get("/v1/ledger")
             curator.kill()
 
-    impatient = ModelerClient(curator.url, api=ApiClient(curator.url, key.token, retries=1, backoff=0.05))
+    impatient = ModelerClient(curator.url, api=ApiClient(curator.url, key.token, retries=1, retry_for=0, backoff=0.05))
     run = RemoteGPUCB.start(impatient, release.id, RunSettings(iterations=8), path, on_event=kill_after_four)
     with pytest.raises(ServerUnreachable):
         run.run()
