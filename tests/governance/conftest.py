@@ -26,16 +26,21 @@ def lab(request, tmp_path_factory) -> Iterator[LocalCurator]:
     """One server per test module and backend (research mode, as the harness sets it: the curator may seed). On
     PostgreSQL the key's row lock and the lab's ``FOR UPDATE OF queries`` are real; it runs when
     POBO_TEST_POSTGRES_URL is set (.ci/run does), from an empty schema."""
-    env = {}
-    if request.param == "postgres":
-        url = os.environ.get("POBO_TEST_POSTGRES_URL")
-        if not url:
-            pytest.skip("POBO_TEST_POSTGRES_URL is not set; .ci/run starts a PostgreSQL server and sets it")
-        reset_postgres(url)
-        env["POBO_DATABASE_URL"] = url
-    server = LocalCurator(tmp_path_factory.mktemp("governance-curator"), env=env).start()
+    server = LocalCurator(tmp_path_factory.mktemp("governance-curator"), env=backend_env(request.param)).start()
     yield server
     server.stop()
+
+
+def backend_env(backend: str) -> dict[str, str]:
+    """The environment that points a server at ``backend`` ("sqlite": its own file; "postgres": the empty schema of
+    POBO_TEST_POSTGRES_URL, skipped when it is not set)."""
+    if backend == "sqlite":
+        return {}
+    url = os.environ.get("POBO_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("POBO_TEST_POSTGRES_URL is not set; .ci/run starts a PostgreSQL server and sets it")
+    reset_postgres(url)
+    return {"POBO_DATABASE_URL": url}
 
 
 def http(server: LocalCurator, token: str | None = None) -> httpx.Client:
