@@ -6,7 +6,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Response
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
 
 from curator_service import __version__
 from curator_service.console import install_console
@@ -17,7 +19,7 @@ from curator_service.persistence.blobs import TableCache
 from curator_service.persistence.db import Database, migrate
 from curator_service.routers import ROUTERS
 from curator_service.settings import Settings
-from shared.api.schemas import Health
+from shared.api.schemas import Health, Ready
 
 DESCRIPTION = """The curator's side of pobo (private outsourced Bayesian optimization).
 
@@ -65,6 +67,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def health() -> Health:
         """Liveness: answers while the service runs, with its version. Needs no token."""
         return Health(version=__version__)
+
+    @app.get("/ready", response_model=Ready, tags=["health"],
+             summary="Readiness: the database answers and the job workers run (no authentication)",
+             responses={503: {"model": Ready, "description": "A dependency is unavailable; the body says which."}})
+    def ready(response: Response) -> Ready:
+        """Readiness for a load balancer or orchestrator: 200 when the database answers a query and the job
+        workers accept work, else 503 naming the dependency (never the error, which can name a host or user)."""
+        checks = {"database": "ok", "jobs": "ok" if app.state.jobs.accepting else "unavailable"}
+        try:
+            with db.read() as session:
+                session.execute(text("SELECT 1"))
+        except SQLAlchemyError:
+            checks["database"] = "unavailable"
+        ok = all(value == "ok" for value in checks.values())
+        response.status_code = 200 if ok else 503
+        return Ready(status="ready" if ok else "unavailable", checks=checks)
 
     for router in ROUTERS:
         app.include_router(router)

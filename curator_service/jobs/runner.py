@@ -60,6 +60,11 @@ class JobRunner:
     def submit(self, job_id: int) -> None:
         self._executor.submit(self._run, job_id)
 
+    @property
+    def accepting(self) -> bool:
+        """Whether submitted jobs will run (false once the service is shutting down)."""
+        return not self._stopping
+
     def shutdown(self) -> None:
         self._stopping = True
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -164,6 +164,13 @@ class Health(_Model):
     version: str
 
 
+class Ready(_Model):
+    """Readiness: whether the service can do its work now (the database answers, the job workers run)."""
+
+    status: Literal["ready", "unavailable"]
+    checks: dict[str, Literal["ok", "unavailable"]] = Field(description="Each dependency by name; never an error text.")
+
+
 # --- datasets -------------------------------------------------------------------------------------
 
 

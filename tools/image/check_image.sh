@@ -60,11 +60,11 @@ buildah run --isolation chroot --user pobo \
   "$CONTAINER" -- pobo-curator serve --host 127.0.0.1 --port "$PORT" >"$WORK/curator.log" 2>&1 &
 CURATOR_PID=$!
 for _ in $(seq 120); do
-  curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break
+  curl -fsS "http://127.0.0.1:$PORT/ready" >/dev/null 2>&1 && break
   kill -0 "$CURATOR_PID" 2>/dev/null || { tail -n 40 "$WORK/curator.log"; exit 1; }
   sleep 1
 done
-curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null || { echo "curator never became healthy"; tail -n 40 "$WORK/curator.log"; exit 1; }
+curl -fsS "http://127.0.0.1:$PORT/ready" >/dev/null || { echo "curator never became healthy"; tail -n 40 "$WORK/curator.log"; exit 1; }
 curl -fsS -H "Authorization: Bearer $(cat "$WORK/secrets/admin_token")" "http://127.0.0.1:$PORT/v1/datasets" >/dev/null
 if curl -fsS "http://127.0.0.1:$PORT/v1/datasets" >/dev/null 2>&1; then echo "datasets answered without a token"; exit 1; fi
 
