@@ -33,6 +33,7 @@ from curator_service.console.pages import (
 )
 from curator_service.console.reads import list_sessions
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
+from shared.regret import best_so_far
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -307,13 +308,10 @@ async def sessions_page(request: Request, api: Console) -> HTMLResponse:
 
 def _best_so_far(queries: list[dict], goal: str):
     answered = [q for q in queries if q["status"] == "done" and q["value"] is not None]
-    pick = max if goal == "maximize" else min
-    xs, best, titles, current = [], [], [], None
-    for number_, query in enumerate(answered, start=1):
-        current = query["value"] if current is None else pick(current, query["value"])
-        xs.append(float(number_))
-        best.append(current)
-        titles.append(f"answer {number_} (query {query['query_id']}): {query['value']:.6g}; best so far {current:.6g}")
+    best = best_so_far([q["value"] for q in answered], goal).tolist()
+    xs = [float(number_) for number_ in range(1, len(answered) + 1)]
+    titles = [f"answer {number_} (query {query['query_id']}): {query['value']:.6g}; best so far {current:.6g}"
+              for number_, (query, current) in enumerate(zip(answered, best), start=1)]
     return charts.step_chart("best-so-far", xs, best, titles, x_label="answered queries",
                              y_label=f"best so far ({goal})")
 
