@@ -106,6 +106,9 @@ a request carries can overflow a column or a query parameter of either backend."
 SEED_MAX = 2**63 - 1
 MAX_RELEASE_DIM = 1024
 """The largest projection dimension r a release or a plan may ask for."""
+MAX_BUDGET_EPSILON = 1e12
+"""The largest total ε or raise: far beyond any meaningful ε, and it keeps every sum of the ledger finite (a raise
+of 1.6e308 overflowed the budget's sum)."""
 
 
 def _json_number(value: Any) -> Any:
@@ -177,7 +180,7 @@ class Ready(_Model):
 class Budget(_Model):
     """A total privacy budget (ε, δ) for one dataset."""
 
-    epsilon: Number = Field(gt=0, allow_inf_nan=False, description="Total ε; must be finite and > 0.")
+    epsilon: Number = Field(gt=0, le=MAX_BUDGET_EPSILON, allow_inf_nan=False, description="Total ε, > 0.")
     delta: Number = Field(ge=0, lt=1, description="Total δ; must be in [0, 1).")
 
 
@@ -193,7 +196,8 @@ class BudgetStatus(_Model):
 class BudgetRaise(_Model):
     """The curator raises a dataset's total budget: a recorded, audited ledger entry, never a silent change."""
 
-    epsilon: Number = Field(default=0.0, ge=0, allow_inf_nan=False, description="ε added to the total.")
+    epsilon: Number = Field(default=0.0, ge=0, le=MAX_BUDGET_EPSILON, allow_inf_nan=False,
+                            description="ε added to the total.")
     delta: Number = Field(default=0.0, ge=0, lt=1, description="δ added to the total (the total must stay below 1).")
     reason: str = Field(min_length=1, max_length=500, description="Why: kept in the ledger entry's purpose.")
 

@@ -75,3 +75,11 @@ def test_a_release_whose_arithmetic_overflows_on_huge_values_is_422(connect):
                               json={"epsilon": 1.0, "delta": 1e-5, **body})
         assert_error(response, 422, "validation_error", "scal")
     assert admin.get("/v1/ledger").json() == []
+
+
+def test_a_budget_raise_too_large_for_the_ledger_sum_is_422(world):
+    """Fuzz finding: a raise of 1.6e308 made the budget's sum overflow (500 on every later read of the dataset)."""
+    admin = world.admin
+    response = admin.post(f"/v1/datasets/{world.dataset['id']}/budget", json={"epsilon": 1.6e308, "reason": "fuzz"})
+    assert_error(response, 422, "validation_error", "'epsilon'")
+    assert admin.get(f"/v1/datasets/{world.dataset['id']}").status_code == 200
