@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from shared.api.schemas import Integer, Number, Seed
+
 
 class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -24,10 +26,10 @@ DP_MEAN_BOUND_LIMIT = 1e15  # |lower|, |upper| ≤ 1e15 keeps every sum of clipp
 
 class DpMeanParams(_Params):
     column: str
-    lower: float = Field(ge=-DP_MEAN_BOUND_LIMIT, le=DP_MEAN_BOUND_LIMIT)
-    upper: float = Field(ge=-DP_MEAN_BOUND_LIMIT, le=DP_MEAN_BOUND_LIMIT)
-    epsilon: float = Field(gt=0)
-    seed: int | None = None
+    lower: Number = Field(ge=-DP_MEAN_BOUND_LIMIT, le=DP_MEAN_BOUND_LIMIT)
+    upper: Number = Field(ge=-DP_MEAN_BOUND_LIMIT, le=DP_MEAN_BOUND_LIMIT)
+    epsilon: Number = Field(gt=0)
+    seed: Seed | None = None
 
     @model_validator(mode="after")
     def _bounds_ordered(self) -> DpMeanParams:
@@ -53,22 +55,22 @@ DP_BO_MAX_GRID = 200
 
 class DpBoParams(_Params):
     label_column: str = Field(description="Column of 0/1 labels; the features are the dataset's feature columns.")
-    log10_lambda: list[float] = Field(min_length=2, max_length=DP_BO_MAX_GRID,
+    log10_lambda: list[Number] = Field(min_length=2, max_length=DP_BO_MAX_GRID,
                                       description="The public grid Λ, as log10 λ; every point is fitted.")
-    iterations: int = Field(ge=1, le=1000, description="T, the number of GP-UCB steps.")
-    epsilon: float = Field(gt=0, description="ε of each of the two releases; the job costs 2ε.")
-    delta: float = Field(gt=0, lt=1, description="δ of each of the two releases; the job costs 2δ.")
-    validation_fraction: float = Field(default=0.5, gt=0, lt=1)
-    lengthscale: float = Field(default=1.0, ge=1e-3, le=1e3, description="GP lengthscale, in decades of λ.")
-    signal_std: float = Field(default=0.25, ge=1e-9, le=1e3,
+    iterations: Integer = Field(ge=1, le=1000, description="T, the number of GP-UCB steps.")
+    epsilon: Number = Field(gt=0, description="ε of each of the two releases; the job costs 2ε.")
+    delta: Number = Field(gt=0, lt=1, description="δ of each of the two releases; the job costs 2δ.")
+    validation_fraction: Number = Field(default=0.5, gt=0, lt=1)
+    lengthscale: Number = Field(default=1.0, ge=1e-3, le=1e3, description="GP lengthscale, in decades of λ.")
+    signal_std: Number = Field(default=0.25, ge=1e-9, le=1e3,
                               description="GP prior standard deviation of the accuracy.")
-    prior_mean: float = Field(default=0.5, ge=-1e3, le=1e3, description="GP prior mean of the accuracy.")
-    noise_std: float = Field(default=0.01, ge=1e-9, le=1e3, description="Observation-noise σ the GP model assumes.")
+    prior_mean: Number = Field(default=0.5, ge=-1e3, le=1e3, description="GP prior mean of the accuracy.")
+    noise_std: Number = Field(default=0.01, ge=1e-9, le=1e3, description="Observation-noise σ the GP model assumes.")
     dataset_kernel: float | None = Field(
         default=None, ge=-1, le=1,
         description="k1(V, V') for neighbouring validation sets; default 1 − 1/(2 m² s²), so that the model's "
                     "neighbour standard deviation is 1/m, the most one record can move an accuracy.")
-    seed: int | None = None
+    seed: Seed | None = None
 
     @field_validator("log10_lambda")
     @classmethod
@@ -102,27 +104,27 @@ class DpBoResult(_Result):
 class Candidate(_Params):
     """One DP-SGD logistic-regression setting among which dp-tune privately selects."""
 
-    learning_rate: float = Field(gt=0, le=1000)
-    batch_size: int = Field(ge=1, le=65_536)
-    epochs: int = Field(ge=1, le=100)
-    clip_norm: float = Field(gt=0, le=1000)
+    learning_rate: Number = Field(gt=0, le=1000)
+    batch_size: Integer = Field(ge=1, le=65_536)
+    epochs: Integer = Field(ge=1, le=100)
+    clip_norm: Number = Field(gt=0, le=1000)
     optimizer: str = Field(default="sgd", pattern="^(sgd|adam)$")
 
 
 class DpTuneParams(_Params):
     label_column: str
     candidates: list[Candidate] = Field(min_length=1, max_length=100)
-    k: int = Field(ge=2, description="number of parts of the training rows (sensitivity 1/k)")
-    epsilon: float = Field(gt=0, description="ϵ of one iteration of the sparse vector")
-    u0: float = Field(default=0.5, ge=0, lt=1)
-    g: float = Field(default=0.01, gt=0, lt=1)
-    max_iterations: int = Field(ge=1, le=10_000, description="hard cap: the selection costs max_iterations·ϵ")
-    final_epsilon: float = Field(gt=0)
-    final_delta: float = Field(gt=0, lt=1)
-    evaluation_epsilon: float = Field(default=0.1, gt=0, description="ε of the two held-out releases together")
-    test_fraction: float = Field(default=0.2, ge=0.05, le=0.5, description="share of rows held out for scoring")
+    k: Integer = Field(ge=2, description="number of parts of the training rows (sensitivity 1/k)")
+    epsilon: Number = Field(gt=0, description="ϵ of one iteration of the sparse vector")
+    u0: Number = Field(default=0.5, ge=0, lt=1)
+    g: Number = Field(default=0.01, gt=0, lt=1)
+    max_iterations: Integer = Field(ge=1, le=10_000, description="hard cap: the selection costs max_iterations·ϵ")
+    final_epsilon: Number = Field(gt=0)
+    final_delta: Number = Field(gt=0, lt=1)
+    evaluation_epsilon: Number = Field(default=0.1, gt=0, description="ε of the two held-out releases together")
+    test_fraction: Number = Field(default=0.2, ge=0.05, le=0.5, description="share of rows held out for scoring")
     private_parts: bool = False
-    seed: int | None = None
+    seed: Seed | None = None
 
 
 # --- dpareto (Avent et al.) ---------------------------------------------------------------------------
@@ -136,16 +138,16 @@ class DparetoParams(_Params):
     label_column: str
     loss: str = Field(default="logistic", pattern="^(logistic|hinge)$")
     optimizer: str = Field(default="sgd", pattern="^(sgd|adam)$")
-    initial_points: int = Field(default=8, ge=2, le=256)
-    iterations: int = Field(default=16, ge=0, le=512)
-    delta: float = Field(default=1e-5, gt=0, lt=1)
-    test_fraction: float = Field(default=0.3, ge=0.05, le=0.5)
-    max_epochs: int = Field(default=64, ge=2, le=1000)
-    batch_size: tuple[int, int] = (8, 512)
-    learning_rate: tuple[float, float] = (5e-4, 5e-2)
-    noise_variance: tuple[float, float] = (0.1, 16.0)
-    clip_norm: tuple[float, float] = (0.1, 4.0)
-    seed: int | None = None
+    initial_points: Integer = Field(default=8, ge=2, le=256)
+    iterations: Integer = Field(default=16, ge=0, le=512)
+    delta: Number = Field(default=1e-5, gt=0, lt=1)
+    test_fraction: Number = Field(default=0.3, ge=0.05, le=0.5)
+    max_epochs: Integer = Field(default=64, ge=2, le=1000)
+    batch_size: tuple[Integer, Integer] = (8, 512)
+    learning_rate: tuple[Number, Number] = (5e-4, 5e-2)
+    noise_variance: tuple[Number, Number] = (0.1, 16.0)
+    clip_norm: tuple[Number, Number] = (0.1, 4.0)
+    seed: Seed | None = None
 
     @model_validator(mode="after")
     def _ranges(self) -> DparetoParams:

@@ -11,6 +11,7 @@ from curator_service.jobs.kinds import dp_bo, dp_mean, dp_tune, dpareto
 from modeler_client.cli import app
 from shared.algorithms.dpareto.problems import DPSGD_SPACE
 from shared.api import jobs
+from shared.api.jobs import DpBoParams, DpMeanParams
 
 runner = CliRunner()
 # Nothing listens on port 9 (discard): a command that got as far as sending would fail with exit 1, not 2.
@@ -51,3 +52,15 @@ def test_the_dpareto_job_defaults_are_the_papers_table_1_domain():
             "learning_rate": defaults.learning_rate, "noise_variance": defaults.noise_variance,
             "clip_norm": defaults.clip_norm}
     assert {h.name: (h.low, h.high) for h in DPSGD_SPACE} == wire
+
+
+@pytest.mark.parametrize("model, params", [
+    (DpMeanParams, {"column": "y", "lower": 0, "upper": 1, "epsilon": 0.5, "seed": True}),
+    (DpMeanParams, {"column": "y", "lower": 0, "upper": 1, "epsilon": "0.5"}),
+    (DpBoParams, {"log10_lambda": [-3, 0], "iterations": "5", "epsilon": 1, "delta": 1e-6, "label_column": "y"}),
+    (DpBoParams, {"log10_lambda": [-3, True], "iterations": 5, "epsilon": 1, "delta": 1e-6, "label_column": "y"}),
+])
+def test_job_parameters_take_json_numbers_only(model, params):
+    """Loose parsing read "seed": true as seed 1 and "0.5" as 0.5 (issue 16): the wire's strict types refuse them."""
+    with pytest.raises(ValidationError):
+        model.model_validate(params)
