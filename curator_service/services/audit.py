@@ -13,9 +13,16 @@ from curator_service.services.policy import Principal
 from shared.api.schemas import AuditEvent
 
 
+TARGET_LENGTH = AuditRow.__table__.c.target.type.length
+
+
 def record(session: Session, principal: Principal | str, action: str, target: str | None = None) -> None:
-    """Adds an event to the caller's transaction, so it commits (or not) with what it describes."""
+    """Adds an event to the caller's transaction, so it commits (or not) with what it describes. A target longer
+    than its column is cut to fit, ending in "…": it may embed caller text (a refused request's path), and
+    PostgreSQL would otherwise fail the write, so the refusal would be a 500 and never audited (review F1)."""
     actor = principal if isinstance(principal, str) else principal.actor
+    if target is not None and len(target) > TARGET_LENGTH:
+        target = target[:TARGET_LENGTH - 1] + "…"
     session.add(AuditRow(actor=actor, action=action, target=target))
 
 

@@ -136,18 +136,23 @@ def _check_evaluator(spec: DatasetSpec) -> None:
 def confined_path(settings: Settings, requested: str) -> Path:
     """The CSV file at ``requested`` (relative to the import root, or absolute) once resolved, ``..`` and symlinks
     followed, inside the import root (``POBO_IMPORT_ROOT``); without a root no server path is read at all.
-    Nothing outside the root is opened or even tested for existence, so errors say nothing about it."""
+    Nothing outside the root is opened, and errors say nothing about it (resolving does look up each component, to
+    follow symlinks, before the containment check)."""
     if settings.import_root is None:
         raise ApiError(403, "forbidden", "registration by server-side 'path' is off on this server (POBO_IMPORT_ROOT "
                        "is not set); upload the CSV as multipart/form-data, or have the operator set POBO_IMPORT_ROOT "
                        "to the directory of files the service may read")
     root = settings.import_root.resolve()
-    path = (root / requested).resolve()
-    if not path.is_relative_to(root):
-        raise ApiError(403, "forbidden", f"path {requested!r} is outside the import root (POBO_IMPORT_ROOT); give a "
-                       "path inside it, relative to it or absolute")
-    if not path.is_file():
-        raise invalid(f"path {requested!r} is not a file inside the import root; give the path of a CSV file")
+    try:
+        path = (root / requested).resolve()
+        if not path.is_relative_to(root):
+            raise ApiError(403, "forbidden", f"path {requested!r} is outside the import root (POBO_IMPORT_ROOT); "
+                           "give a path inside it, relative to it or absolute")
+        if not path.is_file():
+            raise invalid(f"path {requested!r} is not a file inside the import root; give the path of a CSV file")
+    except (ValueError, OSError):  # a NUL byte, a name longer than the file system allows (review F5)
+        raise invalid(f"the path starting {requested[:80]!r} is not a usable file name (a NUL byte, or a name too "
+                      "long for the file system); give the path of a CSV file inside the import root") from None
     return path
 
 
