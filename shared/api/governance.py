@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from shared.api.schemas import FILE_ROW, KeyCreate, QueryResult, _Model
+from shared.api.schemas import FILE_ROW, KeyCreate, Number, QueryResult, _Model
 
 REASON_MAX_LENGTH = 150
 """A reason is kept in the audit log's target (240 characters) beside the query and its old and new values."""
@@ -22,12 +22,12 @@ REASON_MAX_LENGTH = 150
 class KeyPolicy(_Model):
     """What a key may spend and run, and until when. Every field is optional: null leaves the role's default."""
 
-    epsilon_cap: float | None = Field(
+    epsilon_cap: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="The most ε this key may spend, summed over every ledger charge it triggers (releases it "
                     "creates, jobs it submits) on every dataset; null: no cap of its own (the datasets' budgets "
                     "still hold).")
-    delta_cap: float | None = Field(default=None, ge=0, lt=1, description="The same for δ; null: no cap.")
+    delta_cap: Number | None = Field(default=None, ge=0, lt=1, description="The same for δ; null: no cap.")
     jobs: list[str] | None = Field(
         default=None, max_length=100,
         description="The job kinds this key may run; null: the role's default (a curator key every kind, a "

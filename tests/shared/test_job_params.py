@@ -64,3 +64,12 @@ def test_job_parameters_take_json_numbers_only(model, params):
     """Loose parsing read "seed": true as seed 1 and "0.5" as 0.5 (issue 16): the wire's strict types refuse them."""
     with pytest.raises(ValidationError):
         model.model_validate(params)
+
+
+def test_a_key_policy_takes_json_numbers_only():
+    from shared.api.governance import KeyPolicy
+
+    assert KeyPolicy.model_validate({"epsilon_cap": 0.5}).epsilon_cap == 0.5
+    for loose in ({"epsilon_cap": "0.5"}, {"delta_cap": True}):
+        with pytest.raises(ValidationError):
+            KeyPolicy.model_validate(loose)
