@@ -11,6 +11,7 @@ from curator_service.jobs.kinds import dp_bo, dp_mean, dp_tune, dpareto
 from modeler_client.cli import app
 from shared.algorithms.dpareto.problems import DPSGD_SPACE
 from shared.api import jobs
+from shared.api.governance import KeyPolicy
 from shared.api.jobs import DpBoParams, DpMeanParams
 
 runner = CliRunner()
@@ -67,8 +68,6 @@ def test_job_parameters_take_json_numbers_only(model, params):
 
 
 def test_a_key_policy_takes_json_numbers_only():
-    from shared.api.governance import KeyPolicy
-
     assert KeyPolicy.model_validate({"epsilon_cap": 0.5}).epsilon_cap == 0.5
     for loose in ({"epsilon_cap": "0.5"}, {"delta_cap": True}):
         with pytest.raises(ValidationError):
