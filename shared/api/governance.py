@@ -16,7 +16,7 @@ from pydantic import Field
 from shared.api.schemas import FILE_ROW, KeyCreate, Number, QueryResult, _Model
 
 REASON_MAX_LENGTH = 150
-"""A reason is kept in the audit log's target (240 characters) beside the query and its old and new values."""
+"""A reason is kept in the query's lab notes (query_notes), never in the audit log."""
 
 
 class KeyPolicy(_Model):
@@ -92,7 +92,7 @@ class IdentifiedAnswer(_Model):
 
     identifier: str = Field(min_length=1, max_length=200, description="The row's value in the identifier "
                             "column, or its file row number when the dataset has no identifier column.")
-    value: float
+    value: Number
 
 
 class IdentifiedAnswers(_Model):
@@ -108,11 +108,13 @@ class AnswersOut(_Model):
 class CannotMeasure(_Model):
     """``POST /v1/queries/{id}/cannot-measure``: the lab cannot measure this row; the query keeps its one charge."""
 
-    reason: str = Field(min_length=1, max_length=REASON_MAX_LENGTH, description="Kept in the audit log.")
+    reason: str = Field(min_length=1, max_length=REASON_MAX_LENGTH,
+                        description="Kept in the session's lab notes (GET /v1/sessions/{id}/notes).")
 
 
 class Correction(_Model):
-    """``POST /v1/queries/{id}/correct``: replace a wrong answer; the audit log keeps the old value and the reason."""
+    """``POST /v1/queries/{id}/correct``: replace a wrong answer; the session's lab notes keep the old value and the
+    reason; the audit log records only the query id."""
 
-    value: float
+    value: Number
     reason: str = Field(min_length=1, max_length=REASON_MAX_LENGTH)

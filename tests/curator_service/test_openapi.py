@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 ENDPOINTS = {
-    ("get", "/health"), ("get", "/ready"),
+    ("get", "/health"), ("get", "/ready"), ("get", "/v1/sessions/{session_id}/notes"),
     ("post", "/v1/datasets"), ("get", "/v1/datasets"), ("get", "/v1/datasets/{dataset_id}"),
     ("get", "/v1/datasets/{dataset_id}/row-order"), ("post", "/v1/datasets/{dataset_id}/budget"),
     ("post", "/v1/datasets/{dataset_id}/releases"), ("post", "/v1/datasets/{dataset_id}/plan"),
