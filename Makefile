@@ -20,7 +20,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-## The default suite (about 5 minutes on 2 cores). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
+## The default suite (about 8 minutes on 2 cores). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
 test: $(STAMP)
 	$(PY) -m pytest -q
 
