@@ -10,7 +10,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --upgrade pip "setuptools>=70.1"  # 70.1 builds wheels without the `wheel` package
 	$(PY) -m pip install --quiet -e ".[curator,dev,postgres]"
 	@touch $(STAMP)
 

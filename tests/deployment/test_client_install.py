@@ -15,10 +15,12 @@ SERVER_MODULES = ["fastapi", "starlette", "uvicorn", "multipart", "jinja2", "sql
                   "pydantic_settings", "dp_accounting", "opendp", "sklearn", "psycopg"]
 
 # Imports every module of modeler_client with the server modules made unimportable (None in sys.modules
-# makes `import x` raise ImportError), then lists what failed and which shared modules got loaded.
+# makes `import x` raise ImportError), then lists the modules that failed for want of one of them. A module
+# that needs an optional extra of its own (the BoTorch adapter needs torch) is not a server dependency.
 PROBE = """
 import importlib, pkgutil, sys
-for name in sys.argv[1:]:
+server = set(sys.argv[1:])
+for name in server:
     sys.modules[name] = None
 import modeler_client
 failed = []
@@ -26,7 +28,9 @@ for module in pkgutil.walk_packages(modeler_client.__path__, "modeler_client."):
     try:
         importlib.import_module(module.name)
     except ImportError as error:
-        failed.append(f"{module.name}: {error}")
+        missing = getattr(error.__cause__ or error, "name", None)
+        if missing is None or missing.split(".")[0] in server:
+            failed.append(f"{module.name}: {error}")
 print("\\n".join(failed))
 """
 
