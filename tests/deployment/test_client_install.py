@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Top-level modules of the `curator` extra's distributions.
-SERVER_MODULES = ["fastapi", "starlette", "uvicorn", "multipart", "jinja2", "sqlalchemy", "alembic",
+SERVER_MODULES = ["fastapi", "starlette", "distributed", "dask", "uvicorn", "multipart", "jinja2", "sqlalchemy", "alembic",
                   "pydantic_settings", "dp_accounting", "opendp", "sklearn", "psycopg"]
 
 # Imports every module of modeler_client with the server modules made unimportable (None in sys.modules
