@@ -52,6 +52,27 @@ def test_dpareto_shares_initial_points_with_random_and_records_everything(svt):
     assert bo.to_dict()["hypervolume"] == pytest.approx(bo.hypervolume())
 
 
+def test_map_fn_evaluates_independent_points_and_keeps_the_serial_order(svt):
+    batches = []
+
+    def reversed_map(function, settings):
+        """A stand-in for a cluster: evaluates the batch last-first, returns results in input order."""
+        settings = list(settings)
+        batches.append(len(settings))
+        return [function(s) for s in settings[::-1]][::-1]
+
+    serial = dpareto(svt, initial_points=5, iterations=2, rng=7)
+    mapped = dpareto(svt, initial_points=5, iterations=2, rng=7, map_fn=reversed_map)
+    assert batches == [5]  # the k₀ initial points in one batch; the HVPoI steps stay sequential
+    assert [(e.params, e.epsilon, e.error) for e in mapped.evaluations] == \
+        [(e.params, e.epsilon, e.error) for e in serial.evaluations]
+    rs = random_search(svt, evaluations=4, rng=7, map_fn=reversed_map)
+    grid = grid_search(svt, points_per_dimension=2, map_fn=reversed_map)
+    assert batches == [5, 4, 4]
+    assert [e.params for e in rs.evaluations] == [e.params for e in random_search(svt, evaluations=4, rng=7).evaluations]
+    assert [e.params for e in grid.evaluations] == [e.params for e in grid_search(svt, points_per_dimension=2).evaluations]
+
+
 def test_grid_search_covers_the_corners(svt):
     result = grid_search(svt, points_per_dimension=3)
     params = [(e.params["C"], e.params["b"]) for e in result.evaluations]

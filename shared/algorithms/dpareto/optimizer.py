@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from functools import partial
+from typing import Callable, Iterable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -123,6 +124,7 @@ class ParetoResult:
 
 
 Progress = Callable[[str, int, int, Evaluation], None]
+MapFn = Callable[[Callable, Iterable], Iterable]
 
 
 def _evaluate(problem: ParetoProblem, params: dict[str, float]) -> Evaluation:
@@ -131,10 +133,14 @@ def _evaluate(problem: ParetoProblem, params: dict[str, float]) -> Evaluation:
     return Evaluation(dict(params), float(epsilon), float(error), time.perf_counter() - start)
 
 
-def _record(result: ParetoResult, problem: ParetoProblem, params: dict, total: int, progress: Progress | None) -> None:
-    result.evaluations.append(_evaluate(problem, params))
-    if progress:
-        progress(result.method, len(result.evaluations), total, result.evaluations[-1])
+def _record_all(result: ParetoResult, problem: ParetoProblem, settings: list[dict], total: int,
+                progress: Progress | None, map_fn: MapFn = map) -> None:
+    """Evaluate independent settings through ``map_fn`` (``map``, or a cluster's map that returns results in
+    input order) and record them in that order, so a parallel run equals the serial one."""
+    for evaluation in map_fn(partial(_evaluate, problem), settings):
+        result.evaluations.append(evaluation)
+        if progress:
+            progress(result.method, len(result.evaluations), total, evaluation)
 
 
 def surrogate_targets(points: NDArray) -> NDArray:
@@ -201,44 +207,47 @@ def dpareto(
     candidates: int = 1000,
     polish: int = 2,
     progress: Progress | None = None,
+    map_fn: MapFn = map,
 ) -> ParetoResult:
-    """Algorithm 2: k₀ = ``initial_points`` random settings, then k = ``iterations`` HVPoI steps."""
+    """Algorithm 2: k₀ = ``initial_points`` random settings, then k = ``iterations`` HVPoI steps.
+
+    The k₀ initial evaluations are independent and go through ``map_fn`` (e.g. a cluster's map); the
+    HVPoI steps are sequential by nature. The oracle runs wherever ``map_fn`` sends it: state it mutates
+    there does not come back."""
     rng = np.random.default_rng(rng)
     result = ParetoResult("dpareto", problem.name, tuple(problem.anti_ideal))
     total = initial_points + iterations
     initial = np.random.default_rng(rng.integers(2**63))  # the same stream random_search uses first
-    for _ in range(initial_points):
-        _record(result, problem, problem.sample(initial), total, progress)
+    _record_all(result, problem, [problem.sample(initial) for _ in range(initial_points)], total, progress, map_fn)
     proposer = HVPoIProposer(len(problem.space), problem.anti_ideal, rng, candidates=candidates, polish=polish)
     for _ in range(iterations):
         start = time.perf_counter()
         U = np.array([problem.to_unit(e.params) for e in result.evaluations])
         params = problem.from_unit(proposer.propose(U, result.points))
         result.overhead_seconds.append(time.perf_counter() - start)
-        _record(result, problem, params, total, progress)
+        _record_all(result, problem, [params], total, progress)
     return result
 
 
 def random_search(
     problem: ParetoProblem, *, evaluations: int, rng: np.random.Generator | int | None = None,
-    progress: Progress | None = None,
+    progress: Progress | None = None, map_fn: MapFn = map,
 ) -> ParetoResult:
     """Random sampling from the problem's distribution; with the same seed its first points are
-    DPareto's initial points."""
+    DPareto's initial points. All evaluations are independent and go through ``map_fn``."""
     rng = np.random.default_rng(rng)
     initial = np.random.default_rng(rng.integers(2**63))
     result = ParetoResult("random", problem.name, tuple(problem.anti_ideal))
-    for _ in range(evaluations):
-        _record(result, problem, problem.sample(initial), evaluations, progress)
+    _record_all(result, problem, [problem.sample(initial) for _ in range(evaluations)], evaluations, progress, map_fn)
     return result
 
 
-def grid_search(problem: ParetoProblem, *, points_per_dimension: int, progress: Progress | None = None) -> ParetoResult:
+def grid_search(problem: ParetoProblem, *, points_per_dimension: int, progress: Progress | None = None,
+                map_fn: MapFn = map) -> ParetoResult:
     """Every point of the regular grid with ``points_per_dimension`` values per dimension (evenly spaced
-    on each dimension's scale, ends included)."""
+    on each dimension's scale, ends included), evaluated through ``map_fn``."""
     axes = np.linspace(0.0, 1.0, points_per_dimension) if points_per_dimension > 1 else np.array([0.5])
     grid = np.stack(np.meshgrid(*[axes] * len(problem.space), indexing="ij"), axis=-1).reshape(-1, len(problem.space))
     result = ParetoResult("grid", problem.name, tuple(problem.anti_ideal))
-    for u in grid:
-        _record(result, problem, problem.from_unit(u), len(grid), progress)
+    _record_all(result, problem, [problem.from_unit(u) for u in grid], len(grid), progress, map_fn)
     return result
