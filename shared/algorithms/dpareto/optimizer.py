@@ -143,6 +143,10 @@ def _record_all(result: ParetoResult, problem: ParetoProblem, settings: list[dic
             progress(result.method, len(result.evaluations), total, evaluation)
 
 
+def _record(result: ParetoResult, problem: ParetoProblem, params: dict, total: int, progress: Progress | None) -> None:
+    _record_all(result, problem, [params], total, progress)
+
+
 def surrogate_targets(points: NDArray) -> NDArray:
     """(log ε, logit error): the fixed output transforms of §3.2 (ε floored, error clipped away from 0, 1)."""
     return np.column_stack([np.log(np.maximum(points[:, 0], EPSILON_FLOOR)),
@@ -225,7 +229,7 @@ def dpareto(
         U = np.array([problem.to_unit(e.params) for e in result.evaluations])
         params = problem.from_unit(proposer.propose(U, result.points))
         result.overhead_seconds.append(time.perf_counter() - start)
-        _record_all(result, problem, [params], total, progress)
+        _record(result, problem, params, total, progress)
     return result
 
 
