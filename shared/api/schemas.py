@@ -650,9 +650,16 @@ class SessionOut(_Model):
     status: SessionStatus
 
 
+MAX_INDICES_PER_REQUEST = 1000
+"""Indices in one ``POST /queries``: a request holds the database's write lock while it measures and stores its
+rows (100,000 indices held SQLite's lock for 8.8 s), so larger asks are split into several requests."""
+
+
 class QueryRequest(_Model):
     indices: list[RowIndex] = Field(
-        min_length=1, description="Row indices into the released inputs Z (0 to n − 1)."
+        min_length=1, max_length=MAX_INDICES_PER_REQUEST,
+        description=f"Row indices into the released inputs Z (0 to n − 1), at most {MAX_INDICES_PER_REQUEST} per "
+                    "request (split a larger ask into several requests).",
     )
     request_id: str | None = Field(
         default=None, max_length=200, description="Idempotency key: a repeat returns the stored results, uncharged."
