@@ -42,11 +42,20 @@ that error enters Δ; the Gram sums of ``pca`` likewise (γ_n per entry). ``FLOA
 of the clipping and of the computed singular values. The projection matrix is a local variable: never
 stored, returned or logged (M is drawn independently of the data, and Δ is computed from M alone, so the
 guarantee does not need M secret).
+
+Chunks. With ``map_fn`` (a cluster's map, or the built-in ``map``), the inputs' noise is drawn in row chunks of
+about :data:`CHUNK_SAMPLES` samples, each a :class:`NoiseChunk` task for :func:`noisy_chunk`: its rows, P (drawn
+once, here), σ, the grid and the chunk's own sampler, which adds the noise to the chunk's rounded X_s P. Every
+coordinate gets the same σ and grid as unchunked, so the guarantee is unchanged. The safe sampler is stateless
+(the OS's CSPRNG on every call); a seeded one gives chunk i the i-th stream spawned from its seed, so a seeded
+release is reproducible whatever runs the chunks. Without ``map_fn`` it is one chunk drawn by ``noise`` itself
+(a seeded release of ≤ :data:`CHUNK_SAMPLES` samples is the same either way).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -55,7 +64,7 @@ import numpy as np
 from shared.checks import open_unit, positive
 from shared.releases.measurements import MeasurementOption, PrivateMeasurements, checked_measurements, release_measurements
 from shared.dp.mechanisms import analytic_gaussian_sigma, gaussian_delta, l2_sensitivity_with_grid, summation_error
-from shared.dp.noise import NoiseSource, OpenDPNoise
+from shared.dp.noise import NoiseSource, OpenDPNoise, SeededNoise
 
 Unit = Literal["bounded-change", "replace-one"]
 Projection = Literal["auto", "identity", "haar", "jl", "pca"]
@@ -64,6 +73,11 @@ MAX_ROW_NORM = 2.0**20
 """Public row-norm bound of every non-identity projection: it bounds the float error of X_s P."""
 FLOAT_MARGIN = 2.0**-40
 """Relative margin on clipped norms and computed singular values (their rounding is ~1e-15 relative)."""
+CHUNK_SAMPLES = 1 << 18
+"""Noise samples per chunk of a chunked release: ~3 s of the safe sampler, a few MB of rows per task."""
+
+MapFn = Callable[[Callable, Iterable], Iterator]
+"""``map``'s shape: results in the items' order (a cluster's map may run the items in parallel)."""
 
 
 @dataclass(frozen=True)
@@ -159,12 +173,15 @@ def gaussian_release(
     pca: PcaOption | None = None,
     y: np.ndarray | None = None,
     measurements: MeasurementOption | None = None,
+    map_fn: MapFn | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> GaussianRelease:
     """(ε, δ)-DP release of the publicly scaled n × d ``X`` (see the module docstring).
 
     ``rng`` draws the projection only; ``noise`` draws every privacy noise (default: floating-point-safe).
     ``projection="auto"``: identity at r = d, Haar at r > d, JL at r < d. ``pca`` is needed for
     ``projection="pca"``. ``measurements`` with ``y`` (one value per row) adds private measurements.
+    ``map_fn`` draws the inputs' noise in chunks (module docstring); ``progress(fraction)`` after each chunk.
     """
     X = _checked_inputs(X, r)
     n, d = X.shape
@@ -219,9 +236,8 @@ def gaussian_release(
         pca_step = PcaStep(pca.share, pca.clip_norm, stds[-1], parts[-1][0])
         if np.linalg.norm(P, ord=2) > operator_norm:
             raise ArithmeticError("the computed principal directions are not orthonormal to working precision")
-    projected = X if P is None else X @ P
+    Z = noisy_inputs(X, P, stds[0], noise.grid(projection_sensitivity), noise, map_fn, progress)
     del P  # used once: never stored, returned or logged
-    Z = noise.add_gaussian(projected, stds[0], noise.grid(projection_sensitivity))
     private_y = release_measurements(y, measurements, stds[1], noise) if measurements is not None else None
     return GaussianRelease(
         Z=Z,
@@ -240,6 +256,62 @@ def gaussian_release(
         pca=pca_step,
         measurements=private_y,
     )
+
+
+@dataclass(frozen=True, repr=False)
+class NoiseChunk:
+    """One chunk's task: rows of X_s, the projection P (None: identity), the noise σ and grid, and the chunk's
+    own sampler. Its repr names no value: a cluster may log a failed task's arguments."""
+
+    index: int
+    rows: np.ndarray
+    projection: np.ndarray | None
+    std: float
+    grid: float
+    noise: NoiseSource
+
+    def __repr__(self) -> str:
+        return f"NoiseChunk(index={self.index}, rows={self.rows.shape[0]})"
+
+
+def noisy_chunk(chunk: NoiseChunk) -> np.ndarray:
+    """Z's rows of one chunk: (rows · P) rounded to the grid + N(0, σ²) per coordinate, by the chunk's sampler
+    (module-level, so a cluster's worker process can run it)."""
+    projected = chunk.rows if chunk.projection is None else chunk.rows @ chunk.projection
+    return chunk.noise.add_gaussian(projected, chunk.std, chunk.grid)
+
+
+def chunk_noise_sources(noise: NoiseSource, count: int) -> list[NoiseSource]:
+    """One independent sampler per chunk: ``noise`` itself for one chunk; the safe source is stateless, so shared;
+    a seeded source spawns chunk i's generator from its seed and i (copies of one generator would repeat noise)."""
+    if count == 1 or isinstance(noise, OpenDPNoise):
+        return [noise] * count
+    if isinstance(noise, SeededNoise):
+        return [SeededNoise(stream) for stream in noise.rng.spawn(count)]
+    raise TypeError(f"a release drawn in chunks needs an OpenDPNoise or SeededNoise source, not {type(noise).__name__}")
+
+
+def noisy_inputs(X: np.ndarray, P: np.ndarray | None, std: float, grid: float, noise: NoiseSource,
+                 map_fn: MapFn | None = None, progress: Callable[[float], None] | None = None) -> np.ndarray:
+    """Z = round(X P) + G: one chunk by ``noise`` without ``map_fn``, else chunks of ≈ :data:`CHUNK_SAMPLES`
+    samples mapped by ``map_fn`` (module docstring). The chunking depends on n and r only (public)."""
+    n = X.shape[0]
+    r = X.shape[1] if P is None else P.shape[1]
+    rows = n if map_fn is None else max(1, CHUNK_SAMPLES // r)
+    starts = range(0, n, rows)
+    sources = chunk_noise_sources(noise, len(starts))
+    chunks = [NoiseChunk(i, X[start : start + rows], P, std, grid, source)
+              for i, (start, source) in enumerate(zip(starts, sources))]
+    outputs = (map_fn or map)(noisy_chunk, chunks)
+    Z = np.empty((n, r)) if len(chunks) > 1 else None  # one chunk: the sampler's own output, no copy
+    for done, (start, out) in enumerate(zip(starts, outputs), start=1):
+        if Z is None:
+            Z = out
+        else:
+            Z[start : start + rows] = out
+        if progress is not None:
+            progress(done / len(chunks))
+    return Z
 
 
 def _checked_inputs(X: np.ndarray, r: int) -> np.ndarray:
