@@ -39,7 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """The service for ``settings`` (default: from the environment). The database is migrated here.
 
     ``app.state`` holds what the services need: ``settings``, ``db`` (:class:`Database`), ``tables`` (the decoded
-    table cache) and ``jobs`` (the job runner)."""
+    table cache) and ``jobs`` (the job runner, which sends jobs to the Dask cluster)."""
     settings = settings or Settings.from_env()
     make_data_dir_private(settings.data_dir)
     db = Database(settings.database_url)
@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.db = db
     app.state.tables = TableCache()
-    app.state.jobs = JobRunner(app, settings.job_workers)
+    app.state.jobs = JobRunner(app)
     install_error_handlers(app)
     app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_upload_bytes)
 

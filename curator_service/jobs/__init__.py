@@ -6,31 +6,41 @@ every such module is registered automatically (see docs/curator_service.md, "How
 * ``cost(params, dataset)`` returns the (ε, δ) the job will spend, computed from its parameters alone
   (never from the data). It validates the parameters: raise ``ValueError`` (or a pydantic
   ``ValidationError``) with a sentence saying what to fix, and the caller gets a 422.
-* ``run(ctx)`` does the work and returns a JSON-serialisable dict: the job's released result. It reads
-  the raw table from ``ctx.table`` (a learner reads :func:`training_features`: the dataset's public
-  scaling, rows clipped to the unit ball), reports progress with ``ctx.progress(fraction, message)``, stops
-  early when ``ctx.cancelled()`` is true (raise :class:`JobCancelled`) and draws every piece of privacy
-  noise from ``ctx.noise``. Raise :class:`JobFailed` with a sentence for a failure the submitter may
-  read; any other exception is reported by type only (its message might quote data).
+* ``run(ctx)`` does the work and returns a JSON-serialisable dict: the job's released result. It runs in a
+  Dask worker process (:mod:`.worker`), never in the API process. It reads the raw table from ``ctx.table``
+  (a learner reads :func:`training_features`: the dataset's public scaling, rows clipped to the unit ball),
+  reports progress with ``ctx.progress(fraction, message)``, calls ``ctx.check_cancelled()`` between steps
+  (cancel, the time limit and a lost claim all show there), spreads independent pieces over the cluster with
+  ``ctx.map(fn, items)`` and draws every piece of privacy noise from ``ctx.noise``. Raise :class:`JobFailed`
+  with a sentence for a failure the submitter may read; any other exception is reported by type only (its
+  message might quote data).
+* ``commit(session, job, result)``, when given, makes the job charge at the end instead: submission only
+  checks that the cost is affordable, and after ``run`` returns (anything, not only JSON) the worker calls
+  ``commit`` in ONE write transaction, unless the job was cancelled: it charges the ledger (the final budget
+  check) and stores what ``run`` made, and returns the JSON dict stored as the job's result. A job cancelled
+  or failed before its commit is charged nothing.
 
 Progress, its timing and the moment a cancellation takes effect are visible to the submitter (who may be
 a modeler): report them only at points that do not depend on the data.
 
-The ledger is charged at submission, in the transaction that creates the job: a job that later fails
-or is cancelled stays charged (its randomness may already have touched the data).
+Without ``commit`` the ledger is charged at submission, in the transaction that creates the job: a job that
+later fails or is cancelled stays charged (its randomness may already have touched the data).
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sqlalchemy.orm import Session
 
+from curator_service.jobs.cluster import parallel_map
 from curator_service.persistence.blobs import RawTable
+from curator_service.persistence.models import Job
 from shared.dp.mechanisms import laplace_mechanism, summation_error
 from shared.dp.noise import NoiseSource
 from shared.releases.gaussian import _clip_rows as clip_rows
@@ -68,6 +78,7 @@ class JobContext:
 
     ``noise`` is the privacy-noise source (floating-point-safe unless the job was seeded in research
     mode); ``rng`` is for everything that is not privacy noise (initial designs, data splits).
+    ``cancelled()`` turns true when the job was cancelled, ran past its time limit or lost its claim.
     """
 
     job_id: int
@@ -85,6 +96,14 @@ class JobContext:
         """Raises :class:`JobCancelled` if the job was cancelled; call it between steps."""
         if self.cancelled():
             raise JobCancelled
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+        """``[fn(item) for item in items]``, spread over the Dask cluster when the job runs on a worker (``fn`` and
+        what it holds are sent once to each worker that needs them), a plain loop elsewhere; cancellation is
+        checked between items (a loop) or every fraction of a second while they run (the cluster). ``fn`` must
+        be picklable (a module-level function or a :func:`functools.partial` of one) and must not draw privacy
+        noise from ``ctx.noise``, which stays in this process."""
+        return parallel_map(fn, list(items), self.check_cancelled)
 
 
 TRAINING_ROW_NORM = 1.0
@@ -164,15 +183,19 @@ class JobKind:
 
     ``event(params, dataset)``, when given, states the job's mechanism as a DP event for the ledger
     (:mod:`curator_service.services.ledger_events`: noise scale and sensitivity), from the parameters alone like
-    ``cost``; without it the ledger records the kind's name and its (ε, δ)."""
+    ``cost``; without it the ledger records the kind's name and its (ε, δ). ``commit(session, job, result)``: see
+    the module's docstring (charge at the end). ``time_limit_seconds`` bounds a job's run below the service's
+    ``POBO_JOB_TIME_LIMIT_SECONDS``; past it the job is failed."""
 
     name: str
     description: str
     cost: Callable[[dict[str, Any], DatasetInfo | None], tuple[float, float]]
-    run: Callable[[JobContext], dict[str, Any]]
+    run: Callable[[JobContext], Any]
     roles: frozenset[str] = field(default_factory=lambda: frozenset({"curator"}))
     needs_dataset: bool = True
     event: Callable[[dict[str, Any], DatasetInfo], dict[str, Any]] | None = None
+    commit: Callable[[Session, Job, Any], dict[str, Any]] | None = None
+    time_limit_seconds: float | None = None
 
 
 def discover() -> dict[str, JobKind]:

@@ -1,143 +1,135 @@
-"""Runs jobs in background worker threads and persists their status, progress and result."""
+"""The API side of the job engine: hands queued jobs to the Dask cluster and reaps jobs whose worker died.
+
+Nothing of a job runs in the API process: :meth:`JobRunner.submit` sends a :class:`~.worker.JobTask` (the job's id,
+never its data) to the scheduler, fire-and-forget, so a job outlives the replica that submitted it; the worker claims
+it in the database (:mod:`.state`), which is what keeps several replicas from running it twice. A reaper thread
+fails running jobs whose heartbeat stopped, so a restart fails only the jobs whose worker really died.
+"""
 
 from __future__ import annotations
 
-import json
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from typing import TYPE_CHECKING
 
-import numpy as np
-from fastapi import FastAPI
+from distributed import Client, Future, fire_and_forget
 from sqlalchemy import select
 
 from curator_service.errors import log_unexpected
-from curator_service.jobs import KINDS, DatasetInfo, JobCancelled, JobContext, JobFailed, JobKind
-from curator_service.persistence.models import Dataset, Job, utcnow
-from curator_service.services.datasets import cached_table
-from curator_service.services.ledger import budget_status
+from curator_service.jobs import KINDS, JobKind
+from curator_service.jobs import cluster, state
+from curator_service.jobs.worker import JobTask, run_job, without_password
+from curator_service.persistence.models import Job
 from curator_service.services.policy import refuse_seed_in_production
 from shared.api.errors import ApiError
-from shared.api.schemas import ScalingSpec
-from shared.dp.noise import seeded_streams
 
-INTERRUPTED = "the service stopped while this job was running; its privacy budget stays charged; submit it again"
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
-
-def dataset_info(session, dataset: Dataset) -> DatasetInfo:
-    status = budget_status(session, dataset)
-    return DatasetInfo(
-        id=dataset.id, n=dataset.n, d=dataset.d, columns=tuple(dataset.columns),
-        feature_columns=tuple(dataset.feature_columns), evaluator=dict(dataset.evaluator),
-        remaining_epsilon=status.remaining_epsilon, remaining_delta=status.remaining_delta,
-        scaling=ScalingSpec.model_validate(dataset.scaling),
-    )
+REAP_EVERY_SECONDS = 5.0
 
 
-def _builtin(value: object) -> object:
-    """NumPy scalars and arrays in a job's result become plain JSON numbers and lists."""
-    if isinstance(value, np.generic | np.ndarray):
-        return value.tolist()
-    raise TypeError(f"a job result may hold only JSON values, not {type(value).__name__}")
+def charged_at_submission(kind_name: str) -> bool:
+    """Kinds without a ``commit`` were charged when the job was created (a vanished kind: assume so)."""
+    kind = KINDS.get(kind_name)
+    return kind is None or kind.commit is None
 
 
 class JobRunner:
-    """A pool of worker threads (``POBO_JOB_WORKERS``, default 1) that runs queued jobs one by one."""
+    """Sends jobs to the Dask cluster (``POBO_DASK_SCHEDULER``, or the embedded one of ``POBO_JOB_WORKERS`` worker
+    processes) and reaps dead ones. The client connects on first use, so an app that runs no job starts none."""
 
-    def __init__(self, app: FastAPI, workers: int) -> None:
-        self.app = app
+    def __init__(self, app: FastAPI) -> None:
+        self.settings = app.state.settings
         self.db = app.state.db
-        self._executor = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="pobo-job")
-        self._stopping = False
+        self._client: Client | None = None
+        self._futures: dict[int, Future] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._reaper = threading.Thread(target=self._reap_forever, name="pobo-job-reaper", daemon=True)
 
-    def recover(self) -> None:
-        """At start: jobs that were running when the service died failed; queued ones run again."""
-        with self.db.write() as session:
-            for job in session.scalars(select(Job).where(Job.status == "running")):
-                job.status, job.message, job.finished_at = "failed", INTERRUPTED, utcnow()
-            queued = list(session.scalars(select(Job.id).where(Job.status == "queued").order_by(Job.id)))
-        for job_id in queued:
-            self.submit(job_id)
-
-    def submit(self, job_id: int) -> None:
-        self._executor.submit(self._run, job_id)
+    @property
+    def client(self) -> Client:
+        with self._lock:
+            if self._client is None:
+                address = cluster.scheduler_address(self.settings.dask_scheduler, self.settings.job_workers)
+                self._client = cluster.connect(address)
+            return self._client
 
     @property
     def accepting(self) -> bool:
         """Whether submitted jobs will run (false once the service is shutting down)."""
-        return not self._stopping
+        return not self._stopping.is_set()
 
-    def shutdown(self) -> None:
-        self._stopping = True
-        self._executor.shutdown(wait=False, cancel_futures=True)
-
-    def _update(self, job_id: int, **fields: object) -> None:
-        with self.db.write() as session:
-            job = session.get(Job, job_id)
-            for name, value in fields.items():
-                setattr(job, name, value)
-
-    def _cancel_requested(self, job_id: int) -> bool:
-        if self._stopping:
-            return True
+    def recover(self) -> None:
+        """At start: fail running jobs whose worker is gone, send every queued job (again: a claim runs it once)."""
+        self.reap()
         with self.db.read() as session:
-            return bool(session.scalar(select(Job.cancel_requested).where(Job.id == job_id)))
+            queued = list(session.scalars(select(Job.id).where(Job.status == "queued").order_by(Job.id)))
+        for job_id in queued:
+            self.submit(job_id)
+        self._reaper.start()
 
-    def _run(self, job_id: int) -> None:
-        try:
-            started = self._start(job_id)
-        except Exception as exc:  # noqa: BLE001 - a job must never stay queued or running unseen
-            log_unexpected(exc)
-            self._finish(job_id, "failed", f"the job could not start ({type(exc).__name__}); the curator's log says "
-                         "where; its privacy budget stays charged")
-            return
-        if started is None:
-            return
-        kind, ctx = started
-        try:
-            result = json.loads(json.dumps(kind.run(ctx), allow_nan=False, default=_builtin))
-        except JobCancelled:
-            self._finish(job_id, "cancelled", INTERRUPTED if self._stopping else "cancelled; the budget stays charged")
-        except JobFailed as exc:
-            self._finish(job_id, "failed", str(exc))
-        except Exception as exc:  # noqa: BLE001 - report by type only: the message might quote data
-            log_unexpected(exc)
-            self._finish(job_id, "failed", f"the job failed with {type(exc).__name__}; the curator's log says where")
-        else:
-            if self._cancel_requested(job_id):
-                self._finish(job_id, "cancelled", "cancelled; the budget stays charged")
-            else:
-                self._finish(job_id, "succeeded", "done", result=result)
-
-    def _start(self, job_id: int) -> tuple[JobKind, JobContext] | None:
-        """Marks a queued job running and builds its context; None when there is nothing to run."""
+    def reap(self) -> list[int]:
         with self.db.write() as session:
+            return state.reap(session, charged_at_submission)
+
+    def _reap_forever(self) -> None:
+        while not self._stopping.wait(REAP_EVERY_SECONDS):
+            try:
+                self.reap()
+            except Exception as exc:  # noqa: BLE001 - the reaper must outlive a database hiccup
+                log_unexpected(exc)
+
+    def submit(self, job_id: int) -> None:
+        """Sends a queued job to the cluster; one that cannot start (its kind is gone, or a seed queued in research
+        mode meets production) fails now instead of staying queued."""
+        try:
+            kind = self._startable(job_id)
+            if kind is None:
+                return
+            task = JobTask(job_id=job_id, database_url=without_password(self.db.url), kind=kind,
+                           time_limit_seconds=min(self.settings.job_time_limit_seconds,
+                                                  kind.time_limit_seconds or float("inf")))
+            future = self.client.submit(run_job, task, key=f"pobo-job-{job_id}", pure=False)
+        except Exception as exc:  # noqa: BLE001 - a job must never stay queued unseen
+            log_unexpected(exc)
+            self._fail_queued(job_id, f"the job could not start ({type(exc).__name__}); the curator's log says where; "
+                              f"{state.budget_note(True)}")
+            return
+        fire_and_forget(future)  # the job outlives this replica; its state is in the database
+        with self._lock:
+            self._futures = {i: f for i, f in self._futures.items() if not f.done()}
+            self._futures[job_id] = future
+
+    def _startable(self, job_id: int) -> JobKind | None:
+        with self.db.read() as session:
             job = session.get(Job, job_id)
             if job is None or job.status != "queued":
                 return None
-            seed = job.params.get("seed")
-            try:  # submission refused it already; this catches a job queued in research mode, run in production
-                refuse_seed_in_production(self.app.state.settings, seed)
-            except ApiError as exc:
-                job.status, job.message, job.finished_at = "failed", exc.detail, utcnow()
-                return None
-            kind = KINDS[job.kind]
-            info = table = None
-            if job.dataset_id is not None:
-                dataset = session.get(Dataset, job.dataset_id)
-                info, table = dataset_info(session, dataset), cached_table(self.app.state.tables, dataset)
-            job.status = "running"
-            noise, rng = seeded_streams(seed)
-            ctx = JobContext(
-                job_id=job_id, params=dict(job.params), dataset=info, table=table, epsilon=job.epsilon,
-                delta=job.delta, noise=noise, rng=rng,
-                progress=lambda fraction, message=None: self._update(
-                    job_id, progress=min(1.0, max(0.0, float(fraction))), message=message
-                ),
-                cancelled=lambda: self._cancel_requested(job_id),
-            )
-        return kind, ctx
+            name, seed = job.kind, job.params.get("seed")
+        try:  # submission refused it already; this catches a job queued in research mode, run in production
+            refuse_seed_in_production(self.settings, seed)
+        except ApiError as exc:
+            self._fail_queued(job_id, exc.detail)
+            return None
+        return KINDS[name]
 
-    def _finish(self, job_id: int, status: str, message: str, result: dict | None = None) -> None:
-        fields: dict[str, object] = {"status": status, "message": message, "finished_at": utcnow(), "result": result}
-        if status == "succeeded":
-            fields["progress"] = 1.0
-        self._update(job_id, **fields)
+    def _fail_queued(self, job_id: int, message: str) -> None:
+        with self.db.write() as session:
+            state.finish(session, job_id, None, "failed", message)
+
+    def cancel(self, job_id: int) -> None:
+        """Takes the job's task off the cluster if it has not started; a running job stops at its next check."""
+        with self._lock:
+            future = self._futures.pop(job_id, None)
+        if future is not None:
+            future.cancel(force=True)
+
+    def shutdown(self) -> None:
+        """Stops sending and reaping. Jobs already on the cluster go on (the embedded cluster stops with the process;
+        a restarted service's reaper then fails them)."""
+        self._stopping.set()
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()

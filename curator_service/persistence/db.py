@@ -72,11 +72,20 @@ def make_private(database: Path) -> None:
             path.chmod(0o600)
 
 
+MIGRATION_LOCK = 0x706F626F  # "pobo": the PostgreSQL advisory lock that serialises replicas' migrations
+
+
 def migrate(engine: Engine) -> None:
-    """Brings the schema to the newest Alembic revision (run at every start; a no-op when current)."""
+    """Brings the schema to the newest Alembic revision (run at every start; a no-op when current).
+
+    On PostgreSQL the transaction first takes an advisory lock, so replicas starting together migrate one after
+    the other (the second finds the schema current) instead of racing to create the same tables. SQLite's
+    ``BEGIN`` of a DDL transaction already serialises them."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
 

@@ -15,12 +15,14 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     String,
     Text,
     TypeDecorator,
     UniqueConstraint,
+    func,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
 
@@ -189,6 +191,10 @@ class AuditEvent(Base):
 
 
 class Job(Base):
+    """A curator-side job. Its state lives here, not in any process: a Dask worker claims it (``claimed_by``, an
+    UPDATE … WHERE status = 'queued' that only one claimant wins), shows it is alive (``heartbeat_at``) and stops by
+    ``deadline_at``; ``request_id`` makes its creation idempotent per requester (a key, or the admin: key_id 0)."""
+
     __tablename__ = "jobs"
     noun = "job"
 
@@ -204,5 +210,13 @@ class Job(Base):
     delta: Mapped[float] = mapped_column(Float, default=0.0)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    request_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    claimed_by: Mapped[str | None] = mapped_column(String(240), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+Index("uq_jobs_requester_request", func.coalesce(Job.key_id, 0), Job.request_id, unique=True)

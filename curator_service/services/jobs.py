@@ -1,26 +1,29 @@
-"""Curator-side jobs as the API sees them: submit (charged at once), watch, list, cancel.
+"""Curator-side jobs as the API sees them: submit (charged at once, or at commit), watch, list, cancel.
 
 Who may submit and see a kind is set by the kind (:class:`~curator_service.jobs.JobKind`); a modeler sees only
-its own key's jobs, and may run them only on the datasets behind its releases. The worker threads that run the
-jobs are :mod:`curator_service.jobs.runner`.
+its own key's jobs, and may run them only on the datasets behind its releases. The jobs run on the Dask cluster
+(:mod:`curator_service.jobs.runner`).
 """
 
 from __future__ import annotations
 
 import math
+import time
 
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from curator_service.errors import api_error_from_validation
 from curator_service.jobs import KINDS, DatasetInfo, JobKind, UnknownColumn
-from curator_service.jobs.runner import dataset_info
-from curator_service.persistence.db import Database
+from curator_service.jobs.runner import charged_at_submission
+from curator_service.jobs.state import budget_note, dataset_info
+from curator_service.persistence.db import Database, get_or_404
 from curator_service.persistence.models import Dataset, Job, utcnow
 from curator_service.services.audit import record
 from curator_service.services.key_policy import check_may_run
-from curator_service.services.ledger import Spend, charge
+from curator_service.services.ledger import Spend, budget_status, charge, check_affordable
 from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import Principal, refuse_seed, visible, visible_or_404
 from curator_service.settings import Settings
@@ -36,7 +39,8 @@ def job_out(job: Job) -> JobOut:
     return JobOut(
         id=job.id, kind=job.kind, dataset_id=job.dataset_id, status=job.status, progress=job.progress,
         message=job.message, epsilon=job.epsilon, delta=job.delta, seeded=seeded, certified=charged and not seeded,
-        warnings=warnings, result=job.result, created_at=job.created_at, finished_at=job.finished_at,
+        warnings=warnings, result=job.result, request_id=job.request_id, created_at=job.created_at,
+        started_at=job.started_at, finished_at=job.finished_at,
     )
 
 
@@ -74,14 +78,22 @@ def job_cost(kind: JobKind, params: dict, info: DatasetInfo | None, principal: P
     return epsilon, delta
 
 
-def submit_job(db: Database, settings: Settings, principal: Principal, body: JobCreate) -> JobOut:
-    """Checks the key may run the kind (before anything looks at the dataset or its budget), prices the job from its
-    parameters, then charges the ledger and queues the job in one write transaction (the caller hands the returned
-    id to the runner). The flush-time guard of :mod:`.key_policy` checks the permission again as the backstop."""
+def submit_job(db: Database, settings: Settings, principal: Principal, body: JobCreate) -> tuple[JobOut, bool]:
+    """Creates a job and says whether it is new (False: a retry of ``body.request_id``, returned as it is).
+
+    Checks the key may run the kind (before anything looks at the dataset or its budget), prices the job from its
+    parameters, then, in one write transaction, checks the requester's limit of unfinished jobs, charges the ledger
+    (a kind with a ``commit`` only checks the budget: it charges when it commits) and queues the job (the caller
+    hands the id to the runner). The flush-time guard of :mod:`.key_policy` checks the permission again as the
+    backstop; the unique index on (requester, request_id) makes two racing retries create one job."""
     kind = kind_for(principal, body.kind)
     if principal.key_id is not None:
         with db.read() as session:
             check_may_run(session, principal.key_id, kind.name)
+    if body.request_id is not None:  # before pricing: a retry must find its job, not a budget it already spent
+        with db.read() as session:
+            if (earlier := earlier_request(session, principal, body)) is not None:
+                return earlier, False
     refuse_seed(settings, principal, body.params.get("seed"))
     if kind.needs_dataset and body.dataset_id is None:
         raise ApiError(422, "validation_error", f"job kind {kind.name!r} needs a 'dataset_id'")
@@ -90,20 +102,65 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
         if body.dataset_id is not None:
             info = dataset_info(session, visible_or_404(session, principal, Dataset, body.dataset_id))
         epsilon, delta = job_cost(kind, body.params, info, principal)
-    with db.write() as session:
-        entry = None
-        if epsilon > 0 or delta > 0:
-            event = kind.event(body.params, info) if kind.event is not None else job_event(kind.name)
-            entry = charge(session, body.dataset_id, Spend(epsilon=epsilon, delta=delta, purpose=f"job {kind.name}",
-                                                           mechanism=f"job:{kind.name}", event=event, actor=principal))
-        job = Job(kind=kind.name, dataset_id=body.dataset_id, key_id=principal.key_id, params=body.params,
-                  status="queued", progress=0.0, epsilon=epsilon, delta=delta)
-        session.add(job)
-        session.flush()
-        if entry is not None:
-            entry.job_id, entry.purpose = job.id, f"job {kind.name} #{job.id}"
-        record(session, principal, "job.submit", f"job:{job.id} ({kind.name})")
-        return job_out(job)
+    try:
+        with db.write() as session:
+            check_job_limit(session, settings, principal)
+            entry = None
+            if kind.commit is not None and body.dataset_id is not None:
+                dataset = get_or_404(session, Dataset, body.dataset_id)
+                check_affordable(budget_status(session, dataset), epsilon, delta, f"job {kind.name}")
+            elif epsilon > 0 or delta > 0:
+                event = kind.event(body.params, info) if kind.event is not None else job_event(kind.name)
+                entry = charge(session, body.dataset_id, Spend(epsilon=epsilon, delta=delta,
+                                                               purpose=f"job {kind.name}", mechanism=f"job:{kind.name}",
+                                                               event=event, actor=principal))
+            job = Job(kind=kind.name, dataset_id=body.dataset_id, key_id=principal.key_id, params=body.params,
+                      status="queued", progress=0.0, epsilon=epsilon, delta=delta, request_id=body.request_id)
+            session.add(job)
+            session.flush()
+            if entry is not None:
+                entry.job_id, entry.purpose = job.id, f"job {kind.name} #{job.id}"
+            record(session, principal, "job.submit", f"job:{job.id} ({kind.name})")
+            return job_out(job), True
+    except IntegrityError:
+        if body.request_id is None:
+            raise
+    with db.read() as session:  # a concurrent retry created it first; this transaction charged nothing
+        return earlier_request(session, principal, body), False
+
+
+def earlier_request(session: Session, principal: Principal, body: JobCreate) -> JobOut | None:
+    """The job this requester created with ``body.request_id``; a 409 when that job was made from another body."""
+    job = session.scalars(select(Job).where(func.coalesce(Job.key_id, 0) == (principal.key_id or 0),
+                                            Job.request_id == body.request_id)).one_or_none()
+    if job is None:
+        return None
+    if (job.kind, job.dataset_id, job.params) != (body.kind, body.dataset_id, body.params):
+        raise ApiError(409, "conflict", f"request_id {body.request_id!r} already created job {job.id} from a "
+                       "different body; send a new request_id for a new job, or repeat the same body to get that job")
+    return job_out(job)
+
+
+UNFINISHED = ("queued", "running")
+
+
+def check_job_limit(session: Session, settings: Settings, principal: Principal) -> None:
+    """At most ``POBO_JOB_LIMIT_PER_KEY`` queued or running jobs per key (the admin counts as one key), so no
+    requester can fill the cluster. On PostgreSQL an advisory lock per requester serialises the count and the insert
+    (SQLite's write transactions are serial already)."""
+    requester = principal.key_id or 0
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:space, :requester)"),
+                        {"space": JOB_LIMIT_LOCK, "requester": requester})
+    unfinished = session.scalar(select(func.count()).select_from(Job).where(
+        func.coalesce(Job.key_id, 0) == requester, Job.status.in_(UNFINISHED)))
+    if unfinished >= settings.job_limit_per_key:
+        raise ApiError(409, "conflict", f"this key already has {unfinished} jobs queued or running, the most it may "
+                       f"have (POBO_JOB_LIMIT_PER_KEY = {settings.job_limit_per_key}); wait for one to finish or "
+                       "cancel one, then submit again")
+
+
+JOB_LIMIT_LOCK = 0x6A6F6273  # "jobs": the advisory-lock space of the per-requester job limit
 
 
 def list_jobs(session: Session, principal: Principal, status: str | None = None) -> list[JobOut]:
@@ -118,14 +175,32 @@ def get_job(session: Session, principal: Principal, job_id: int) -> JobOut:
     return job_out(visible_or_404(session, principal, Job, job_id))
 
 
+FINISHED = ("succeeded", "failed", "cancelled")
+
+
+def wait_for_job(db: Database, job_id: int, seconds: float, poll: float = 0.05) -> Job:
+    """The job once it finished, or as it is after ``seconds`` (a request that answers a small job at once and
+    a large one with 202). Polls the database: the job runs on another process, maybe another machine."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with db.read() as session:
+            job = session.get(Job, job_id)
+        if job.status in FINISHED or time.monotonic() >= deadline:
+            return job
+        time.sleep(poll)
+
+
 def cancel_job(session: Session, principal: Principal, job_id: int) -> JobOut:
-    """Queued: cancelled at once; running: at its next check. The charge stays (its randomness may already have
-    touched the data)."""
-    job = visible_or_404(session, principal, Job, job_id)
+    """Queued: cancelled at once; running: at its next check (within seconds: the worker reads the flag every
+    second). A job charged at submission stays charged (its randomness may already have touched the data); a kind
+    that charges when it commits is charged nothing unless it committed first. The row is locked so a commit in
+    progress finishes first (then this is a 409)."""
+    job = visible_or_404(session, principal, Job, job_id, lock=True)
     if job.status in ("succeeded", "failed"):
         raise ApiError(409, "conflict", f"job {job_id} has already {job.status}; there is nothing to cancel")
     if job.status == "queued":
-        job.status, job.message, job.finished_at = "cancelled", "cancelled before it started; the budget stays charged", utcnow()
+        note = budget_note(charged_at_submission(job.kind))
+        job.status, job.message, job.finished_at = "cancelled", f"cancelled before it started; {note}", utcnow()
     job.cancel_requested = True
     record(session, principal, "job.cancel", f"job:{job_id}")
     return job_out(job)

@@ -436,6 +436,11 @@ class ReleaseCreate(ReleaseOptions):
     epsilon: Number = Field(gt=0, allow_inf_nan=False, description="ε charged for this release; must be finite and > 0.")
     delta: Number = Field(gt=0, lt=1, description="δ charged for this release; must be in (0, 1).")
     seed: Seed | None = Field(default=None, description="Research mode only; refused in production mode.")
+    request_id: str | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="Makes the release idempotent: a retry with the same request_id (and the same body) returns the "
+                    "same job or release and is charged once; the same request_id with another body is a 409. A "
+                    "client sends a fresh one (a UUID) per release it means, and repeats it only to retry.")
 
     @model_validator(mode="after")
     def _options_fit_mechanism(self) -> ReleaseCreate:
@@ -768,6 +773,11 @@ class JobCreate(_Model):
     kind: str = Field(max_length=100, description="One of the registered job kinds (dp-bo, dp-tune, dpareto).")
     dataset_id: Id | None = None
     params: dict[str, Any] = Field(default_factory=dict)
+    request_id: str | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="Makes the creation idempotent: a retry with the same request_id (and the same body) returns "
+                    "the job it created (200) and is never charged again; the same request_id with another body "
+                    "is a 409. Unique per key (or for the admin).")
 
 
 class JobOut(_Model):
@@ -785,5 +795,7 @@ class JobOut(_Model):
     )
     warnings: list[str] = Field(default_factory=list)
     result: dict[str, Any] | None = None
+    request_id: str | None = None
     created_at: datetime
+    started_at: datetime | None = None
     finished_at: datetime | None = None

@@ -99,6 +99,7 @@ def run(ctx: JobContext) -> dict[str, Any]:
         X[train], labels[train], candidates, k=params.k, epsilon=params.epsilon, u0=params.u0,
         g=params.g, max_iterations=params.max_iterations, final_epsilon=params.final_epsilon,
         final_delta=params.final_delta, noise=ctx.noise, rng=ctx.rng, private_parts=params.private_parts,
+        map_fn=ctx.map,  # candidates × parts over the cluster; cancellation is checked while they run
     )
     ctx.check_cancelled()
     selection = tuned.selection

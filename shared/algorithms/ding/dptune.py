@@ -23,9 +23,9 @@ accepted for research and tests only and seeds the research noise source.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -280,6 +280,7 @@ def partition_utilities(
     rng: np.random.Generator,
     validation: tuple[np.ndarray, np.ndarray] | None = None,
     holdout: float = 0.3,
+    map_fn: Callable[[Callable[[Any], float], list[Any]], Iterable[float]] = map,
 ) -> np.ndarray:
     """Lines 1–11: the |S| × k table u_s^(i) = accuracy of candidate s trained on part i.
 
@@ -287,21 +288,27 @@ def partition_utilities(
     part's model, so the 1/k sensitivity is with respect to the training set only. Without it each part
     is split into a fit portion and a ``holdout`` portion it is scored on; then u_s^(i) depends on part
     i alone and the 1/k sensitivity holds for the whole private dataset.
+
+    The |S|·k cells are independent: ``map_fn(fn, cells)`` computes them (``map`` here; a job passes its
+    ``ctx.map`` to spread them over a cluster). Every model is made by ``make_model`` here, in cell order,
+    before any is fitted, so a model that draws randomness gets the same stream however the cells are spread.
     """
     X, y = np.asarray(X), np.asarray(y)
-    parts = partition(len(y), k, rng)
-    table = np.empty((len(candidates), k))
-    for i, part in enumerate(parts):
-        if validation is None:
-            cut = int(round(len(part) * (1 - holdout)))
-            fit_rows, (X_score, y_score) = part[:cut], (X[part[cut:]], y[part[cut:]])
-        else:
-            fit_rows, (X_score, y_score) = part, validation
-        for s, candidate in enumerate(candidates):
-            model = make_model(candidate)
-            model.fit(X[fit_rows], y[fit_rows])
-            table[s, i] = float(model.score(X_score, y_score))
-    return table
+    cells = []
+    for part in partition(len(y), k, rng):
+        cut = len(part) if validation is not None else int(round(len(part) * (1 - holdout)))
+        cells += [(make_model(candidate), part[:cut], part[cut:]) for candidate in candidates]
+    utilities = list(map_fn(partial(_cell_utility, X, y, validation), cells))
+    return np.asarray(utilities, dtype=float).reshape(k, len(candidates)).T
+
+
+def _cell_utility(X: np.ndarray, y: np.ndarray, validation: tuple[np.ndarray, np.ndarray] | None,
+                  cell: tuple[Classifier, np.ndarray, np.ndarray]) -> float:
+    """One u_s^(i): the model fitted on its part's fit rows, scored on the part's held-out rows (or ``validation``)."""
+    model, fit_rows, score_rows = cell
+    X_score, y_score = validation if validation is not None else (X[score_rows], y[score_rows])
+    model.fit(X[fit_rows], y[fit_rows])
+    return float(model.score(X_score, y_score))
 
 
 # --- the adaptive variant (§4.1) ------------------------------------------------------------------
@@ -433,6 +440,7 @@ class PartTrainer:
 
     The part models only feed utilities that the sparse vector then protects, so their noise is not a
     release: it is drawn from a seeded research source (OpenDP's exact sampler would cost ~25 µs a draw).
+    ``rng`` is this model's own generator (one per cell, so cells may be fitted anywhere in any order).
     """
 
     def __init__(self, candidate: PrivateLogisticRegression, *, epsilon: float, delta: float,
@@ -486,17 +494,20 @@ def tune_and_train(
     rng: np.random.Generator,
     validation: tuple[np.ndarray, np.ndarray] | None = None,
     private_parts: bool = True,
+    map_fn: Callable[[Callable[[Any], float], list[Any]], Iterable[float]] = map,
 ) -> TunedModel:
     """Algorithm 1: utilities by subsample and aggregate (PrivTrain on each part at (ε_final, δ_final)
     when ``private_parts``, else plain training with σ = 0), the capped selection with ``noise``, then
     DP-SGD on the whole training set with the selected hyperparameters at (ε_final, δ_final).
-    ``rng`` only partitions and draws lots (not privacy noise)."""
+    ``rng`` only partitions and draws lots (not privacy noise); ``map_fn`` computes the candidates ×
+    parts utilities (:func:`partition_utilities`)."""
     noise = as_noise_source(noise)
 
     def make(candidate: PrivateLogisticRegression) -> PartTrainer:
-        return PartTrainer(candidate, epsilon=final_epsilon, delta=final_delta, rng=rng, private=private_parts)
+        cell_rng = np.random.default_rng(rng.integers(2**63))
+        return PartTrainer(candidate, epsilon=final_epsilon, delta=final_delta, rng=cell_rng, private=private_parts)
 
-    table = partition_utilities(X, y, candidates, make, k=k, rng=rng, validation=validation)
+    table = partition_utilities(X, y, candidates, make, k=k, rng=rng, validation=validation, map_fn=map_fn)
     selection = constant_overhead_select(table, epsilon=epsilon, u0=u0, g=g, max_iterations=max_iterations, rng=noise)
     if selection.index is None:
         return TunedModel(selection, None, None, final_epsilon, final_delta)

@@ -1,0 +1,83 @@
+"""The Dask cluster that runs jobs: the embedded one (worker processes beside ``pobo-curator serve``) or a
+scheduler given by ``POBO_DASK_SCHEDULER``, and the parallel map a running job uses to spread its pieces over it.
+
+Jobs hold raw rows, so the workers must live inside the curator's trust boundary (docs/deployment.md).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from distributed import Client, LocalCluster, get_worker, wait, worker_client
+
+POLL_SECONDS = 0.25  # how often a job waiting on its pieces looks at its cancel flag
+
+_embedded: LocalCluster | None = None
+_embedded_lock = threading.Lock()
+
+
+def embedded_cluster(workers: int) -> LocalCluster:
+    """This process's local cluster of ``workers`` worker processes (one thread each, loopback only), started on
+    first use and shared by every app in the process (the tests' many apps use one), closed when it exits."""
+    global _embedded
+    with _embedded_lock:
+        if _embedded is None:
+            _embedded = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                     scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR)
+            atexit.register(_embedded.close)
+        return _embedded
+
+
+def scheduler_address(configured: str | None, workers: int) -> str:
+    """``POBO_DASK_SCHEDULER``, or the embedded cluster's scheduler when it is unset."""
+    return configured or embedded_cluster(workers).scheduler_address
+
+
+def connect(address: str) -> Client:
+    """A client of the scheduler at ``address`` that is not the process's default (kinds never use it)."""
+    return Client(address, set_as_default=False, timeout="30s")
+
+
+def on_worker() -> bool:
+    """Whether this code runs inside a Dask worker (a job's ``run``), where :func:`parallel_map` uses the cluster."""
+    try:
+        get_worker()
+    except ValueError:
+        return False
+    return True
+
+
+def _call(fn: Callable[[Any], Any], item: Any) -> Any:
+    return fn(item)
+
+
+def parallel_map(fn: Callable[[Any], Any], items: list[Any], check_cancelled: Callable[[], None]) -> list[Any]:
+    """``[fn(item) for item in items]``: on a Dask worker, as tasks over the whole cluster (this task secedes from
+    its thread while it waits, so the pieces may run there too); elsewhere a loop. ``check_cancelled`` raises to
+    stop: between items, or every :data:`POLL_SECONDS` while pieces run (the pieces not yet done are cancelled;
+    a piece already running finishes in the background, Dask cannot interrupt a thread)."""
+    if len(items) < 2 or not on_worker():
+        results = []
+        for item in items:
+            check_cancelled()
+            results.append(fn(item))
+        return results
+    with worker_client() as client:
+        [shared] = client.scatter([fn], hash=False)  # fn and the arrays it holds travel once per worker
+        futures = [client.submit(_call, shared, item, pure=False) for item in items]
+        try:
+            pending = futures
+            while pending and not any(future.status == "error" for future in futures):  # gather raises the error
+                check_cancelled()
+                try:
+                    pending = list(wait(pending, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").not_done)
+                except TimeoutError:
+                    pass
+            return client.gather(futures)
+        except BaseException:
+            client.cancel(futures)
+            raise

@@ -1,0 +1,121 @@
+"""A job's state in the database, the one place it lives: every transition is a conditional UPDATE, so several
+API replicas and workers over one PostgreSQL never run a job twice or overwrite each other's verdict.
+
+queued → running: :func:`claim` (``WHERE status = 'queued'``: one claimant wins). running → anything: only by its
+claimant (:func:`finish`, ``WHERE claimed_by = me``), or by :func:`reap` when the claimant stopped beating
+(:data:`STALE_SECONDS`) or ran past its deadline. A claimant that lost the job finds out at its next heartbeat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from curator_service.persistence.models import Dataset, Job, utcnow
+from curator_service.services.ledger import budget_status
+from shared.api.schemas import ScalingSpec
+
+HEARTBEAT_SECONDS = 1.0  # a running job's worker writes its heartbeat and reads the cancel flag this often
+STALE_SECONDS = 15.0  # a running job whose heartbeat is older than this lost its worker
+CANCEL_GRACE_SECONDS = 3.0  # a job that ignores its cancel flag this long is marked cancelled by its heartbeat
+
+INTERRUPTED = "the service or its worker stopped while this job was running; submit it again"
+CANCELLED = "cancelled"
+
+
+def budget_note(charged_at_submission: bool) -> str:
+    """What a stopped job's message says about its charge: kinds with a ``commit`` are charged only by it."""
+    return "the budget stays charged" if charged_at_submission else "nothing was charged"
+
+
+def dataset_info(session: Session, dataset: Dataset):
+    """The public facts a kind's ``cost`` and ``run`` see (:class:`curator_service.jobs.DatasetInfo`)."""
+    from curator_service.jobs import DatasetInfo
+
+    status = budget_status(session, dataset)
+    return DatasetInfo(
+        id=dataset.id, n=dataset.n, d=dataset.d, columns=tuple(dataset.columns),
+        feature_columns=tuple(dataset.feature_columns), evaluator=dict(dataset.evaluator),
+        remaining_epsilon=status.remaining_epsilon, remaining_delta=status.remaining_delta,
+        scaling=ScalingSpec.model_validate(dataset.scaling),
+    )
+
+
+def claim(session: Session, job_id: int, claimant: str, time_limit_seconds: float) -> bool:
+    """queued → running for ``claimant``, with its deadline; False when another claimant (or a cancel) was first."""
+    now = utcnow()
+    claimed = session.execute(
+        update(Job).where(Job.id == job_id, Job.status == "queued")
+        .values(status="running", claimed_by=claimant, started_at=now, heartbeat_at=now,
+                deadline_at=now + timedelta(seconds=time_limit_seconds))
+        .execution_options(synchronize_session=False)
+    )
+    return claimed.rowcount == 1
+
+
+def _mine(job_id: int, claimant: str):
+    return (Job.id == job_id, Job.status == "running", Job.claimed_by == claimant)
+
+
+@dataclass(frozen=True)
+class Beat:
+    """What a heartbeat learns: whether the job is still this claimant's, and whether it was asked to stop."""
+
+    ours: bool
+    cancel_requested: bool = False
+    past_deadline: bool = False
+
+
+def heartbeat(session: Session, job_id: int, claimant: str) -> Beat:
+    now = utcnow()
+    session.execute(update(Job).where(*_mine(job_id, claimant)).values(heartbeat_at=now)
+                    .execution_options(synchronize_session=False))
+    row = session.execute(select(Job.cancel_requested, Job.deadline_at).where(*_mine(job_id, claimant))).one_or_none()
+    if row is None:
+        return Beat(ours=False)
+    return Beat(ours=True, cancel_requested=bool(row.cancel_requested), past_deadline=row.deadline_at < now)
+
+
+def set_progress(session: Session, job_id: int, claimant: str, fraction: float, message: str | None) -> None:
+    session.execute(update(Job).where(*_mine(job_id, claimant))
+                    .values(progress=min(1.0, max(0.0, float(fraction))), message=message)
+                    .execution_options(synchronize_session=False))
+
+
+def finish(session: Session, job_id: int, claimant: str | None, status: str, message: str,
+           result: dict[str, Any] | None = None) -> bool:
+    """running (claimed by ``claimant``; None: a job that never started, still queued) → ``status``; False when the
+    job is no longer the claimant's (reaped, or stopped by its heartbeat), whose verdict then stands."""
+    values: dict[str, Any] = {"status": status, "message": message, "finished_at": utcnow(), "result": result}
+    if status == "succeeded":
+        values["progress"] = 1.0
+    where = _mine(job_id, claimant) if claimant is not None else (Job.id == job_id, Job.status == "queued")
+    done = session.execute(update(Job).where(*where).values(**values).execution_options(synchronize_session=False))
+    return done.rowcount == 1
+
+
+def reap(session: Session, charged_at_submission, stale_seconds: float = STALE_SECONDS) -> list[int]:
+    """Fails running jobs whose worker stopped beating for ``stale_seconds`` (or never beat: started before the
+    engine had heartbeats) or that ran ``stale_seconds`` past their deadline without their worker stopping them.
+    ``charged_at_submission(kind name)`` picks the budget note. Returns the jobs it failed."""
+    now = utcnow()
+    cutoff = now - timedelta(seconds=stale_seconds)
+    reaped = []
+    for job in session.scalars(select(Job).where(
+            Job.status == "running",
+            or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < cutoff, Job.deadline_at < cutoff))):
+        late = job.deadline_at is not None and job.deadline_at < cutoff and job.heartbeat_at >= cutoff
+        reason = timed_out(job) if late else INTERRUPTED
+        job.status, job.finished_at = "failed", now
+        job.message = f"{reason}; {budget_note(charged_at_submission(job.kind))}"
+        reaped.append(job.id)
+    return reaped
+
+
+def timed_out(job: Job) -> str:
+    limit = (job.deadline_at - job.started_at).total_seconds() if job.started_at and job.deadline_at else None
+    return f"the job ran past its time limit{f' of {limit:g} s' if limit else ''} and was stopped"

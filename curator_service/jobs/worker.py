@@ -1,0 +1,206 @@
+"""What runs on a Dask worker: one whole job, from its claim to its verdict, writing its own state to the database.
+
+The task carries a :class:`JobTask`: the job's id, the kind, its time limit and the database URL *without its
+password* (Dask's messages are unencrypted unless TLS is configured). The worker puts the password back from its own
+environment (:func:`with_password`), opens an engine per URL and keeps decoded tables per URL and dataset, both
+cached for the worker's life. While the job runs, a heartbeat thread writes ``heartbeat_at`` every
+:data:`~.state.HEARTBEAT_SECONDS` and reads the cancel flag, so ``ctx.cancelled()`` costs no query; it also stops
+the job's clock: past its deadline the job is failed, and one that ignores a cancel for
+:data:`~.state.CANCEL_GRACE_SECONDS` is marked cancelled (its thread cannot be killed; whatever it writes later is
+refused by the claimant check).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from distributed import get_worker
+from sqlalchemy import select
+from sqlalchemy.engine import make_url
+
+from curator_service.errors import log_unexpected
+from curator_service.jobs import JobCancelled, JobContext, JobFailed, JobKind
+from curator_service.jobs import state
+from curator_service.persistence.blobs import TableCache
+from curator_service.persistence.db import Database
+from curator_service.persistence.models import Dataset, Job
+from curator_service.services.datasets import cached_table
+from curator_service.settings import read_secret
+from shared.api.errors import ApiError
+from shared.dp.noise import seeded_streams
+
+
+@dataclass(frozen=True)
+class JobTask:
+    """What the API sends the cluster for one job (picklable; the kind travels by reference to its module)."""
+
+    job_id: int
+    database_url: str  # without the password
+    kind: JobKind
+    time_limit_seconds: float
+
+
+def without_password(url: str) -> str:
+    return make_url(url).set(password=None).render_as_string(hide_password=False)
+
+
+def with_password(url: str) -> str:
+    """The worker's own password for ``url``: ``POBO_DATABASE_PASSWORD_FILE``, or the password of
+    ``POBO_DATABASE_URL`` when that names the same database; else none, and libpq's own ``PGPASSWORD`` or
+    ``~/.pgpass`` apply."""
+    parsed = make_url(url)
+    if parsed.password is not None or parsed.get_backend_name() == "sqlite":
+        return url
+    if path := os.environ.get("POBO_DATABASE_PASSWORD_FILE"):
+        return parsed.set(password=read_secret(path, "POBO_DATABASE_PASSWORD_FILE")).render_as_string(False)
+    configured = os.environ.get("POBO_DATABASE_URL")
+    if configured and without_password(configured) == url:
+        return configured
+    return url
+
+
+@lru_cache(maxsize=8)
+def database(url: str) -> Database:
+    """One engine per database for the worker's life (the tests' many databases share a worker)."""
+    return Database(with_password(url))
+
+
+@lru_cache(maxsize=8)
+def tables(url: str) -> TableCache:
+    """Decoded tables of one database, per worker: dataset ids repeat across databases."""
+    return TableCache()
+
+
+def claimant() -> str:
+    """Who runs the job: the worker's address and process, for the operator (``claimed_by``)."""
+    try:
+        address = get_worker().address
+    except ValueError:
+        address = "local"
+    return f"{address} pid {os.getpid()}"
+
+
+def _builtin(value: object) -> object:
+    """NumPy scalars and arrays in a job's result become plain JSON numbers and lists."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    raise TypeError(f"a job result may hold only JSON values, not {type(value).__name__}")
+
+
+def as_json(result: Any) -> dict[str, Any]:
+    return json.loads(json.dumps(result, allow_nan=False, default=_builtin))
+
+
+class Heartbeat:
+    """The thread that keeps a claimed job alive in the database and turns a cancel, the deadline or a lost claim
+    into ``stop`` (what ``ctx.cancelled()`` reads)."""
+
+    def __init__(self, db: Database, job_id: int, me: str, kind: JobKind) -> None:
+        self.db, self.job_id, self.me, self.kind = db, job_id, me, kind
+        self.stop = threading.Event()  # the job should stop (cancel, deadline, claim lost)
+        self.cancel_seen = threading.Event()  # a user's cancel, as opposed to the deadline
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"pobo-job-{job_id}-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        waited_on_cancel = 0.0
+        note = state.budget_note(self.kind.commit is None)
+        while not self._done.wait(state.HEARTBEAT_SECONDS):
+            try:
+                with self.db.write() as session:
+                    beat = state.heartbeat(session, self.job_id, self.me)
+                    if not beat.ours:
+                        self.stop.set()
+                        return
+                    if beat.past_deadline:
+                        job = session.get(Job, self.job_id)
+                        state.finish(session, self.job_id, self.me, "failed", f"{state.timed_out(job)}; {note}")
+                        self.stop.set()
+                        return
+                    if beat.cancel_requested:
+                        self.cancel_seen.set()
+                        self.stop.set()
+                        waited_on_cancel += state.HEARTBEAT_SECONDS
+                        if waited_on_cancel >= state.CANCEL_GRACE_SECONDS:
+                            state.finish(session, self.job_id, self.me, "cancelled", f"{state.CANCELLED}; {note}")
+                            return
+            except Exception as exc:  # noqa: BLE001 - a database hiccup must not end the heartbeat
+                log_unexpected(exc)
+
+
+def run_job(task: JobTask) -> None:
+    """The Dask task: claim the job, run it with a heartbeat, then commit (kinds that charge at the end) or store
+    its result. Every write is conditional on this worker still holding the claim."""
+    db, me, kind = database(task.database_url), claimant(), task.kind
+    with db.write() as session:
+        if not state.claim(session, task.job_id, me, task.time_limit_seconds):
+            return  # another replica's worker has it, or it was cancelled while queued
+    note = state.budget_note(kind.commit is None)
+    with Heartbeat(db, task.job_id, me, kind) as beat:
+        try:
+            ctx = _context(db, task, beat)
+            result = kind.run(ctx)
+            if beat.stop.is_set():
+                raise JobCancelled
+            _store(db, task.job_id, me, kind, result, note)
+        except JobCancelled:
+            _finish(db, task.job_id, me, "cancelled", f"{state.CANCELLED}; {note}")
+        except JobFailed as exc:
+            _finish(db, task.job_id, me, "failed", f"{exc}; {note}")
+        except ApiError as exc:  # from a commit: the final budget check; its detail is a sentence for the submitter
+            _finish(db, task.job_id, me, "failed", exc.detail)
+        except Exception as exc:  # noqa: BLE001 - report by type only: the message might quote data
+            log_unexpected(exc)
+            _finish(db, task.job_id, me, "failed", f"the job failed with {type(exc).__name__}; the curator's log says "
+                    f"where; {note}")
+
+
+def _finish(db: Database, job_id: int, me: str, status: str, message: str) -> None:
+    with db.write() as session:
+        state.finish(session, job_id, me, status, message)
+
+
+def _context(db: Database, task: JobTask, beat: Heartbeat) -> JobContext:
+    with db.read() as session:
+        job = session.get(Job, task.job_id)
+        info = table = None
+        if job.dataset_id is not None:
+            dataset = session.get(Dataset, job.dataset_id)
+            info, table = state.dataset_info(session, dataset), cached_table(tables(task.database_url), dataset)
+        params, epsilon, delta = dict(job.params), job.epsilon, job.delta
+    noise, rng = seeded_streams(params.get("seed"))
+
+    def progress(fraction: float, message: str | None = None) -> None:
+        with db.write() as session:
+            state.set_progress(session, task.job_id, beat.me, fraction, message)
+
+    return JobContext(job_id=task.job_id, params=params, dataset=info, table=table, epsilon=epsilon, delta=delta,
+                      noise=noise, rng=rng, progress=progress, cancelled=beat.stop.is_set)
+
+
+def _store(db: Database, job_id: int, me: str, kind: JobKind, result: Any, note: str) -> None:
+    """Stores the result; with ``kind.commit``, in the one transaction where the commit charges and stores what the
+    job made, with the job's row locked so a cancel cannot slip between the check and the charge."""
+    with db.write() as session:
+        job = session.scalars(select(Job).where(Job.id == job_id).with_for_update()).one()
+        if job.status != "running" or job.claimed_by != me:
+            return  # reaped or stopped by the heartbeat: that verdict stands
+        if job.cancel_requested:
+            state.finish(session, job_id, me, "cancelled", f"{state.CANCELLED}; {note}")
+            return
+        stored = as_json(kind.commit(session, job, result) if kind.commit is not None else result)
+        state.finish(session, job_id, me, "succeeded", "done", result=stored)
