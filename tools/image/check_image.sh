@@ -2,8 +2,9 @@
 # Builds the project's image from its Dockerfile and runs it as docker-compose wires it, without a Docker
 # engine: buildah with chroot isolation (`podman run` cannot set rlimits on these machines). The curator
 # starts from the image as user pobo on loopback against a PostgreSQL server that requires the password
-# (scram-sha-256), with both secrets passed as files under /run/secrets; then the compose file's modeler-demo
-# entrypoint and command run from the same image against it, and the result is checked.
+# (scram-sha-256), with its secrets passed as files under /run/secrets; then the compose file's demo runs from
+# the same image against it as its two parties (curator-setup, with the admin token, writes the hand-off;
+# modeler-demo, without any secret, reads it and runs GP-UCB), and the result is checked.
 # Usage (root): tools/image/check_image.sh   — needs buildah, debootstrap and PostgreSQL's binaries.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,11 +12,11 @@ IMAGE=localhost/pobo:latest
 PY=${PY:-.venv/bin/python}
 WORK=$(mktemp -d /tmp/pobo-image.XXXXXX)
 chmod 0711 "$WORK"  # postgres and the image's user pobo traverse it; only root lists it
-CURATOR_PID="" CONTAINER="" PGBIN="" PGDATA="$WORK/pg"
+CURATOR_PID="" PGBIN="" PGDATA="$WORK/pg"
 cleanup() {
   set +e  # every step runs, whatever the previous one returned
   [ -n "$CURATOR_PID" ] && kill "$CURATOR_PID" 2>/dev/null && wait "$CURATOR_PID" 2>/dev/null
-  [ -n "$CONTAINER" ] && buildah rm "$CONTAINER" >/dev/null 2>&1
+  [ -f "$WORK/containers" ] && xargs -r buildah rm <"$WORK/containers" >/dev/null 2>&1
   [ -n "$PGBIN" ] && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate stop >/dev/null 2>&1
   rm -rf "$WORK"
 }
@@ -46,18 +47,30 @@ runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -o "-p $PGPORT -k /tmp -c li
 runuser -u postgres -- psql -q -h /tmp -p "$PGPORT" -U postgres \
   -c "CREATE ROLE pobo LOGIN PASSWORD '$(cat "$WORK/secrets/postgres_password")'" -c "CREATE DATABASE pobo OWNER pobo"
 
-# The curator service from the image, as compose's `curator` (loopback instead of 0.0.0.0: chroot isolation
-# shares the host's network).
+# Every service below runs from the image as compose wires it (tools/image/compose_service.py: its environment,
+# only its own secrets, its volumes, its entrypoint and command), with service names and ports rewritten to
+# loopback (chroot isolation shares the host's network).
 PORT=$("$PY" -c "from curator_service.testing import free_port; print(free_port())")
-CONTAINER=$(buildah from --quiet "$IMAGE")
+REWRITE=(--secrets "$WORK/secrets" --volumes "$WORK/volumes" --sub "postgres:5432=127.0.0.1:$PGPORT"
+         --sub "curator:8000=127.0.0.1:$PORT" --sub "0.0.0.0=127.0.0.1" --token "8000=$PORT")
+mkdir -m 0711 "$WORK/volumes"
+compose_command() {  # compose_command SERVICE: sets RUN to the buildah command that runs it in a new container
+  local options argv container
+  mapfile -t options < <("$PY" tools/image/compose_service.py "$1" options "${REWRITE[@]}")
+  mapfile -t argv < <("$PY" tools/image/compose_service.py "$1" argv "${REWRITE[@]}")
+  container=$(buildah from --quiet "$IMAGE")
+  echo "$container" >>"$WORK/containers"
+  step "$1: ${argv[*]}"
+  RUN=(buildah run --isolation chroot --user pobo "${options[@]}" "$container" -- "${argv[@]}")
+}
+compose_run() {  # compose_run SERVICE: runs a one-shot service to its end, its output in $WORK/SERVICE.log
+  compose_command "$1"
+  "${RUN[@]}" >"$WORK/$1.log" 2>&1 || { tail -n 40 "$WORK/$1.log"; return 1; }
+}
+
 step "starting the curator from the image on 127.0.0.1:$PORT (PostgreSQL on $PGPORT)"
-buildah run --isolation chroot --user pobo \
-  --volume "$WORK/secrets:/run/secrets:ro" \
-  --env POBO_DATABASE_URL="postgresql+psycopg://pobo@127.0.0.1:$PGPORT/pobo" \
-  --env POBO_DATABASE_PASSWORD_FILE=/run/secrets/postgres_password \
-  --env POBO_ADMIN_TOKEN_FILE=/run/secrets/admin_token \
-  --env POBO_MODE=production --env POBO_ALLOW_UNCERTIFIED_MECHANISMS=false \
-  "$CONTAINER" -- pobo-curator serve --host 127.0.0.1 --port "$PORT" >"$WORK/curator.log" 2>&1 &
+compose_command curator
+"${RUN[@]}" >"$WORK/curator.log" 2>&1 &
 CURATOR_PID=$!
 for _ in $(seq 120); do
   curl -fsS "http://127.0.0.1:$PORT/ready" >/dev/null 2>&1 && break
@@ -68,26 +81,19 @@ curl -fsS "http://127.0.0.1:$PORT/ready" >/dev/null || { echo "curator never bec
 curl -fsS -H "Authorization: Bearer $(cat "$WORK/secrets/admin_token")" "http://127.0.0.1:$PORT/v1/datasets" >/dev/null
 if curl -fsS "http://127.0.0.1:$PORT/v1/datasets" >/dev/null 2>&1; then echo "datasets answered without a token"; exit 1; fi
 
-# The compose file's modeler-demo, entrypoint and command, from the same image, against that curator.
-mapfile -t DEMO < <("$PY" - "$PORT" <<'EOF'
-import sys, yaml
-service = yaml.safe_load(open("docker-compose.yml"))["services"]["modeler-demo"]
-for token in service.get("entrypoint", []) + service["command"]:
-    print(token.replace("$$", "$").replace("http://curator:8000", f"http://127.0.0.1:{sys.argv[1]}"))
-EOF
-)
-mkdir -m 0777 "$WORK/out"
-step "running the compose modeler-demo: ${DEMO[*]}"
-DEMO_CONTAINER=$(buildah from --quiet "$IMAGE")
-if ! buildah run --isolation chroot --user pobo --volume "$WORK/secrets:/run/secrets:ro" --volume "$WORK/out:/out" \
-    "$DEMO_CONTAINER" -- "${DEMO[@]}" >"$WORK/demo.log" 2>&1; then
-  buildah rm "$DEMO_CONTAINER" >/dev/null; tail -n 40 "$WORK/demo.log"; exit 1
-fi
-buildah rm "$DEMO_CONTAINER" >/dev/null
-"$PY" - "$WORK/out" <<'EOF'
-import json, sys
+# The demo as its two parties: the curator's setup (with the admin token) writes the hand-off; the modeler's
+# side, to which compose gives no secret at all, reads it and runs GP-UCB against the image's curator.
+compose_run curator-setup
+compose_run modeler-demo
+"$PY" - "$WORK/volumes" "$WORK/secrets/admin_token" <<'EOF'
+import json, stat, sys
 from pathlib import Path
-out = Path(sys.argv[1])
+volumes, admin_token = Path(sys.argv[1]), Path(sys.argv[2]).read_text().strip()
+handoff = volumes / "demo-handoff" / "demo.json"
+mode = handoff.stat()
+assert stat.S_IMODE(mode.st_mode) == 0o600 and mode.st_uid == 10001, f"hand-off {oct(mode.st_mode)} uid {mode.st_uid}"
+assert admin_token not in handoff.read_text(), "the admin token is in the hand-off"
+out = volumes / "demo-output"
 runs = sorted(out.glob("run-release-*.json"))
 plots = sorted(out.glob("demo-*.png"))
 assert len(runs) >= 4 and len(plots) == 2, (runs, plots)
@@ -95,5 +101,6 @@ for run in runs:
     record = json.loads(run.read_text())
     answered = [query for query in record["queries"] if query["status"] == "done" and query["value"] is not None]
     assert record["finished"] and len(answered) == record["settings"]["iterations"], (run.name, len(answered))
-print(f"image: modeler-demo finished {len(runs)} runs against the image's curator on PostgreSQL, {len(plots)} plots")
+print(f"image: curator-setup wrote a 0600 hand-off; modeler-demo (no secrets) finished {len(runs)} runs against "
+      f"the image's curator on PostgreSQL, {len(plots)} plots")
 EOF
