@@ -39,7 +39,9 @@ def my_policy(request: Request, principal: AnyRole) -> KeyPolicyOut:
         return keys.get_policy(session, principal.key_id)
 
 
-@router.get("/v1/keys/{key_id}/policy", response_model=KeyPolicyOut,
+# ``:int``: the path matches digits only, so ``/v1/keys/me/policy`` belongs to the route above alone (a PUT there
+# is a 405 naming GET, not a 422 about key_id from the route below).
+@router.get("/v1/keys/{key_id:int}/policy", response_model=KeyPolicyOut,
             summary="A key's policy (caps, job kinds, expiry) and what it has spent")
 def get_policy(request: Request, principal: Curator, key_id: KeyId) -> KeyPolicyOut:
     """A key's policy (caps, job kinds, expiry) and what it has spent so far."""
@@ -47,7 +49,7 @@ def get_policy(request: Request, principal: Curator, key_id: KeyId) -> KeyPolicy
         return keys.get_policy(session, key_id)
 
 
-@router.put("/v1/keys/{key_id}/policy", response_model=KeyPolicyOut,
+@router.put("/v1/keys/{key_id:int}/policy", response_model=KeyPolicyOut,
             summary="Change a key's policy (fields left out keep their value; null returns a field to its default)")
 def set_policy(request: Request, principal: Curator, key_id: KeyId, body: KeyPolicy) -> KeyPolicyOut:
     """Changes the policy fields sent (caps, job kinds, expiry) and keeps the others; null returns a field to the

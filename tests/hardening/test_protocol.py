@@ -35,6 +35,36 @@ def test_405_names_the_allowed_methods(connect):
     assert response.status_code == 405 and response.headers["Allow"] == "DELETE"
 
 
+def test_every_405_allows_exactly_the_methods_its_path_has():
+    """Walks every route: a method the path does not have is a 405 whose ``Allow`` names the path's methods, and
+    no other route's (``PUT /v1/keys/me/policy`` used to reach ``PUT /v1/keys/{key_id}/policy``: a 422, and a
+    405 there named PUT)."""
+    import re
+    import tempfile
+
+    from fastapi.routing import iter_route_contexts
+    from fastapi.testclient import TestClient
+
+    from curator_service.app import create_app
+    from curator_service.errors import HTTP_METHODS
+    from curator_service.settings import Settings
+
+    app = create_app(Settings.from_env({}, data_dir=tempfile.mkdtemp(), admin_token="x"))
+    methods_by_path: dict[str, set[str]] = {}
+    for route in iter_route_contexts(app.routes):  # through the included routers, as the OpenAPI generator walks
+        if getattr(route, "methods", None):  # not the console's static files
+            methods_by_path.setdefault(route.path, set()).update(route.methods)
+    assert {"/v1/keys/me/policy", "/v1/datasets", "/health"} <= {re.sub(r":\w+}", "}", p) for p in methods_by_path}
+    with TestClient(app) as client:
+        for path, methods in methods_by_path.items():
+            url = re.sub(r"\{[^}]+\}", "1", path)
+            for method in sorted(set(HTTP_METHODS) - methods - {"HEAD"}):
+                response = client.request(method, url, headers={"Authorization": "Bearer x"})
+                assert response.status_code == 405, (method, url, response.status_code)
+                allowed = set(response.headers["Allow"].replace(" ", "").split(","))
+                assert allowed == methods, (method, url, allowed, methods)
+
+
 def test_401_says_how_to_authenticate(connect):
     anonymous = connect(token=None)
     for response in (anonymous.get("/v1/releases"), anonymous.get("/v1/ledger", headers={"Authorization": "Bearer x"})):
