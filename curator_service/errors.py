@@ -66,6 +66,11 @@ def _location(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) if parts else "the request body"
 
 
+REQUEST_MODEL_REFUSAL = "invalid request: "
+"""How every sentence of a request refused by its model (FastAPI's or a job kind's) starts: the fuzzer tells these
+from refusals that depend on the data (an offset past the end, an unknown column) by it."""
+
+
 def validation_sentence(errors: list[dict[str, Any]], prefix: str = "") -> str:
     """One sentence naming each bad field and what is wrong with it (never echoing the input)."""
     problems = []
@@ -84,7 +89,7 @@ def validation_sentence(errors: list[dict[str, Any]], prefix: str = "") -> str:
         else:  # a model-level rule; its sentence names its fields itself when it starts with one
             problems.append(message if message.startswith("'") else f"{where} {message}")
     more = f" (and {len(errors) - 5} more problems)" if len(errors) > 5 else ""
-    return "invalid request: " + "; ".join(problems) + more + "; fix the field and retry"
+    return REQUEST_MODEL_REFUSAL + "; ".join(problems) + more + "; fix the field and retry"
 
 
 def api_error_from_validation(exc: ValidationError, prefix: str = "") -> ApiError:

@@ -7,7 +7,15 @@ once per token (modeler first: the admin run may revoke the modeler's key), seed
 ``--examples`` per operation. Prints one figures line per role and in total:
 
     requests (from the HAR log), 5xx responses, schema violations (a response whose status, content type,
-    headers or body the OpenAPI does not document), other check failures (e.g. invalid input accepted).
+    headers or body the OpenAPI does not document, or a 4xx without DESIGN §5's error body: a sentence and a
+    known code), other check failures (e.g. invalid input accepted), and refusals for what the data says.
+
+Schemathesis calls every 4xx to a schema-valid request "rejected valid data". Many are right: an offset past
+the end, a column the table lacks, a spent budget, a release this server no longer serves. The response's
+``code`` tells them apart: a refusal with a sentence and a known code is counted as *refused for the data*,
+unless it is the request model's own ``validation_error`` (a sentence starting "invalid request: "), which
+means the model refuses what the OpenAPI allows: that stays a finding, as does any refusal without a sentence
+or with an unknown code.
 
 Writes every distinct failure (check, operation, status, example request, why) to ``--findings`` as
 Markdown. Exit status: 0, unless ``POBO_FUZZ_STRICT=1`` and there was a 5xx, a schema violation or fewer
@@ -30,15 +38,21 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import get_args
 
 import httpx
 import numpy as np
 
+from curator_service.errors import REQUEST_MODEL_REFUSAL
 from curator_service.testing import LocalCurator
+from shared.api.schemas import ErrorCode
 
-# Schemathesis checks whose failure means the response contradicts the published OpenAPI.
+# Checks whose failure means the response contradicts the published contract: Schemathesis' conformance checks
+# and ours, ERROR_BODY_CHECK (every 4xx carries DESIGN §5's error body).
+ERROR_BODY_CHECK = "error_body"
 SCHEMA_CHECKS = {"status_code_conformance", "content_type_conformance", "response_headers_conformance",
-                 "response_schema_conformance"}
+                 "response_schema_conformance", ERROR_BODY_CHECK}
+KNOWN_CODES = frozenset(get_args(ErrorCode))
 
 
 @dataclass
@@ -60,6 +74,7 @@ class RoleResult:
     requests: int = 0
     statuses: Counter = field(default_factory=Counter)
     findings: dict[tuple, Finding] = field(default_factory=dict)
+    refused_for_data: dict[tuple, Finding] = field(default_factory=dict)  # by (operation, code): not findings
 
     @property
     def server_errors(self) -> int:
@@ -68,6 +83,10 @@ class RoleResult:
     def failures(self, schema: bool) -> int:
         return sum(f.count for f in self.findings.values() if (f.check in SCHEMA_CHECKS) == schema
                    and f.check != "not_a_server_error")
+
+    @property
+    def refusals(self) -> int:
+        return sum(f.count for f in self.refused_for_data.values())
 
 
 def seed_fixtures(curator: LocalCurator) -> str:
@@ -106,13 +125,58 @@ def run_schemathesis(url: str, token: str, role: str, args: argparse.Namespace, 
         entries = json.loads(har.read_text())["log"]["entries"]
         result.requests = len(entries)
         result.statuses = Counter(entry["response"]["status"] for entry in entries)
+        check_error_bodies(entries, result)
     if ndjson.exists():
         collect_findings(ndjson, result)
     return result
 
 
+def error_body(status: int | None, text: str) -> dict | None:
+    """DESIGN §5's error body of a 4xx (``detail``: a sentence, ``code``: a known machine code), or None."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    if not (status and 400 <= status < 500 and isinstance(body, dict) and isinstance(body.get("detail"), str)):
+        return None
+    return body if len(body["detail"].split()) >= 3 and body.get("code") in KNOWN_CODES else None
+
+
+def refused_for_data(status: int | None, text: str) -> str | None:
+    """The code of a schema-valid request's refusal for what the data or the server's state says, or None when
+    the refusal is a finding (no error body, or the request model refusing what the OpenAPI allows)."""
+    body = error_body(status, text)
+    if body is None or (body["code"] == "validation_error" and body["detail"].startswith(REQUEST_MODEL_REFUSAL)):
+        return None
+    return body["code"]
+
+
+def check_error_bodies(entries: list[dict], result: RoleResult) -> None:
+    """A finding for every 4xx without a sentence and a known code, deduplicated by (path, status)."""
+    for entry in entries:
+        response, request = entry["response"], entry["request"]
+        if not 400 <= response["status"] < 500 or error_body(response["status"], har_text(response)):
+            continue
+        path = httpx.URL(request["url"]).path
+        key = (ERROR_BODY_CHECK, path, response["status"], None)
+        if key in result.findings:
+            result.findings[key].count += 1
+            continue
+        result.findings[key] = Finding(
+            check=ERROR_BODY_CHECK, code="", operation=f"{request['method']} {path}", status=response["status"],
+            title="4xx without an error body", message="DESIGN §5: every error is {detail: sentence, code: known code}",
+            request=f"{request['method']} {request['url']}", response=har_text(response)[:400])
+
+
+def har_text(response: dict) -> str:
+    content = response.get("content") or {}
+    text = content.get("text") or ""
+    return base64.b64decode(text).decode("utf-8", errors="replace") if content.get("encoding") == "base64" else text
+
+
 def collect_findings(ndjson: Path, result: RoleResult) -> None:
-    """Every failed check of every scenario, deduplicated by (check, operation, status, title)."""
+    """Every failed check of every scenario, deduplicated by (check, operation, status, title); a schema-valid
+    request refused for what the data says goes to ``result.refused_for_data`` instead (by operation and code)."""
     for line in ndjson.read_text().splitlines():
         event = json.loads(line)
         recorder = event.get("ScenarioFinished", {}).get("recorder", {})
@@ -124,11 +188,16 @@ def collect_findings(ndjson: Path, result: RoleResult) -> None:
                     continue
                 failure = (check.get("failure_info") or {}).get("failure") or {}
                 status = response.get("status_code")
-                key = (check["name"], failure.get("operation", recorder.get("label")), status, failure.get("title"))
-                if key in result.findings:
-                    result.findings[key].count += 1
+                operation = failure.get("operation", recorder.get("label"))
+                key = (check["name"], operation, status, failure.get("title"))
+                found = result.findings
+                if check["name"] == "positive_data_acceptance" and (code := refused_for_data(
+                        status, decode(response.get("content")))):
+                    key, found = (operation, code), result.refused_for_data
+                if key in found:
+                    found[key].count += 1
                     continue
-                result.findings[key] = Finding(
+                found[key] = Finding(
                     check=check["name"], code=failure.get("code", ""), operation=key[1], status=status,
                     title=failure.get("title", ""), message=failure.get("message", "").strip(),
                     request=describe_request(interaction.get("request") or {}),
@@ -169,12 +238,16 @@ def server_exceptions(log: Path) -> Counter:
     return found
 
 
+def figures(result: RoleResult) -> str:
+    return (f"{result.requests} requests, {result.server_errors} 5xx, {result.failures(schema=True)} schema violations, "
+            f"{result.failures(schema=False)} other check failures, {result.refusals} refused for the data")
+
+
 def write_findings(path: Path, results: list[RoleResult], tracebacks: Counter, header: str) -> None:
     """One section per role; one entry per (check, status), listing each operation with an example."""
     out = [f"# Fuzzing findings\n\n{header}\n"]
     for result in results:
-        out.append(f"\n## As {result.role}: {result.requests} requests, {result.server_errors} 5xx, "
-                   f"{result.failures(schema=True)} schema violations, {result.failures(schema=False)} other failures\n\n"
+        out.append(f"\n## As {result.role}: {figures(result)}\n\n"
                    f"Statuses: {dict(sorted(result.statuses.items()))}\n")
         groups: dict[tuple, list[Finding]] = {}
         for finding in result.findings.values():
@@ -185,6 +258,11 @@ def write_findings(path: Path, results: list[RoleResult], tracebacks: Counter, h
             for finding in sorted(findings, key=lambda f: f.operation):
                 out.append(f"\n- `{finding.operation}` ×{finding.count}\n\n  ```\n  {finding.request}\n"
                            f"  → {finding.status} {finding.response}\n  ```\n")
+        if result.refused_for_data:
+            out.append(f"\n### Not findings: {result.refusals} schema-valid requests refused for what the data says\n\n"
+                       "A sentence and a known code, not the request model's own refusal (see the module's docstring).\n\n")
+            out.extend(f"- `{operation}` → {code} ×{f.count}: {f.response[:200]}\n"
+                       for (operation, code), f in sorted(result.refused_for_data.items()))
     if tracebacks:
         out.append("\n## Exceptions in the server's log (type and innermost frame)\n\n")
         out.extend(f"- ×{count}: `{line}`\n" for line, count in tracebacks.most_common())
@@ -229,8 +307,7 @@ def main() -> int:
     server_errors = sum(r.server_errors for r in results)
     violations = sum(r.failures(schema=True) for r in results)
     for r in results:
-        print(f"fuzz as {r.role}: {r.requests} requests, {r.server_errors} 5xx, "
-              f"{r.failures(schema=True)} schema violations, {r.failures(schema=False)} other check failures")
+        print(f"fuzz as {r.role}: {figures(r)}")
     print(f"fuzz total: {requests} requests, {server_errors} 5xx, {violations} schema violations "
           f"({len(tracebacks)} distinct server exceptions; details in {args.findings})")
     failed = server_errors > 0 or violations > 0 or requests < args.min_requests
