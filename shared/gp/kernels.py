@@ -2,7 +2,8 @@
 
 A kernel is any object with ``k(A, B) -> (len(A), len(B)) ndarray`` and ``k.diag(A) -> (len(A),)``;
 the GP engine accepts such objects. The two built-in kernels also expose what the engine uses to be
-fast (``scale``, ``profile``) and what marginal-likelihood fitting needs (``log_parameter_gradients``).
+fast (``scale``, ``profile``) and what marginal-likelihood fitting needs (``gram_and_gradient_contraction``;
+``log_parameter_gradients`` for checks).
 
 Both are functions of the scaled distance d = ‖(a − b) / l‖ (l a scalar, or one length per input
 dimension for ARD) times a signal variance σ²:
@@ -50,13 +51,18 @@ def squared_distances(A: NDArray, B: NDArray) -> NDArray:
     """Pairwise squared Euclidean distances ‖a‖² + ‖b‖² − 2 a·b, clipped at 0.
 
     Both sets are shifted by the mean of ``A`` first: distances do not change, and the cancellation
-    error of the expansion (relative to ‖a‖²) shrinks to the spread of the data.
+    error of the expansion (relative to ‖a‖²) shrinks to the spread of the data. ``B is A`` (a Gram
+    matrix) computes the norms and the shift once.
     """
     centre = A.mean(axis=0)
     A = A - centre
-    B = B - centre
-    sq = np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
-    sq -= 2.0 * (A @ B.T)
+    B = A if B is A else B - centre
+    a_norms = np.einsum("ij,ij->i", A, A)
+    b_norms = a_norms if B is A else np.einsum("ij,ij->i", B, B)
+    sq = A @ B.T
+    sq *= -2.0
+    sq += a_norms[:, None]
+    sq += b_norms[None, :]
     return np.maximum(sq, 0.0, out=sq)
 
 
@@ -64,11 +70,14 @@ def weighted_squared_differences(X: NDArray, M: NDArray) -> NDArray:
     """Σ_ab M_ab (x_aj − x_bj)² for every column j of X, for a symmetric n × n weight M.
 
     Fused, without the n × n × d tensor of differences: expanding the square and using M = Mᵀ,
-    Σ_ab M_ab (x_aj − x_bj)² = 2 Σ_a x_aj² (M1)_a − 2 x_jᵀ M x_j, one n × n × d matrix product for all j.
-    X is centred first (differences do not change) so the expansion loses only the data's spread.
+    Σ_ab M_ab (x_aj − x_bj)² = 2 (1ᵀ M x_j²) − 2 x_jᵀ M x_j, both from one product M [X, X²] (a single
+    pass over M). X is centred first (differences do not change) so the expansion loses only the data's
+    spread.
     """
     X = X - X.mean(axis=0)
-    return 2.0 * ((X * X).T @ M.sum(axis=1)) - 2.0 * np.einsum("aj,aj->j", X, M @ X)
+    d = X.shape[1]
+    product = M @ np.hstack([X, X * X])
+    return 2.0 * (product[:, d:].sum(axis=0) - np.einsum("aj,aj->j", X, product[:, :d]))
 
 
 class StationaryKernel:
@@ -122,64 +131,67 @@ class StationaryKernel:
         raise NotImplementedError
 
     def __call__(self, A: ArrayLike, B: ArrayLike) -> NDArray:
-        sq = squared_distances(self.scale(A), self.scale(B))
+        As = self.scale(A)
+        sq = squared_distances(As, As if B is A else self.scale(B))
         return self.profile(sq, out=sq)
 
     def diag(self, A: ArrayLike) -> NDArray:
         return np.full(np.shape(A)[0], self.variance)
 
-    def _profile_log_lengthscale_factor(self, sq: NDArray, K: NDArray) -> NDArray:
-        """g with ∂k/∂log l_j = g · Δ_j² / l_j² (Δ = a − b); for isotropic l the factor is g · d².
+    def log_lengthscale_parts(self, sq: NDArray) -> tuple[NDArray, NDArray, float | NDArray, float | NDArray]:
+        """(K, g, u, v) for squared scaled distances ``sq``: K = profile(sq) and
 
-        ``K`` is ``profile(sq)``, so g can reuse its exponential instead of computing another."""
+            ∂K_ab/∂log l_j = g_ab (u_j + v_j Δ̃_abj²),    Δ̃ = (a − b) / ``distance_lengthscale``,
+
+        with u, v one number per dimension (ARD) or, isotropic, ∂K/∂log l = g (u + v d̃²) with u summed
+        over the dimensions. A profile kernel σ² ρ(d̃²) has u = 0, v = 1 and g = −2 σ² ρ′(d̃²)."""
         raise NotImplementedError
 
     def log_parameter_gradients(self, X: ArrayLike) -> tuple[NDArray, NDArray]:
-        """K(X, X) and its derivatives with respect to the log-parameters.
+        """K(X, X) and its derivatives with respect to the log-parameters, dense (for checks and for
+        kernels without a contraction; fitting uses :meth:`gram_and_gradient_contraction`).
 
         Returns ``(K, dK)``, ``dK`` of shape (p, n, n) ordered as (log l_1, …, log l_p, log σ²) with
         p = 1 for isotropic kernels. ∂K/∂log σ² = K.
         """
         Xs = self.scale(X)
         sq = squared_distances(Xs, Xs)
-        K = self.profile(sq)
-        g = self._profile_log_lengthscale_factor(sq, K)
+        K, g, u, v = self.log_lengthscale_parts(sq)
         if self.ard:
-            diffs = (Xs[:, None, :] - Xs[None, :, :]) ** 2  # n × n × d: for checks; fitting uses the contraction
-            d_ls = np.moveaxis(diffs, 2, 0) * g
+            diffs = np.moveaxis((Xs[:, None, :] - Xs[None, :, :]) ** 2, 2, 0)  # d × n × n
+            d_ls = g * (np.reshape(u, (-1, 1, 1)) + np.reshape(v, (-1, 1, 1)) * diffs)
         else:
-            d_ls = (g * sq)[None]
-        return K, np.concatenate([d_ls, K[None]], axis=0)
-
-
-class FusedGradient:
-    """For a :class:`StationaryKernel` whose ∂K/∂log l is the profile form g · Δ²/l² of
-    :meth:`StationaryKernel.log_parameter_gradients` (subclasses that override that derivative, such as
-    the noisy-inputs kernel, must not take this mixin): the gradient contraction without ∂K."""
+            d_ls = (g * (u + v * sq))[None]
+        return K.copy(), np.concatenate([d_ls, K[None]], axis=0)
 
     def gram_and_gradient_contraction(self, X: ArrayLike) -> tuple[NDArray, Callable[[NDArray], NDArray]]:
         """K(X, X) and ``contract(W)`` = (Σ_ab W_ab ∂K_ab/∂θ_j)_j for a symmetric W, θ ordered as in
-        :meth:`StationaryKernel.log_parameter_gradients`.
+        :meth:`log_parameter_gradients`, without building ∂K.
 
-        What marginal-likelihood fitting needs (R&W eq. 5.9 is ½ contract(W) with W = ααᵀ − K⁻¹), without
-        building ∂K: with x̃ = x / l, ∂K_ab/∂log l_j = g_ab (x̃_aj − x̃_bj)², so the j-th entry is
-        Σ_ab (W ∘ g)_ab (x̃_aj − x̃_bj)², fused by :func:`weighted_squared_differences` (isotropic:
-        Σ W ∘ g ∘ d²); the signal variance's is Σ W ∘ K. K is returned as a copy the caller may change.
+        What marginal-likelihood fitting needs (R&W eq. 5.9 is ½ contract(W) with W = ααᵀ − K⁻¹). With
+        the parts of :meth:`log_lengthscale_parts`, the j-th lengthscale entry is
+        u_j Σ_ab (W ∘ g)_ab + v_j Σ_ab (W ∘ g)_ab Δ̃_abj², the second fused by
+        :func:`weighted_squared_differences` (isotropic: Σ W ∘ g ∘ (u + v d̃²)); the signal variance's is
+        Σ W ∘ K. K is returned as an array the caller may change.
         """
         Xs = self.scale(X)
         sq = squared_distances(Xs, Xs)
-        K = self.profile(sq)
-        g = self._profile_log_lengthscale_factor(sq, K)
+        K, g, u, v = self.log_lengthscale_parts(sq)
 
         def contract(W: NDArray) -> NDArray:
             weighted = W * g
-            t_ls = weighted_squared_differences(Xs, weighted) if self.ard else [np.vdot(weighted, sq)]
+            if self.ard:
+                t_ls = v * weighted_squared_differences(Xs, weighted)
+                if np.any(u):
+                    t_ls += u * weighted.sum()
+            else:
+                t_ls = [v * np.vdot(weighted, sq) + (u * weighted.sum() if u else 0.0)]
             return np.append(t_ls, np.vdot(W, K))
 
         return K.copy(), contract
 
 
-class SquaredExponential(FusedGradient, StationaryKernel):
+class SquaredExponential(StationaryKernel):
     """k(a, b) = σ² exp(−‖(a − b) / l‖² / 2)."""
 
     name = "se"
@@ -190,12 +202,13 @@ class SquaredExponential(FusedGradient, StationaryKernel):
         out *= self.variance
         return out
 
-    def _profile_log_lengthscale_factor(self, sq: NDArray, K: NDArray) -> NDArray:
-        # ∂/∂log l_j of exp(−½ Σ Δ_i²/l_i²) = exp(·) · Δ_j²/l_j².
-        return K
+    def log_lengthscale_parts(self, sq: NDArray) -> tuple[NDArray, NDArray, float, float]:
+        # ∂/∂log l_j of exp(−½ Σ Δ_i²/l_i²) = exp(·) · Δ_j²/l_j²: g = K.
+        K = self.profile(sq)
+        return K, K, 0.0, 1.0
 
 
-class Matern52(FusedGradient, StationaryKernel):
+class Matern52(StationaryKernel):
     """k(a, b) = σ² (1 + √5 d + 5 d² / 3) exp(−√5 d), d = ‖(a − b) / l‖."""
 
     name = "matern52"
@@ -211,11 +224,21 @@ class Matern52(FusedGradient, StationaryKernel):
         out *= self.variance
         return out
 
-    def _profile_log_lengthscale_factor(self, sq: NDArray, K: NDArray) -> NDArray:
-        # ∂k/∂d = −σ² (5/3) d (1 + √5 d) e^{−√5 d} and ∂d/∂log l_j = −Δ_j²/(l_j² d), so the d cancels;
-        # σ² e^{−√5 d} = K / (1 + √5 d + 5 d²/3), a denominator ≥ 1.
-        root5_d = SQRT5 * np.sqrt(sq)
-        return K * (5.0 / 3.0) * (1.0 + root5_d) / (1.0 + root5_d + (5.0 / 3.0) * sq)
+    def log_lengthscale_parts(self, sq: NDArray) -> tuple[NDArray, NDArray, float, float]:
+        # ∂k/∂d = −σ² (5/3) d (1 + √5 d) e^{−√5 d} and ∂d/∂log l_j = −Δ_j²/(l_j² d), so the d cancels:
+        # g = σ² (5/3) (1 + √5 d) e^{−√5 d}, sharing the square root and the exponential with K.
+        one_plus = np.sqrt(sq)
+        one_plus *= SQRT5
+        decay = np.negative(one_plus)
+        np.exp(decay, out=decay)
+        one_plus += 1.0
+        K = np.multiply(sq, 5.0 / 3.0)
+        K += one_plus
+        K *= decay
+        K *= self.variance
+        g = np.multiply(one_plus, decay, out=one_plus)
+        g *= (5.0 / 3.0) * self.variance
+        return K, g, 0.0, 1.0
 
 
 KERNELS: dict[str, type[StationaryKernel]] = {"se": SquaredExponential, "matern52": Matern52}

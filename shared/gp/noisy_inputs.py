@@ -66,19 +66,14 @@ class ExpectedSquaredExponential(StationaryKernel):
         out[same] = self.variance
         return out
 
-    def log_parameter_gradients(self, X: ArrayLike) -> tuple[NDArray, NDArray]:
-        """∂K/∂log l_j = K · (1 − w_j + w_j (zᵢ_j − zⱼ_j)²/l_j'²) with w_j = l_j²/l_j'², 0 for a row with itself."""
-        Xs = self.scale(X)
-        sq = squared_distances(Xs, Xs)
-        same = sq <= SAME_ROW
+    def log_lengthscale_parts(self, sq: NDArray) -> tuple[NDArray, NDArray, float | NDArray, float | NDArray]:
+        """∂K/∂log l_j = K · (1 − w_j + w_j (zᵢ_j − zⱼ_j)²/l_j'²) with w_j = l_j²/l_j'², 0 for a row with itself:
+        the attenuation's log-derivative 1 − w_j plus the exponent's; g = K off the same-row pairs, u = 1 − w,
+        v = w (isotropic: u summed over the r dimensions)."""
         K = self.profile(sq.copy())
-        if self.ard:
-            scaled_diffs = np.moveaxis((Xs[:, None, :] - Xs[None, :, :]) ** 2, 2, 0)
-            d_ls = K * ((1.0 - self.ratio)[:, None, None] + self.ratio[:, None, None] * scaled_diffs)
-        else:
-            d_ls = (K * (self.dim * (1.0 - self.ratio) + self.ratio * sq))[None]
-        d_ls[:, same] = 0.0
-        return K, np.concatenate([d_ls, K[None]], axis=0)
+        g = np.where(sq <= SAME_ROW, 0.0, K)
+        u = 1.0 - self.ratio if self.ard else self.dim * (1.0 - float(self.ratio))
+        return K, g, u, self.ratio if self.ard else float(self.ratio)
 
     def __repr__(self) -> str:
         return f"{super().__repr__()[:-1]}, input_noise_std={self.input_noise_std:.4g}, attenuation={self.attenuation:.3g})"

@@ -23,7 +23,7 @@ from scipy.linalg.lapack import dpotrf, dpotri
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from shared.gp.kernels import KERNELS, FittableKernel, FusedGradient, Kernel, StationaryKernel
+from shared.gp.kernels import KERNELS, FittableKernel, Kernel, StationaryKernel
 
 LOG_2PI = np.log(2.0 * np.pi)
 
@@ -336,7 +336,7 @@ def _negative_lml_and_gradient(
     ls = np.exp(theta[:n_ls]) if ard else float(np.exp(theta[0]))
     kernel = prototype.with_parameters(ls, float(np.exp(theta[n_ls])))
     noise = float(np.exp(theta[-1]))
-    if isinstance(kernel, FusedGradient):  # no p × n × n ∂K (DPareto's ARD fits: issue 15)
+    if isinstance(kernel, StationaryKernel):  # no p × n × n ∂K (DPareto's ARD fits: issue 15)
         K, contract = kernel.gram_and_gradient_contraction(X)
     else:
         K, dK = kernel.log_parameter_gradients(X)
@@ -367,11 +367,13 @@ def fit_hyperparameters(
     rng: np.random.Generator | int | None = None,
     prior_mean: float | Literal["sample_mean"] = "sample_mean",
     initial: tuple[FittableKernel, float] | None = None,
+    warm_start_only: bool = False,
 ) -> FittedHyperparameters:
     """Maximise the log marginal likelihood over log lengthscale(s), log σ² and log σ_n² with L-BFGS-B.
 
     Starts: ``initial`` (kernel, noise variance) if given, the log-midpoint of the bounds, then
-    ``n_restarts`` points drawn uniformly in log-space within the bounds (``rng``-seeded). The prior
+    ``n_restarts`` points drawn uniformly in log-space within the bounds (``rng``-seeded); with
+    ``warm_start_only`` (and ``initial`` given) only ``initial`` — a cheap refit after a few new points. The prior
     mean is held fixed: the sample mean of y, or the float given. ``kernel`` names a kernel of ``KERNELS``
     or is an instance whose kind (and other settings, e.g. a public input noise) the fit keeps.
     """
@@ -399,7 +401,10 @@ def fit_hyperparameters(
         init_kernel, init_noise = initial
         init_ls = np.broadcast_to(init_kernel.lengthscale, (len(ls_bounds),))
         starts.insert(0, np.clip(np.log([*init_ls, init_kernel.variance, init_noise]), *log_bounds.T))
-    starts += list(rng.uniform(log_bounds[:, 0], log_bounds[:, 1], size=(n_restarts, len(log_bounds))))
+    if warm_start_only and initial is not None:
+        starts = starts[:1]
+    else:
+        starts += list(rng.uniform(log_bounds[:, 0], log_bounds[:, 1], size=(n_restarts, len(log_bounds))))
 
     best = None
     # The matrices are small (t × t): extra BLAS threads only add synchronisation, which on a busy

@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from shared.algorithms.dpareto.optimizer import Hyperparameter, ParetoProblem, dpareto, grid_search, random_search
+from scipy.optimize._numdiff import approx_derivative
+
+from shared.algorithms.dpareto.optimizer import (Hyperparameter, ParetoProblem, dpareto, forward_difference_points,
+                                                 grid_search, random_search)
 from shared.algorithms.dpareto.problems import svt_problem, table4_sampler
 
 
@@ -71,6 +74,17 @@ def test_map_fn_evaluates_independent_points_and_keeps_the_serial_order(svt):
     assert batches == [5, 4, 4]
     assert [e.params for e in rs.evaluations] == [e.params for e in random_search(svt, evaluations=4, rng=7).evaluations]
     assert [e.params for e in grid.evaluations] == [e.params for e in grid_search(svt, points_per_dimension=2).evaluations]
+
+
+@pytest.mark.parametrize("u", [np.array([0.3, 0.7, 0.1]), np.array([1.0, 0.0, 1.0 - 1e-9])])
+def test_the_polish_gradient_is_scipys_forward_difference_from_one_batch(u):
+    # The polish scores the d + 1 points in one batch; the gradient must be what scipy's own 2-point scheme
+    # (one point at a time, stepping backwards at the cube's upper face) gives.
+    f = lambda v: np.sin(3.0 * v).sum() + v[0] * v[1] ** 2
+    points, steps = forward_difference_points(u)
+    values = np.array([f(p) for p in points])
+    np.testing.assert_array_equal((values[1:] - values[0]) / steps, approx_derivative(f, u, method="2-point", bounds=(0.0, 1.0)))
+    assert np.all((points >= 0.0) & (points <= 1.0))
 
 
 def test_grid_search_covers_the_corners(svt):

@@ -1,10 +1,16 @@
 """Kernels: formulas against direct computation and scikit-learn, ARD vs isotropic, gradients."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
-from shared.gp.kernels import Kernel, Matern52, SquaredExponential, squared_distances
+from shared.gp.kernels import Kernel, Matern52, SquaredExponential, squared_distances, weighted_squared_differences
+from shared.gp.noisy_inputs import ExpectedSquaredExponential
+
+NOISY_INPUTS = partial(ExpectedSquaredExponential, input_noise_std=0.3, dim=3)
+FITTED_KINDS = [SquaredExponential, Matern52, NOISY_INPUTS]  # every kernel marginal-likelihood fitting contracts
 
 
 @pytest.fixture
@@ -66,10 +72,10 @@ def test_distances_accurate_far_from_origin():
     np.testing.assert_allclose(squared_distances(A, A), exact, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", [SquaredExponential, Matern52])
+@pytest.mark.parametrize("kind", FITTED_KINDS)
 @pytest.mark.parametrize("lengthscale", [0.9, np.array([0.5, 1.0, 2.5])])
 def test_log_parameter_gradients_match_finite_differences(points, kind, lengthscale):
-    X, _ = points
+    X = np.vstack([points[0], points[0][:3]])  # repeated rows: the noisy-inputs kernel's same-row pairs
     variance, h = 1.4, 1e-6
     K, dK = kind(lengthscale, variance).log_parameter_gradients(X)
     np.testing.assert_allclose(K, kind(lengthscale, variance)(X, X), rtol=1e-12)
@@ -98,12 +104,21 @@ def test_rejects_ard_dimension_mismatch(points):
         Matern52([1.0, 2.0])(A, B)
 
 
-@pytest.mark.parametrize("kind", [SquaredExponential, Matern52])
+def test_weighted_squared_differences_equal_the_direct_sum():
+    rng = np.random.default_rng(4)
+    X = 50.0 + rng.normal(size=(37, 3))
+    M = rng.normal(size=(37, 37))
+    M += M.T
+    direct = np.einsum("ab,abj->j", M, (X[:, None, :] - X[None, :, :]) ** 2)
+    np.testing.assert_allclose(weighted_squared_differences(X, M), direct, rtol=1e-9)
+
+
+@pytest.mark.parametrize("kind", FITTED_KINDS)
 @pytest.mark.parametrize("lengthscale", [0.9, np.array([0.5, 1.0, 2.5])])
 def test_fused_gradient_contraction_equals_contracting_the_full_derivative(points, kind, lengthscale):
     # Σ_ab W_ab ∂K_ab/∂θ_j without the n × n × d tensor (issue 15) equals the tensor's contraction, which
     # the test above pins to finite differences; far from the origin too (the fused form expands a square).
-    X, _ = points
+    X = np.vstack([points[0], points[0][:3]])
     for shift in (0.0, 1e4):
         W = np.random.default_rng(3).normal(size=(len(X), len(X)))
         W += W.T

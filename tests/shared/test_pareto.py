@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from shared.algorithms.dpareto.pareto import (hvpoi, hypervolume_2d, hypervolume_gain, pareto_front, pareto_mask,
+from shared.algorithms.dpareto.pareto import (HVPoI, hvpoi, hypervolume_2d, hypervolume_gain, pareto_front, pareto_mask,
                            probability_not_dominated)
 
 
@@ -73,3 +73,7 @@ def test_hvpoi_is_gain_at_the_back_transformed_mean_times_poi():
     gain = hypervolume_gain(np.exp(mean), np.exp(front_transformed), (10, 1))
     np.testing.assert_allclose(alpha, gain * poi)
     assert alpha[0] > 0 and alpha[1] == 0 and 0 < poi[1] < poi[0] < 1
+    # The acquisition built once and scored many times (DPareto's polish) gives the same numbers.
+    acquisition = HVPoI(front_transformed, (10, 1), inverse_transforms=(np.exp, np.exp))
+    for row in range(2):
+        np.testing.assert_array_equal(acquisition(mean[row:row + 1], std[row:row + 1]), (alpha[row:row + 1], poi[row:row + 1]))

@@ -28,7 +28,7 @@ from scipy.optimize import minimize
 from scipy.special import expit, logit
 
 from shared.gp.regression import FittedHyperparameters, GPRegressor, fit_hyperparameters
-from shared.algorithms.dpareto.pareto import hvpoi, hypervolume_2d, pareto_front, pareto_mask
+from shared.algorithms.dpareto.pareto import HVPoI, hypervolume_2d, pareto_front, pareto_mask
 
 EPSILON_FLOOR = 1e-10
 ERROR_CLIP = 1e-6
@@ -156,47 +156,72 @@ def surrogate_targets(points: NDArray) -> NDArray:
 INVERSE_TRANSFORMS = (np.exp, expit)
 
 
+FORWARD_STEP = float(np.sqrt(np.finfo(float).eps))
+"""scipy's 2-point finite-difference step for unit-cube inputs (rel_step · max(1, |u|) = rel_step)."""
+
+
+def forward_difference_points(u: NDArray) -> tuple[NDArray, NDArray]:
+    """The d + 1 points of a forward-difference gradient at u in [0, 1]^d and the steps taken, as scipy's
+    '2-point' scheme under bounds takes them (a step that would leave the cube goes backwards)."""
+    steps = np.where(u + FORWARD_STEP > 1.0, -FORWARD_STEP, FORWARD_STEP)
+    steps = (u + steps) - u  # the step actually representable, as scipy uses it
+    return np.vstack([u, u + np.diag(steps)]), steps
+
+
 class HVPoIProposer:
-    """Fits the two GP surrogates and proposes the next point of the unit cube by maximising HVPoI."""
+    """Fits the two GP surrogates and proposes the next point of the unit cube by maximising HVPoI.
+
+    Hyperparameters are searched from several starts (the previous optimum, the bounds' midpoint and
+    ``restarts`` random points) at the first proposal and every ``full_search_every``-th; in between the
+    previous optimum alone is polished, the data having grown by one point. The polish's finite-difference
+    gradient scores its d + 1 points in one batch (one GP prediction per model, not d + 1)."""
 
     def __init__(self, dim: int, anti_ideal: tuple[float, float], rng: np.random.Generator, *,
-                 candidates: int = 1000, polish: int = 2, restarts: int = 1) -> None:
+                 candidates: int = 1000, polish: int = 2, restarts: int = 1, full_search_every: int = 8) -> None:
         self.dim, self.anti_ideal, self.rng = dim, anti_ideal, rng
         self.candidates, self.polish, self.restarts = candidates, polish, restarts
+        self.full_search_every = full_search_every
         self._fitted: list[FittedHyperparameters | None] = [None, None]
+        self._proposals = 0
 
     def _surrogates(self, U: NDArray, Y: NDArray) -> list[GPRegressor]:
+        warm_only = self._proposals % self.full_search_every != 0
         models = []
         for j in range(2):
             previous = self._fitted[j]
             fitted = fit_hyperparameters(
                 U, Y[:, j], kernel="matern52", ard=True, n_restarts=self.restarts, rng=self.rng,
-                initial=(previous.kernel, previous.noise_variance) if previous else None,
+                initial=(previous.kernel, previous.noise_variance) if previous else None, warm_start_only=warm_only,
             )
             self._fitted[j] = fitted
             models.append(GPRegressor(fitted.kernel, fitted.noise_variance, fitted.prior_mean).fit(U, Y[:, j]))
+        self._proposals += 1
         return models
 
     def propose(self, U: NDArray, points: NDArray) -> NDArray:
         Y = surrogate_targets(points)
         models = self._surrogates(U, Y)
-        front = pareto_front(Y)
+        acquisition = HVPoI(pareto_front(Y), self.anti_ideal, inverse_transforms=INVERSE_TRANSFORMS)
 
         def scores(X: NDArray) -> tuple[NDArray, NDArray]:
             predictions = [m.predict(X, return_std=True) for m in models]
-            mean = np.column_stack([p[0] for p in predictions])
-            std = np.column_stack([p[1] for p in predictions])
-            return hvpoi(mean, std, front, self.anti_ideal, inverse_transforms=INVERSE_TRANSFORMS)
+            return acquisition(np.column_stack([p[0] for p in predictions]), np.column_stack([p[1] for p in predictions]))
 
         X = self.rng.random((self.candidates, self.dim))
         alpha, poi = scores(X)
         use_poi = not np.any(alpha > 0)  # HVPoI vanishes everywhere: fall back to PoI
         values = poi if use_poi else alpha
+
+        def negative_value_and_gradient(u: NDArray) -> tuple[float, NDArray]:
+            points, steps = forward_difference_points(u)
+            at = scores(points)[1 if use_poi else 0]
+            return -at[0], -(at[1:] - at[0]) / steps
+
         best = X[np.argmax(values)]
         best_value = values.max()
         for start in X[np.argsort(values)[::-1][: self.polish]]:
-            result = minimize(lambda u: -scores(u[None, :])[1 if use_poi else 0][0], start,
-                              method="L-BFGS-B", bounds=[(0.0, 1.0)] * self.dim, options={"maxiter": 30})
+            result = minimize(negative_value_and_gradient, start, jac=True, method="L-BFGS-B",
+                              bounds=[(0.0, 1.0)] * self.dim, options={"maxiter": 30})
             if -result.fun > best_value:
                 best, best_value = np.clip(result.x, 0.0, 1.0), -result.fun
         return best

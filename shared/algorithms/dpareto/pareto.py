@@ -94,9 +94,13 @@ def probability_not_dominated(mean: ArrayLike, std: ArrayLike, front: ArrayLike)
     ``mean`` and ``std`` are (m, 2); the front (k, 2) must be in the same (possibly transformed)
     coordinates — monotone transforms of each objective preserve dominance.
     """
+    return _probability_not_dominated(mean, std, pareto_front(np.asarray(front, dtype=float).reshape(-1, 2)))
+
+
+def _probability_not_dominated(mean: ArrayLike, std: ArrayLike, F: NDArray) -> NDArray:
+    """:func:`probability_not_dominated` for ``F`` already a front sorted by the first coordinate."""
     M = np.asarray(mean, dtype=float).reshape(-1, 2)
     S = np.maximum(np.asarray(std, dtype=float).reshape(-1, 2), 1e-12)
-    F = pareto_front(np.asarray(front, dtype=float).reshape(-1, 2))
     if len(F) == 0:
         return np.ones(len(M))
     cdf_first = ndtr((F[None, :, 0] - M[:, :1]) / S[:, :1])  # Φ₁(a_i)
@@ -106,19 +110,34 @@ def probability_not_dominated(mean: ArrayLike, std: ArrayLike, front: ArrayLike)
     return np.clip(1.0 - dominated, 0.0, 1.0)
 
 
+class HVPoI:
+    """HVPoI α = Δ_PF(m) · PoI and PoI itself against one front, for predictions in the surrogates' coordinates.
+
+    ``front`` (k, 2) is in the GP coordinates (e.g. log ε, logit error); ``inverse_transforms`` (one
+    function per objective) map them back to the objective space where the anti-ideal point and the
+    hypervolume live (identity when None). The front's extraction and transform are done once here, not
+    at every scoring (the acquisition is scored thousands of times per proposal).
+    """
+
+    def __init__(self, front: ArrayLike, anti_ideal: ArrayLike, *, inverse_transforms=None) -> None:
+        self.front = pareto_front(np.asarray(front, dtype=float).reshape(-1, 2))
+        self.inverse_transforms = inverse_transforms
+        self.objective_front = pareto_front(self._to_objectives(self.front)) if len(self.front) else self.front
+        self.anti_ideal = anti_ideal
+
+    def _to_objectives(self, M: NDArray) -> NDArray:
+        if self.inverse_transforms is None:
+            return M
+        return np.column_stack([f(M[:, j]) for j, f in enumerate(self.inverse_transforms)])
+
+    def __call__(self, mean: ArrayLike, std: ArrayLike) -> tuple[NDArray, NDArray]:
+        M = np.asarray(mean, dtype=float).reshape(-1, 2)
+        poi = _probability_not_dominated(M, std, self.front)
+        return hypervolume_gain(self._to_objectives(M), self.objective_front, self.anti_ideal) * poi, poi
+
+
 def hvpoi(
     mean: ArrayLike, std: ArrayLike, front: ArrayLike, anti_ideal: ArrayLike, *, inverse_transforms=None
 ) -> tuple[NDArray, NDArray]:
-    """HVPoI α = Δ_PF(m) · PoI and PoI itself, for predictions in the surrogates' coordinates.
-
-    ``mean``/``std`` (m, 2) and ``front`` (k, 2) are in the GP coordinates (e.g. log ε, logit error);
-    ``inverse_transforms`` (one function per objective) map them back to the objective space where the
-    anti-ideal point and the hypervolume live (identity when None).
-    """
-    M = np.asarray(mean, dtype=float).reshape(-1, 2)
-    F = np.asarray(front, dtype=float).reshape(-1, 2)
-    poi = probability_not_dominated(M, std, F)
-    if inverse_transforms is not None:
-        M = np.column_stack([f(M[:, j]) for j, f in enumerate(inverse_transforms)])
-        F = np.column_stack([f(F[:, j]) for j, f in enumerate(inverse_transforms)])
-    return hypervolume_gain(M, pareto_front(F) if len(F) else F, anti_ideal) * poi, poi
+    """HVPoI α and PoI of predictions ``mean``/``std`` (m, 2) against ``front``: :class:`HVPoI` once."""
+    return HVPoI(front, anti_ideal, inverse_transforms=inverse_transforms)(mean, std)
