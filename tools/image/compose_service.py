@@ -27,8 +27,10 @@ IMAGE_UID = 10001  # the Dockerfile's user pobo
 
 def interpolate(value: str) -> str:
     """Compose's ``${VAR:-default}`` and ``${VAR}`` from this process's environment; ``$$`` is a literal ``$``."""
-    value = re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", lambda m: os.environ.get(m[1]) or (m[2] or ""), value)
-    return value.replace("$$", "$")
+    def substitute(match: re.Match) -> str:
+        return "$" if match[0] == "$$" else os.environ.get(match[1]) or match[2] or ""
+
+    return re.sub(r"\$\$|\$\{(\w+)(?::-([^}]*))?\}", substitute, value)
 
 
 def rewrite(value: str, args: argparse.Namespace) -> str:
