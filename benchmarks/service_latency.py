@@ -1,77 +1,227 @@
-"""Latency of one-index queries against a real curator (``pobo-curator serve`` on loopback), measure only.
+"""Latency of one-index queries against a real curator (``pobo-curator serve`` on loopback): this tree's query path
+beside a baseline commit's, in the same run (issue 15).
 
 Each request is ``POST /v1/sessions/{id}/queries`` with one index and a fresh ``request_id`` (what
-``pobo-modeler run`` sends), over one keep-alive connection pool. Printed: p50/p99/max of the wall time the
-client sees, sequential (one request at a time) and with 50 requests in flight (50 client threads), on
-SQLite (durable commits, the server's defaults), and on PostgreSQL when ``POBO_TEST_POSTGRES_URL`` is set.
-The client's own Python time is inside these figures (with 50 threads it competes with the server for the
-two cores); the issue's target is p50 ≤ 3 ms sequential on SQLite.
+``pobo-modeler run`` sends), over one keep-alive connection pool. The baseline is a ``git worktree`` of
+``--baseline-ref`` (default: the commit before the one-transaction query path) under ``build/``; both servers run
+with this interpreter (``PYTHONPATH`` picks the tree), each set up by its own tree's admin client, and are measured
+in alternating blocks so that the machine's load drifts over both alike. Printed: p50/p99/max of the wall time the
+client sees, sequential and with 50 requests in flight (50 client threads), and the new/old ratio; then sequential
+queries on each server while a ``dpareto`` job runs (submitted with the admin token, cancelled afterwards) beside
+its idle figure. SQLite with durable commits (the server's defaults: WAL, ``synchronous=FULL``), and PostgreSQL
+when ``POBO_TEST_POSTGRES_URL`` is set (each server in a database of its own, created and dropped here).
 
-Writes benchmarks/results/service_latency.json. ``--quick``: 50 sequential and 100 concurrent requests.
+A durable commit waits for the disk: the run also prints the p50 of ``fdatasync`` of 4 KiB in the data directory,
+a floor under any durable query's latency. The client's own Python time is inside every figure (with 50 threads it
+competes with the server for the machine's cores). The issue's target is p50 ≤ 3 ms sequential on SQLite.
+
+Writes benchmarks/results/service_latency.json. ``--quick``: 100 sequential, 100 concurrent, 50 during the job.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import harness  # noqa: I001  (first: pins BLAS to one thread)
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
 
 from curator_service.testing import LocalCurator  # noqa: E402
 
-ROWS, FEATURES, IN_FLIGHT = 500, 3, 50
+ROWS, FEATURES, IN_FLIGHT, BLOCK = 500, 3, 50, 100
+REPOSITORY = Path(__file__).resolve().parents[1]
+BASELINE_REF = "68ecd302f441523516c9f93f0defa151fca1e0f6"
+"""main before the one-transaction query path: auth in its own read transaction, then the ORM write transaction."""
+DPARETO = {"label_column": "label", "initial_points": 64, "iterations": 256, "max_epochs": 200}
+"""A front big enough to keep the job running through the measurement (it is cancelled afterwards)."""
+
+# Run by each tree's own interpreter path: the dataset, a gaussian release, a modeler key and its open session.
+SETUP = """
+import json, sys, uuid
+import httpx
+import numpy as np
+from curator_service.admin_client import CuratorAdmin
+url, token, rows, features, queries = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6])
+curator = CuratorAdmin(url, token)
+X = np.random.default_rng(0).uniform(0.0, 1.0, size=(rows, features))
+dataset = curator.register_table(
+    f"latency-{uuid.uuid4().hex[:8]}", X, [f"x{j}" for j in range(features)],
+    evaluator={"kind": "column", "column": "y"}, budget=(10.0, 1e-3),
+    extra_columns={"y": X.sum(axis=1), "label": (X.sum(axis=1) > features / 2).astype(float)},
+    scaling={"kind": "bounds", "lower": [0.0] * features, "upper": [1.0] * features, "diameter": 1.0})
+release = curator.release(dataset.id, "gaussian", 2.0, 1e-5, dim=2)
+key = curator.issue_key([release.id], max_queries=queries)
+with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key.token}"}) as http:
+    session = http.post(f"/v1/releases/{release.id}/sessions", json={}).raise_for_status().json()
+print(json.dumps({"token": key.token, "session": session["id"], "dataset": dataset.id}))
+"""
 
 
-def ready_session(curator: LocalCurator, queries: int) -> tuple[str, int]:
-    """A dataset, a gaussian release, a key allowed ``queries`` queries and its open session."""
-    rng = np.random.default_rng(0)
-    X = rng.uniform(0.0, 1.0, size=(ROWS, FEATURES))
-    dataset = curator.register_table(
-        f"latency-{uuid.uuid4().hex[:8]}", X, [f"x{j}" for j in range(FEATURES)],
-        evaluator={"kind": "column", "column": "y"}, budget=(10.0, 1e-3), extra_columns={"y": X.sum(axis=1)},
-        scaling={"kind": "bounds", "lower": [0.0] * FEATURES, "upper": [1.0] * FEATURES, "diameter": 1.0},
-    )
-    release = curator.release(dataset.id, "gaussian", 2.0, 1e-5, dim=2)
-    key = curator.issue_key([release.id], max_queries=queries)
-    with httpx.Client(base_url=curator.url, headers={"Authorization": f"Bearer {key.token}"}) as http:
-        session = http.post(f"/v1/releases/{release.id}/sessions", json={}).raise_for_status().json()
-    return key.token, session["id"]
+class Server:
+    """One tree's ``pobo-curator serve`` with a ready modeler session."""
+
+    def __init__(self, label: str, tree: Path, data_dir: str, env: dict[str, str], queries: int) -> None:
+        self.label, self.tree = label, tree
+        self.curator = LocalCurator(data_dir, env={**env, "PYTHONPATH": str(tree)}).start()
+        done = subprocess.run([sys.executable, "-c", SETUP, self.curator.url, self.curator.admin_token, str(ROWS),
+                               str(FEATURES), str(queries)], env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree,
+                              capture_output=True, text=True, timeout=600, check=False)
+        if done.returncode != 0:
+            self.curator.stop()
+            raise RuntimeError(f"setting up the {label} server failed:\n{done.stderr[-3000:]}")
+        ready = json.loads(done.stdout.strip().splitlines()[-1])
+        self.token, self.session, self.dataset = ready["token"], ready["session"], ready["dataset"]
+
+    def queries(self, count: int, in_flight: int) -> np.ndarray:
+        """Milliseconds of ``count`` one-index queries, ``in_flight`` at a time."""
+        limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+        # a long read timeout: under 50 in flight a loaded server answered some requests after more than httpx's 5 s
+        with httpx.Client(base_url=self.curator.url, headers={"Authorization": f"Bearer {self.token}"},
+                          limits=limits, timeout=120.0) as http:
+
+            def one(k: int) -> float:
+                body = {"indices": [k % ROWS], "request_id": uuid.uuid4().hex}
+                started = time.perf_counter()
+                http.post(f"/v1/sessions/{self.session}/queries", json=body).raise_for_status()
+                return 1000.0 * (time.perf_counter() - started)
+
+            for k in range(min(5, count)):  # warm-up: connections, the server's table cache
+                one(k)
+            with ThreadPoolExecutor(in_flight) as pool:
+                return np.array(list(pool.map(one, range(count))))
+
+    @contextlib.contextmanager
+    def dpareto_running(self) -> Iterator[int]:
+        """A ``dpareto`` job on the server's dataset, running (yields its id); cancelled on exit."""
+        with httpx.Client(base_url=self.curator.url, timeout=60.0,
+                          headers={"Authorization": f"Bearer {self.curator.admin_token}"}) as admin:
+            job = admin.post("/v1/jobs", json={"kind": "dpareto", "dataset_id": self.dataset, "params": DPARETO})
+            job_id = job.raise_for_status().json()["id"]
+            deadline = time.monotonic() + 120
+            while (status := admin.get(f"/v1/jobs/{job_id}").json()["status"]) != "running":
+                if status != "queued" or time.monotonic() > deadline:
+                    raise RuntimeError(f"the dpareto job on the {self.label} server is {status}, not running")
+                time.sleep(0.2)
+            try:
+                yield job_id
+                if (status := admin.get(f"/v1/jobs/{job_id}").json()["status"]) != "running":
+                    print(f"  (the {self.label} server's dpareto job ended ({status}) during the measurement)")
+            finally:
+                admin.post(f"/v1/jobs/{job_id}/cancel")
+
+    def stop(self) -> None:
+        self.curator.stop()
 
 
-def timed_queries(url: str, token: str, session_id: int, count: int, in_flight: int) -> np.ndarray:
-    """Milliseconds of ``count`` one-index queries, ``in_flight`` at a time."""
-    limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
-    # a long read timeout: under 50 in flight a loaded server answered some requests after more than httpx's 5 s
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, limits=limits,
-                      timeout=120.0) as http:
+def baseline_tree(ref: str) -> Path:
+    """A detached ``git worktree`` of ``ref`` under build/ (made once, reused)."""
+    commit = subprocess.run(["git", "-C", str(REPOSITORY), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    tree = REPOSITORY / "build" / f"service-latency-{commit[:12]}"
+    if not (tree / "curator_service").is_dir():
+        subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "add", "--detach", str(tree), commit],
+                       capture_output=True, text=True, check=True)
+    return tree
 
-        def one(k: int) -> float:
-            body = {"indices": [k % ROWS], "request_id": uuid.uuid4().hex}
+
+def fsync_p50_ms(directory: str, count: int = 200) -> float:
+    """p50 of writing 4 KiB and ``fdatasync`` in ``directory`` (what a durable commit waits for at least)."""
+    path = Path(directory) / "fsync-probe"
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    try:
+        times = []
+        for _ in range(count):
+            os.write(fd, b"\0" * 4096)
             started = time.perf_counter()
-            http.post(f"/v1/sessions/{session_id}/queries", json=body).raise_for_status()
-            return 1000.0 * (time.perf_counter() - started)
+            os.fdatasync(fd)
+            times.append(1000.0 * (time.perf_counter() - started))
+        return float(np.median(times))
+    finally:
+        os.close(fd)
+        path.unlink()
 
-        for k in range(5):  # warm-up: connections, the server's table cache
-            one(k)
-        with ThreadPoolExecutor(in_flight) as pool:
-            return np.array(list(pool.map(one, range(count))))
+
+def summary(ms: np.ndarray) -> dict:
+    p50, p99 = np.percentile(ms, [50, 99])
+    return {"requests": len(ms), "p50_ms": float(p50), "p99_ms": float(p99), "max_ms": float(ms.max())}
 
 
-def measure(label: str, env: dict[str, str], sequential: int, concurrent: int) -> dict:
-    with tempfile.TemporaryDirectory() as data_dir, LocalCurator(data_dir, env=env) as curator:
-        token, session_id = ready_session(curator, sequential + concurrent + 20)
-        result = {}
-        for mode, count, in_flight in (("sequential", sequential, 1), (f"{IN_FLIGHT} in flight", concurrent, IN_FLIGHT)):
-            ms = timed_queries(curator.url, token, session_id, count, in_flight)
-            p50, p99 = np.percentile(ms, [50, 99])
-            print(f"  {label:10s} {mode:13s} n={count:5d}  p50 {p50:6.2f} ms  p99 {p99:7.2f} ms  max {ms.max():7.2f} ms")
-            result[mode] = {"requests": count, "p50_ms": p50, "p99_ms": p99, "max_ms": float(ms.max())}
+def alternating(servers: list[Server], count: int, in_flight: int) -> dict[str, np.ndarray]:
+    """``count`` queries on every server, in alternating blocks (the machine's load drifts over all alike)."""
+    times: dict[str, list[np.ndarray]] = {s.label: [] for s in servers}
+    block = BLOCK if in_flight == 1 else max(BLOCK, 2 * in_flight)
+    for start in range(0, count, block):
+        for server in servers:
+            times[server.label].append(server.queries(min(block, count - start), in_flight))
+    return {label: np.concatenate(parts) for label, parts in times.items()}
+
+
+def print_pair(backend: str, mode: str, results: dict[str, dict]) -> None:
+    for label, r in results.items():
+        print(f"  {backend:10s} {mode:20s} {label:9s} n={r['requests']:5d}  p50 {r['p50_ms']:6.2f} ms  "
+              f"p99 {r['p99_ms']:7.2f} ms  max {r['max_ms']:7.2f} ms")
+    if len(results) == 2:
+        old, new = results.values()
+        print(f"  {backend:10s} {mode:20s} new/old   p50 ×{new['p50_ms'] / old['p50_ms']:.2f}  "
+              f"p99 ×{new['p99_ms'] / old['p99_ms']:.2f}")
+
+
+@contextlib.contextmanager
+def postgres_databases(url: str, names: list[str]) -> Iterator[list[str]]:
+    """A fresh database per server on ``url``'s PostgreSQL server (each tree migrates its own), dropped on exit."""
+    import psycopg
+
+    base = make_url(url)
+    admin_dsn = base.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
+    databases = [f"pobo_latency_{name}_{uuid.uuid4().hex[:6]}" for name in names]
+    with psycopg.connect(admin_dsn, autocommit=True) as connection:
+        for database in databases:
+            connection.execute(f'CREATE DATABASE "{database}"')
+        try:
+            yield [base.set(database=d).render_as_string(hide_password=False) for d in databases]
+        finally:
+            for database in databases:
+                connection.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def measure(backend: str, trees: dict[str, Path], envs: list[dict[str, str]], args: argparse.Namespace) -> dict:
+    with contextlib.ExitStack() as stack:
+        data_dirs = [stack.enter_context(tempfile.TemporaryDirectory()) for _ in trees]
+        queries = args.sequential + args.concurrent + args.during_job + 100
+        servers = []
+        for (label, tree), data_dir, env in zip(trees.items(), data_dirs, envs, strict=True):
+            servers.append(Server(label, tree, data_dir, env, queries))
+            stack.callback(servers[-1].stop)
+        result: dict = {}
+        for mode, count, in_flight in (("sequential", args.sequential, 1),
+                                       (f"{IN_FLIGHT} in flight", args.concurrent, IN_FLIGHT)):
+            result[mode] = {label: summary(ms) for label, ms in alternating(servers, count, in_flight).items()}
+            print_pair(backend, mode, result[mode])
+        if args.during_job:
+            result["sequential during dpareto"] = {}
+            for server in servers:
+                with server.dpareto_running():
+                    result["sequential during dpareto"][server.label] = summary(server.queries(args.during_job, 1))
+                idle, busy = result["sequential"][server.label], result["sequential during dpareto"][server.label]
+                print(f"  {backend:10s} {'during dpareto':20s} {server.label:9s} n={busy['requests']:5d}  "
+                      f"p50 {busy['p50_ms']:6.2f} ms  p99 {busy['p99_ms']:7.2f} ms  (idle p50 {idle['p50_ms']:.2f} "
+                      f"ms; busy/idle ×{busy['p50_ms'] / idle['p50_ms']:.2f})")
+        if backend == "SQLite":
+            result["fdatasync_p50_ms"] = fsync_p50_ms(data_dirs[-1])
+            print(f"  {backend:10s} fdatasync of 4 KiB in the data directory: p50 {result['fdatasync_p50_ms']:.2f} ms "
+                  "(the floor under a durable commit)")
         return result
 
 
@@ -79,14 +229,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sequential", type=int, default=1000)
     parser.add_argument("--concurrent", type=int, default=1000)
-    harness.add_quick(parser, "50 sequential and 100 concurrent requests")
+    parser.add_argument("--during-job", type=int, default=300,
+                        help="sequential queries on each server while a dpareto job runs (0: skip)")
+    parser.add_argument("--baseline-ref", default=BASELINE_REF,
+                        help="the commit whose query path is measured beside this tree's ('' : this tree only)")
+    harness.add_quick(parser, "100 sequential, 100 concurrent, 50 during the job")
     args = parser.parse_args()
-    sequential, concurrent = (50, 100) if args.quick else (args.sequential, args.concurrent)
-    print(f"one-index queries against pobo-curator serve on loopback (load average {os.getloadavg()[0]:.1f}):")
-    results = {"load_average_1min": os.getloadavg()[0], "sqlite": measure("SQLite", {}, sequential, concurrent)}
+    if args.quick:
+        args.sequential, args.concurrent, args.during_job = 100, 100, min(args.during_job, 50)
+    trees = {"old": baseline_tree(args.baseline_ref)} if args.baseline_ref else {}
+    trees["new"] = REPOSITORY
+    print(f"one-index queries against pobo-curator serve on loopback (load average {os.getloadavg()[0]:.1f}; "
+          f"old = {args.baseline_ref[:12] or '-'}, new = this tree):")
+    results = {"load_average_1min": os.getloadavg()[0], "baseline_ref": args.baseline_ref,
+               "sqlite": measure("SQLite", trees, [{} for _ in trees], args)}
     postgres = os.environ.get("POBO_TEST_POSTGRES_URL")
     if postgres:
-        results["postgresql"] = measure("PostgreSQL", {"POBO_DATABASE_URL": postgres}, sequential, concurrent)
+        with postgres_databases(postgres, list(trees)) as urls:
+            results["postgresql"] = measure("PostgreSQL", trees, [{"POBO_DATABASE_URL": u} for u in urls], args)
+    results["load_average_1min_after"] = os.getloadavg()[0]
     print(f"wrote {harness.write_json('service_latency', results, quick=args.quick)}")
 
 

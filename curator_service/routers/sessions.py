@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from curator_service.routers.auth import AnyRole, Modeler
+from curator_service.routers.auth import AnyRole, Modeler, ModelerRoute
 from curator_service.routers.params import ReleaseFilter, ReleaseId, SessionId
 from curator_service.services import queries
 from shared.api.schemas import QueryList, QueryRequest, QueryResponse, SessionOut
@@ -12,12 +12,15 @@ from shared.api.schemas import QueryList, QueryRequest, QueryResponse, SessionOu
 router = APIRouter(tags=["sessions and queries"])
 
 
-@router.post("/v1/releases/{release_id}/sessions", status_code=201, response_model=SessionOut,
-             summary="Open a session on a release (modeler key)")
-def open_session(request: Request, principal: Modeler, release_id: ReleaseId) -> SessionOut:
+def open_session(request: Request, caller: Modeler, release_id: ReleaseId) -> SessionOut:
     """Opens a modeling session on a release in the key's scope; queries in it are charged to the key's query budget."""
     with request.app.state.db.write() as session:
-        return queries.open_session(session, request.app.state.settings, principal, release_id)
+        return queries.open_session(session, request.app.state.settings, caller.principal(session), release_id)
+
+
+router.add_api_route("/v1/releases/{release_id}/sessions", open_session, methods=["POST"], status_code=201,
+                     response_model=SessionOut, summary="Open a session on a release (modeler key)",
+                     route_class_override=ModelerRoute)
 
 
 @router.get("/v1/sessions", response_model=list[SessionOut], summary="Sessions this caller may see")
@@ -38,15 +41,19 @@ def get_session(request: Request, principal: AnyRole, session_id: SessionId) -> 
         return queries.get_session(session, principal, session_id)
 
 
-@router.post("/v1/sessions/{session_id}/queries", response_model=QueryResponse,
-             summary="Measure rows by index (charged to the key's query budget)")
-def create_queries(request: Request, principal: Modeler, session_id: SessionId, body: QueryRequest) -> QueryResponse:
+def create_queries(request: Request, caller: Modeler, session_id: SessionId, body: QueryRequest) -> QueryResponse:
     """Measures rows by index: the curator measures each preimage row (or returns its private measurement) and stores
     the answer before responding; a manual evaluator's queries stay pending. Each index is charged to the key's query
-    budget once; a repeated request_id returns the stored results uncharged."""
+    budget once; a repeated request_id returns the stored results uncharged. At most 1,000 indices per request."""
     state = request.app.state
-    with state.db.write() as session:
+    with state.db.write() as session:  # the one transaction of the request: the key lookup, answers, charge, audit
+        principal = caller.principal(session)
         return queries.create_queries(session, state.tables, state.settings, principal, session_id, body)
+
+
+router.add_api_route("/v1/sessions/{session_id}/queries", create_queries, methods=["POST"],
+                     response_model=QueryResponse, summary="Measure rows by index (charged to the key's query budget)",
+                     route_class_override=ModelerRoute)
 
 
 @router.get("/v1/sessions/{session_id}/queries", response_model=QueryList,

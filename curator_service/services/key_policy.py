@@ -6,7 +6,7 @@
 * **Jobs.** A modeler key runs only the job kinds its policy lists (none by default: it cannot spend a dataset's
   budget); a curator key runs every kind unless its policy lists fewer. Anything else is a 403.
 * **Expiry.** From ``expires_at`` on the key authenticates nothing (401), like a revoked key
-  (:func:`curator_service.services.policy.check_live`).
+  (:func:`curator_service.services.policy.live_key`).
 
 The cap and the job permission are enforced when the ledger and the jobs table are written (a ``before_flush``
 check on every session), like a database constraint: whichever service adds a charge or a job, the release path,

@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy import ColumnElement, false, select, true
+from sqlalchemy import ColumnElement, Row as SqlRow, bindparam, false, select, true
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import get_or_404, not_found
@@ -60,25 +60,38 @@ ADMIN = Principal(role="curator")
 """The admin token's principal (also what the command line and the console act as with it)."""
 
 
-def principal_for_token(session: Session, token: str, admin_token: str | None) -> Principal:
-    """The caller a bearer token stands for; 401 with a sentence when it stands for nobody."""
+def principal_for_token(session: Session, token: str, admin_token: str | None, *, lock: bool = False) -> Principal:
+    """The caller a bearer token stands for; 401 with a sentence when it stands for nobody. ``lock``: the key's row
+    is locked ``FOR UPDATE`` (a write transaction that then charges the key: the query path)."""
     if admin_token and hmac.compare_digest(token.encode(), admin_token.encode()):
         return ADMIN
-    key = session.scalars(select(ApiKey).where(ApiKey.token_hash == hash_token(token))).one_or_none()
-    if key is None:
-        raise ApiError(401, "unauthorized", "the token is not valid; check it or ask the curator for a new key")
-    check_live(session, key)
+    key = live_key(session, token, lock=lock)
     return Principal(role=key.role, key_id=key.id, name=key.name, release_ids=frozenset(key.release_ids))
 
 
-def check_live(session: Session, key: ApiKey) -> None:
-    """401 for a revoked key, and for one past its policy's ``expires_at`` (:mod:`.key_policy`)."""
+_keys, _policies = ApiKey.__table__, KeyPolicy.__table__
+LIVE_KEY = (select(_keys.c.id, _keys.c.name, _keys.c.role, _keys.c.release_ids, _keys.c.revoked,
+                   _policies.c.expires_at)
+            .select_from(_keys.outerjoin(_policies, _policies.c.key_id == _keys.c.id))
+            .where(_keys.c.token_hash == bindparam("token_hash")))
+"""A key and its policy's expiry in one statement, built once (SQLAlchemy Core: no ORM objects, and per request only
+the parameters change)."""
+LOCKED_LIVE_KEY = LIVE_KEY.with_for_update(of=_keys)
+
+
+def live_key(session: Session, token: str, *, lock: bool = False) -> SqlRow:
+    """The key whose stored SHA-256 matches the token (looked up by that hash, so nothing is compared character by
+    character against a secret), if it is live; 401 with a sentence otherwise."""
+    statement = LOCKED_LIVE_KEY if lock else LIVE_KEY
+    key = session.connection().execute(statement, {"token_hash": hash_token(token)}).one_or_none()
+    if key is None:
+        raise ApiError(401, "unauthorized", "the token is not valid; check it or ask the curator for a new key")
     if key.revoked:
         raise ApiError(401, "unauthorized", "this key was revoked; ask the curator for a new key")
-    policy = session.get(KeyPolicy, key.id)
-    if policy is not None and policy.expires_at is not None and policy.expires_at <= utcnow():
-        raise ApiError(401, "unauthorized", f"this key expired at {policy.expires_at.isoformat()}; ask the curator "
+    if key.expires_at is not None and key.expires_at <= utcnow():  # a policy's expiry (:mod:`.key_policy`)
+        raise ApiError(401, "unauthorized", f"this key expired at {key.expires_at.isoformat()}; ask the curator "
                        "for a new key")
+    return key
 
 
 def may_see(session: Session, principal: Principal, row: object) -> bool:

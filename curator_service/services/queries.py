@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import math
 
-from sqlalchemy import select
+from sqlalchemy import Connection, Row, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.blobs import TableCache, decode_matrix
-from curator_service.persistence.db import get_or_404
+from curator_service.persistence.db import get_or_404, not_found
 from curator_service.persistence.models import ApiKey, Dataset, ModelingSession, Query, QueryBatch, Release, utcnow
 from curator_service.services.audit import record
 from curator_service.services.datasets import cached_table
 from curator_service.services.evaluators import measure
-from curator_service.services.policy import Principal, check_live, visible, visible_or_404
+from curator_service.services.policy import Principal, visible, visible_or_404
 from curator_service.services.releases import check_served
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
@@ -35,7 +35,7 @@ def session_out(session: Session, modeling: ModelingSession) -> SessionOut:
     )
 
 
-def query_result(query: Query) -> QueryResult:
+def query_result(query: Query | Row) -> QueryResult:
     return QueryResult(query_id=query.id, index=query.row_index, status=query.status, value=query.value)
 
 
@@ -79,57 +79,85 @@ def list_session_queries(session: Session, principal: Principal, session_id: int
 
 
 # --- queries: create_queries and its steps ---------------------------------------------------------------------
+# The hot path (issue 15): SQLAlchemy Core statements built once, run on the caller's one write transaction's
+# connection, no ORM objects (the ORM's identity map and unit-of-work flush cost more than the statements).
+
+_sessions, _keys, _releases, _datasets = (ModelingSession.__table__, ApiKey.__table__, Release.__table__,
+                                          Dataset.__table__)
+_batches, _queries = QueryBatch.__table__, Query.__table__
+
+QUERY_CONTEXT = (
+    select(_sessions.c.key_id, _sessions.c.status, _keys.c.max_queries, _keys.c.used_queries, _releases.c.id,
+           _releases.c.n, _releases.c.mechanism, _releases.c.seeded,
+           _releases.c.measurements.is_not(None).label("private"), _releases.c.dataset_id, _datasets.c.evaluator,
+           _datasets.c.simulation_key)
+    .select_from(_sessions.join(_keys, _keys.c.id == _sessions.c.key_id)
+                 .join(_releases, _releases.c.id == _sessions.c.release_id)
+                 .join(_datasets, _datasets.c.id == _releases.c.dataset_id))
+    .where(_sessions.c.id == bindparam("session_id"))
+)
+"""What a query needs of its session, key, release and dataset, in one statement. Its ``id``, ``n``, ``mechanism``
+and ``seeded`` are the release's, so the row serves :func:`check_served` and :func:`check_indices` as a release."""
+STORED_BATCH = (
+    select(_queries.c.id, _queries.c.row_index, _queries.c.status, _queries.c.value)
+    .select_from(_queries.join(_batches, _batches.c.id == _queries.c.batch_id))
+    .where(_batches.c.session_id == bindparam("session_id"), _batches.c.request_id == bindparam("request_id"))
+    .order_by(_queries.c.id)
+)
+PRIVATE_MEASUREMENTS = select(_releases.c.measurements).where(_releases.c.id == bindparam("release_id"))
+INSERT_BATCH = _batches.insert().returning(_batches.c.id)
+INSERT_QUERIES = _queries.insert().returning(_queries.c.id, sort_by_parameter_order=True)
+CHARGE_KEY = (update(_keys).where(_keys.c.id == bindparam("key_id"))
+              .values(used_queries=_keys.c.used_queries + bindparam("count")))
 
 
 def create_queries(session: Session, tables: TableCache, settings: Settings, principal: Principal, session_id: int,
                    body: QueryRequest) -> QueryResponse:
-    """Measures rows by index in the caller's write transaction: the answers, the key's charge and the audit
-    event commit together."""
-    modeling = visible_or_404(session, principal, ModelingSession, session_id)
-    key = locked_live_key(session, modeling)
-    if (stored := replayed(session, modeling, body)) is not None:
+    """Measures rows by index in the caller's write transaction, which looked up and locked the caller's key
+    (:func:`~curator_service.services.policy.principal_for_token` with ``lock``): the answers, the key's charge and
+    the audit event commit together."""
+    connection = session.connection()
+    context = query_context(connection, principal, session_id)
+    if (stored := replayed(connection, session_id, body)) is not None:
         return stored
-    release = queryable_release(session, settings, modeling)
-    check_indices(release, body.indices)
-    check_query_budget(key, len(body.indices))
-    queries = store_answers(session, modeling, body, answers(session, tables, release, body.indices))
-    key.used_queries += len(queries)
-    record(session, principal, "query.create", f"session:{session_id} ({len(queries)} queries)")
-    return QueryResponse(results=[query_result(q) for q in queries])
+    check_queryable(settings, session_id, context)
+    check_indices(context, body.indices)
+    check_query_budget(context, len(body.indices))
+    results = store_answers(connection, session_id, body, answers(session, tables, context, body.indices))
+    connection.execute(CHARGE_KEY, {"key_id": principal.key_id, "count": len(results)})
+    record(session, principal, "query.create", f"session:{session_id} ({len(results)} queries)")
+    return QueryResponse(results=results)
 
 
-def locked_live_key(session: Session, modeling: ModelingSession) -> ApiKey:
-    """The session's key, locked (this serialises the key's charges, and its repeats of one request_id)."""
-    key = get_or_404(session, ApiKey, modeling.key_id, lock=True)
-    check_live(session, key)
-    return key
+def query_context(connection: Connection, principal: Principal, session_id: int) -> Row:
+    """The session's context, or the same 404 whether it does not exist or is another key's."""
+    context = connection.execute(QUERY_CONTEXT, {"session_id": session_id}).one_or_none()
+    if context is None or context.key_id != principal.key_id:
+        raise not_found(ModelingSession, session_id)
+    return context
 
 
-def replayed(session: Session, modeling: ModelingSession, body: QueryRequest) -> QueryResponse | None:
+def replayed(connection: Connection, session_id: int, body: QueryRequest) -> QueryResponse | None:
     """The stored results of a repeated ``request_id`` (None: a new request); 409 if it named other indices."""
     if body.request_id is None:
         return None
-    batch = session.scalars(select(QueryBatch).where(QueryBatch.session_id == modeling.id,
-                                                     QueryBatch.request_id == body.request_id)).one_or_none()
-    if batch is None:
+    stored = connection.execute(STORED_BATCH, {"session_id": session_id, "request_id": body.request_id}).all()
+    if not stored:  # a batch always holds at least one query
         return None
-    queries = session.scalars(select(Query).where(Query.batch_id == batch.id).order_by(Query.id)).all()
-    if [q.row_index for q in queries] != body.indices:
-        raise ApiError(409, "conflict", f"request_id {batch.request_id!r} was already used for other indices; "
+    if [q.row_index for q in stored] != body.indices:
+        raise ApiError(409, "conflict", f"request_id {body.request_id!r} was already used for other indices; "
                        "use a new request_id for a new request")
-    return QueryResponse(results=[query_result(q) for q in queries])
+    return QueryResponse(results=[query_result(q) for q in stored])
 
 
-def queryable_release(session: Session, settings: Settings, modeling: ModelingSession) -> Release:
-    """The session's release, if the session is open and this server still serves the release."""
-    if modeling.status != "open":
-        raise ApiError(409, "conflict", f"session {modeling.id} is closed; open a new session to query again")
-    release = session.get(Release, modeling.release_id)
-    check_served(settings, release)
-    return release
+def check_queryable(settings: Settings, session_id: int, context: Row) -> None:
+    """The session is open and this server still serves its release."""
+    if context.status != "open":
+        raise ApiError(409, "conflict", f"session {session_id} is closed; open a new session to query again")
+    check_served(settings, context)
 
 
-def check_indices(release: Release, indices: list[int]) -> None:
+def check_indices(release: Release | Row, indices: list[int]) -> None:
     bad = next((i for i in indices if not 0 <= i < release.n), None)
     if bad is not None:
         raise ApiError(422, "validation_error",
@@ -137,7 +165,7 @@ def check_indices(release: Release, indices: list[int]) -> None:
                        f"{release.n} rows)")
 
 
-def check_query_budget(key: ApiKey, count: int) -> None:
+def check_query_budget(key: ApiKey | Row, count: int) -> None:
     remaining = key.max_queries - key.used_queries
     if count > remaining:
         raise ApiError(409, "query_budget_exhausted",
@@ -145,30 +173,32 @@ def check_query_budget(key: ApiKey, count: int) -> None:
                        f"{count}; ask for fewer or ask the curator for a new key")
 
 
-def answers(session: Session, tables: TableCache, release: Release, indices: list[int]) -> list[float | None]:
+def answers(session: Session, tables: TableCache, context: Row, indices: list[int]) -> list[float | None]:
     """The answers for rows ``indices``: with private measurements, the ỹ drawn once at release time (no evaluator
-    runs, so no error, pending state or timing depends on y); otherwise the dataset's evaluator (None: pending)."""
-    if release.measurements is not None:
-        private_y = decode_matrix(release.measurements)
+    runs, so no error, pending state or timing depends on y); otherwise the dataset's evaluator (None: pending).
+    A column evaluator's time does not depend on y (an array lookup); a python evaluator is the curator's code."""
+    if context.private:
+        blob = session.connection().execute(PRIVATE_MEASUREMENTS, {"release_id": context.id}).scalar_one()
+        private_y = decode_matrix(blob)
         return [float(private_y[i]) for i in indices]
-    dataset = session.get(Dataset, release.dataset_id)
-    table = cached_table(tables, dataset)
-    return [measure(dataset.evaluator, table, i, dataset.simulation_key) for i in indices]
+    # The dataset's ORM row (and its table blob) is read only when the decoded table is not cached.
+    table = tables.get(context.dataset_id, lambda: cached_table(tables, session.get(Dataset, context.dataset_id)))
+    return [measure(context.evaluator, table, i, context.simulation_key) for i in indices]
 
 
-def store_answers(session: Session, modeling: ModelingSession, body: QueryRequest,
-                  values: list[float | None]) -> list[Query]:
+def store_answers(connection: Connection, session_id: int, body: QueryRequest,
+                  values: list[float | None]) -> list[QueryResult]:
     """One batch (keyed by ``request_id``) holding a query per index, done or pending."""
-    batch = QueryBatch(session_id=modeling.id, request_id=body.request_id)
-    session.add(batch)
-    session.flush()
-    queries = [Query(session_id=modeling.id, batch_id=batch.id, row_index=index,
-                     status="pending" if value is None else "done", value=value,
-                     answered_at=None if value is None else utcnow())
-               for index, value in zip(body.indices, values, strict=True)]
-    session.add_all(queries)
-    session.flush()
-    return queries
+    now = utcnow()
+    batch_id = connection.execute(INSERT_BATCH, {"session_id": session_id, "request_id": body.request_id,
+                                                 "created_at": now}).scalar_one()
+    rows = [{"session_id": session_id, "batch_id": batch_id, "row_index": index, "value": value,
+             "status": "pending" if value is None else "done", "answered_at": None if value is None else now,
+             "created_at": now}
+            for index, value in zip(body.indices, values, strict=True)]
+    ids = connection.execute(INSERT_QUERIES, rows).scalars()
+    return [QueryResult(query_id=query_id, index=row["row_index"], status=row["status"], value=row["value"])
+            for query_id, row in zip(ids, rows, strict=True)]
 
 
 # --- manual measurements ---------------------------------------------------------------------------------------
