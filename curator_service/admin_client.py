@@ -7,12 +7,15 @@ The ``pobo-curator`` admin commands, the demo, the benchmarks and the tests' har
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+import uuid
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from shared.api.errors import ApiError
 from shared.api.governance import KeyCreateWithPolicy
 from shared.api.http_client import ApiClient
 from shared.api.schemas import (
@@ -40,6 +43,19 @@ from shared.api.schemas import (
     RowOrder,
     SessionOut,
 )
+
+
+JOB_ENDED = frozenset({"succeeded", "failed", "cancelled"})
+POLL_SECONDS = 1.0
+"""How often a followed job is polled: progress moves per chunk (seconds), and a poll is one cheap read."""
+
+
+class JobNotSucceeded(ApiError):
+    """A followed job ended failed or cancelled (code ``job_failed`` / ``job_cancelled``); ``job`` says why."""
+
+    def __init__(self, job: JobOut) -> None:
+        super().__init__(409, f"job_{job.status}", f"job {job.id} ({job.kind}) {job.status}: {job.message}")
+        self.job = job
 
 
 def _list(api: ApiClient, path: str, model: type, params: Mapping[str, Any] | None = None) -> list:
@@ -135,9 +151,28 @@ class CuratorAdmin:
 
     # --- releases -------------------------------------------------------------------------------------------
 
-    def create_release(self, dataset_id: int, body: ReleaseCreate) -> ReleaseOut:
+    def submit_release(self, dataset_id: int, body: ReleaseCreate) -> ReleaseOut | JobOut:
+        """POSTs the release under ``body.request_id`` (a fresh UUID when unset): the release when the server
+        finished it within its wait (201), else its job (202). A dropped connection or a timeout is retried with
+        the same request_id, so the release is made and charged once however often the POST is sent."""
+        if body.request_id is None:
+            body = body.model_copy(update={"request_id": str(uuid.uuid4())})
         with self.admin() as api:
-            return api.post(f"{API_PREFIX}/datasets/{dataset_id}/releases", body, model=ReleaseOut)
+            response = api.request("POST", f"{API_PREFIX}/datasets/{dataset_id}/releases",
+                                   json=body.model_dump(mode="json", exclude_none=True))
+        return (JobOut if response.status_code == 202 else ReleaseOut).model_validate(response.json())
+
+    def create_release(self, dataset_id: int, body: ReleaseCreate,
+                       on_progress: Callable[[JobOut], None] | None = None) -> ReleaseOut:
+        """Makes a release and returns it, following its job to the end when the server answered 202 (no overall
+        timeout: a large release takes minutes). ``on_progress(job)`` at every poll. Raises
+        :class:`JobNotSucceeded` when the job failed or was cancelled (nothing charged then)."""
+        made = self.submit_release(dataset_id, body)
+        return made if isinstance(made, ReleaseOut) else self.release_of(self.follow_job(made.id, on_progress))
+
+    def release_of(self, job: JobOut) -> ReleaseOut:
+        """The release a succeeded ``release`` job stored."""
+        return self.release_info(job.result["release_id"])
 
     def release(self, dataset_id: int, mechanism: str, epsilon: float, delta: float, dim: int | str = "auto",
                 seed: int | None = None) -> ReleaseOut:
@@ -210,3 +245,20 @@ class CuratorAdmin:
     def cancel_job(self, job_id: int) -> JobOut:
         with self.admin() as api:
             return api.post(f"{API_PREFIX}/jobs/{job_id}/cancel", model=JobOut)
+
+    def follow_job(self, job_id: int, on_progress: Callable[[JobOut], None] | None = None,
+                   poll_seconds: float = POLL_SECONDS) -> JobOut:
+        """Polls a job until it ends and returns it succeeded; ``on_progress(job)`` at every poll. No overall
+        timeout (each poll retries through a curator restart); :class:`JobNotSucceeded` if it failed or was
+        cancelled."""
+        with self.admin() as api:
+            while True:
+                job = api.get(f"{API_PREFIX}/jobs/{job_id}", model=JobOut)
+                if on_progress is not None:
+                    on_progress(job)
+                if job.status in JOB_ENDED:
+                    break
+                time.sleep(poll_seconds)
+        if job.status != "succeeded":
+            raise JobNotSucceeded(job)
+        return job

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+from curator_service.admin_client import CuratorAdmin
 from curator_service.cli.common import (
     DEFAULT_URL,
     USAGE_ERROR,
@@ -16,13 +18,16 @@ from curator_service.cli.common import (
     cell,
     console,
     curator,
+    errors,
     fail,
     numbers,
     print_json,
     show,
     show_step,
+    single,
 )
-from shared.api.schemas import ReleaseCreate, ReleaseOut
+from curator_service.cli.jobs import JOB_COLUMNS
+from shared.api.schemas import JobOut, ReleaseCreate, ReleaseOut
 
 release_app = typer.Typer(help="Make, list and show releases of a dataset's inputs.", no_args_is_help=True)
 
@@ -30,7 +35,7 @@ DEFAULT_RELEASE_DELTA = 1e-6
 RELEASE_FLAGS = {"mechanism": "--mechanism", "epsilon": "--epsilon", "delta": "--delta", "dim": "--dim",
                  "projection": "--projection", "pca.share": "--pca-share", "pca.clip_norm": "--pca-clip-norm",
                  "measurements.clip": "--measurements-clip", "measurements.share": "--measurements-share",
-                 "seed": "--seed"}
+                 "seed": "--seed", "request_id": "--request-id"}
 
 Projection = Annotated[str, typer.Option(help="gaussian: auto (identity at r = d, haar above, jl below), identity, "
                                          "haar, jl, or pca (with --pca-share and --pca-clip-norm).")]
@@ -75,17 +80,48 @@ def release_create(
     measurements_clip: MeasurementsClip = None,
     measurements_share: MeasurementsShare = None,
     seed: Annotated[int | None, typer.Option(help="Research mode only.")] = None,
+    request_id: Annotated[str | None, typer.Option(help="Idempotency key (default: a fresh UUID). Run the command "
+                                                   "again with the same one to pick up a release whose outcome you "
+                                                   "did not see: it is made and charged once.")] = None,
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="Print the release's job and exit instead of following "
+                                          "it (`pobo-curator jobs show ID` later; its result names the release).")]
+    = False,
     as_json: Json = False,
     url: Url = DEFAULT_URL,
     token: Token = "",
 ) -> None:
-    """Release a dataset's inputs, and optionally private measurements (charged once to its budget)."""
-    values = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "seed": seed,
+    """Release a dataset's inputs, and optionally private measurements (charged once to its budget, when stored).
+
+    A large release runs as a job: the command follows it with a progress bar until it is stored (no time limit;
+    Ctrl-C stops following and leaves it running; `pobo-curator jobs cancel ID` stops it uncharged)."""
+    values = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "seed": seed, "request_id": request_id,
               **release_options(dim, projection, pca_share, pca_clip_norm, measurements_clip, measurements_share)}
     body = build(ReleaseCreate, values, RELEASE_FLAGS)
     with curator(url, token, RELEASE_FLAGS) as admin:
-        out = admin.create_release(dataset, body)
-    show_releases(out, "release", as_json)
+        made = admin.submit_release(dataset, body)
+        if isinstance(made, JobOut):
+            if no_wait:
+                single(made, as_json, JOB_COLUMNS, f"release job {made.id} (follow: pobo-curator jobs show {made.id})")
+                return
+            made = follow_release(admin, made)
+    show_releases(made, "release", as_json)
+
+
+def follow_release(admin: CuratorAdmin, job: JobOut) -> ReleaseOut:
+    """Follows a release's job with a progress bar on stderr (stdout stays the result) and returns the release."""
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=errors, transient=True) as bar:
+        task = bar.add_task(f"release job {job.id}", total=1.0, completed=job.progress)
+
+        def update(current: JobOut) -> None:
+            bar.update(task, completed=current.progress,
+                       description=f"release job {current.id}: {current.message or current.status}")
+
+        try:
+            return admin.release_of(admin.follow_job(job.id, update))
+        except KeyboardInterrupt:
+            fail(f"stopped following release job {job.id}; it keeps running: `pobo-curator jobs show {job.id}` "
+                 f"follows it, `pobo-curator jobs cancel {job.id}` stops it before it is charged", 130)
 
 
 @release_app.command("list")

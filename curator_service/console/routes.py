@@ -208,11 +208,16 @@ async def make_release(request: Request, api: Console, dataset_id: int) -> Redir
                 "delta": number(form, "delta", "δ"),
                 "dim": dim if dim == "auto" else whole_number(form, "dim", "The dimension r")}
 
-    return await act(
-        f"/console/datasets/{dataset_id}", lambda: api.post(f"/v1/datasets/{dataset_id}/releases", body()),
-        lambda r: f"Release {r['id']} made ({r['mechanism']}, {'certified' if r['certified'] else 'NOT certified'}, "
-                  f"ε {r['epsilon']:g}).",
-    )
+    back = f"/console/datasets/{dataset_id}"
+    try:
+        made = await api.post(f"/v1/datasets/{dataset_id}/releases", body())
+    except ApiRefusal as refusal:
+        return refused(back, refusal)
+    if made.get("kind") == "release":  # 202: the release's job is still running; its page shows the progress
+        return redirect(f"/console/jobs/{made['id']}", f"Release job {made['id']} is running; the release is "
+                        "stored and charged when it finishes (cancel it here to charge nothing).")
+    return redirect(back, f"Release {made['id']} made ({made['mechanism']}, "
+                          f"{'certified' if made['certified'] else 'NOT certified'}, ε {made['epsilon']:g}).")
 
 
 @router.post("/datasets/{dataset_id}/budget")

@@ -1,30 +1,70 @@
-"""Releases of a dataset's inputs: create (charged), list, read, download Z, the reconstruction audit."""
+"""Releases of a dataset's inputs: create (a job, charged when stored), list, read, download Z, the reconstruction
+audit."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
 
 from curator_service.routers.auth import AnyRole, Curator
 from curator_service.routers.params import DatasetFilter, DatasetId, Offset, ReleaseId
-from curator_service.services import audit, reconstruction, releases
-from shared.api.schemas import InputsPage, ReconstructionAuditOut, ReconstructionAuditRequest, ReleaseCreate, ReleaseOut
+from curator_service.services import audit, jobs, reconstruction, releases
+from shared.api.errors import ApiError
+from shared.api.schemas import (
+    InputsPage,
+    JobCreate,
+    JobOut,
+    ReconstructionAuditOut,
+    ReconstructionAuditRequest,
+    ReleaseCreate,
+    ReleaseOut,
+)
 
 router = APIRouter(tags=["releases"])
 
 NPY = "application/x-npy"
 
 
-@router.post("/v1/datasets/{dataset_id}/releases", status_code=201, response_model=ReleaseOut,
-             summary="Release a dataset's inputs (charged to its budget)")
-def create_release(request: Request, principal: Curator, dataset_id: DatasetId, body: ReleaseCreate) -> ReleaseOut:
+@router.post(
+    "/v1/datasets/{dataset_id}/releases", status_code=201, response_model=ReleaseOut,
+    summary="Release a dataset's inputs (a job; charged to the budget when stored)",
+    responses={
+        200: {"model": ReleaseOut, "description": "A retry of a `request_id` whose release is stored: that release."},
+        202: {"model": JobOut, "description": "The release's job, still running (or ended without a release: its "
+                                              "status and message say why); `Location` is the job's URL. Its result is "
+                                              "`{\"release_id\": N}` once stored."},
+    },
+)
+def create_release(request: Request, response: Response, principal: Curator, dataset_id: DatasetId,
+                   body: ReleaseCreate) -> ReleaseOut | JSONResponse:
     """Releases a dataset's inputs with a mechanism and (ε, δ, dim): the certified `gaussian` (optionally with private
-    measurements or DP-PCA), or the uncertified `po-gp-ucb` when the operator enables it. Charged to the dataset's
-    budget in the transaction that stores it; refused if it would overdraw. The projection matrix is never stored or
-    returned."""
+    measurements or DP-PCA), or the uncertified `po-gp-ucb` when the operator enables it. The release runs as a job of
+    kind `release` on the curator's workers (the noise in row chunks across them). The request waits for it up to
+    `POBO_RELEASE_WAIT_SECONDS` (default 2 s): finished, the answer is the release (201); otherwise the job (202, with
+    `Location: /v1/jobs/{id}`): follow its progress there, cancel it with `POST /v1/jobs/{id}/cancel`. The release is
+    charged to the dataset's budget in the transaction that stores it, at the end (a cancelled one costs nothing);
+    submission already refuses one that does not fit (409 budget_exceeded). With a `request_id`, a retry returns the
+    same job or release (200 once stored) and is charged once; the same `request_id` with another body is a 409. The
+    projection matrix is never stored or returned."""
     state = request.app.state
-    return releases.create_release(state.db, state.tables, state.settings, principal, dataset_id, body)
+    with state.db.read() as session:
+        releases.check_release_request(session, state.settings, dataset_id, body)
+    submitted = JobCreate(kind="release", dataset_id=dataset_id, params=releases.release_params(body),
+                          request_id=body.request_id)
+    job, created = jobs.submit_job(state.db, state.settings, principal, submitted)
+    if created:
+        state.jobs.submit(job.id)
+    finished = jobs.wait_for_job(state.db, job.id, state.settings.release_wait_seconds)
+    if finished.status == "succeeded":
+        response.status_code = 201 if created else 200
+        with state.db.read() as session:
+            return releases.stored_release_out(session, state.settings, finished.result["release_id"])
+    if finished.status == "failed" and (error := (finished.result or {}).get("error")) is not None:
+        raise ApiError(error["status"], error["code"], finished.message)  # refused within the wait: as before jobs
+    return JSONResponse(jobs.job_out(finished).model_dump(mode="json"), status_code=202,
+                        headers={"Location": f"/v1/jobs/{job.id}"})
 
 
 @router.get("/v1/releases", response_model=list[ReleaseOut], summary="Releases this caller may see")

@@ -1,8 +1,10 @@
 """Releases of a dataset's inputs: the certified ``gaussian`` mechanism and the uncertified ``po-gp-ucb``.
 
-Z is computed before the database transaction (it can take a while); the transaction then locks the
-dataset, checks the budget and stores the release with its ledger entry. The projection matrix lives
-only inside the mechanism's function call: it is never stored, logged or returned.
+A release is made by a job of kind ``release`` (:mod:`curator_service.jobs.kinds.release`) on the cluster: the
+request is checked here (:func:`check_release_request`), the job computes Z (:func:`compute_release`, the noise in
+row chunks across the workers) and its commit stores it with its ledger entry in one write transaction, which locks
+the dataset and checks the budget (:func:`store_release`). The projection matrix lives only inside the mechanism's
+function call and its chunk tasks: it is never stored, logged or returned.
 
 A ``gaussian`` release may carry private measurements: every row is measured at release time (a ``python``
 evaluator is called n times, once per row, before anything is charged) and ỹ = clip(y, a, b) + N(0, σ_y²) is
@@ -12,20 +14,20 @@ Inputs, DP-PCA and measurements are one Gaussian mechanism: one ledger entry (ε
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from pydantic import ConfigDict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from curator_service.persistence.blobs import RawTable, TableCache, decode_matrix, encode_matrix
-from curator_service.persistence.db import Database, get_or_404
+from curator_service.persistence.blobs import RawTable, decode_matrix, encode_matrix
+from curator_service.persistence.db import get_or_404
 from curator_service.persistence.models import Dataset, Release
 from curator_service.services.audit import record
-from curator_service.services.datasets import cached_table
-from curator_service.services.evaluators import measure_all
-from curator_service.services.ledger import Spend, budget_status, charge, check_affordable
+from curator_service.services.ledger import Spend, charge
 from curator_service.services.ledger_events import NON_PRIVATE, gaussian_release_event
-from curator_service.services.policy import Principal, refuse_seed, visible, visible_or_404
+from curator_service.services.policy import Principal, visible, visible_or_404
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
 from shared.api.schemas import (
@@ -46,9 +48,9 @@ from shared.api.schemas import (
     ReleaseParameters,
     ScalingSpec,
 )
-from shared.dp.noise import seeded_streams
+from shared.dp.noise import NoiseSource
 from shared.releases import gaussian_release, largest_r, po_gp_ucb_release
-from shared.releases.gaussian import PcaOption
+from shared.releases.gaussian import MapFn, PcaOption
 from shared.releases.measurements import MeasurementOption
 from shared.api.scaling import apply_scaling, neighbouring_step, scaling_warning
 
@@ -113,14 +115,18 @@ def check_measurable(dataset: Dataset) -> None:
                        "covered); remove 'measurements' or register the table with a 'column' or 'python' evaluator")
 
 
-def compute_release(X: np.ndarray, body: ReleaseCreate, y: np.ndarray | None = None) -> ComputedRelease:
-    """Runs the mechanism on X (n × d) and, with private measurements, on y. Without a seed, M is fresh and
-    gaussian's noise is floating-point-safe (OpenDP); a seed (research mode) makes both reproducible."""
+def compute_release(X: np.ndarray, body: ReleaseCreate, y: np.ndarray | None, noise: NoiseSource,
+                    rng: np.random.Generator, map_fn: MapFn | None = None,
+                    progress: Callable[[float], None] | None = None) -> ComputedRelease:
+    """Runs the mechanism on X (n × d) and, with private measurements, on y. ``noise`` and ``rng`` are the release's
+    streams (:func:`shared.dp.noise.seeded_streams`: without a seed, M is fresh and gaussian's noise floating-point-
+    safe; a seed, research mode only, makes both reproducible); ``map_fn`` draws gaussian's noise in row chunks,
+    ``progress(fraction)`` after each."""
     d = X.shape[1]
     if body.mechanism == "gaussian":
         r = gaussian_dim(body, d)
-        noise, rng = seeded_streams(body.seed)
-        out = gaussian_release(X, body.epsilon, body.delta, r, rng, noise=noise, y=y, **gaussian_options(body))
+        out = gaussian_release(X, body.epsilon, body.delta, r, rng, noise=noise, y=y, map_fn=map_fn,
+                               progress=progress, **gaussian_options(body))
         parameters = ReleaseParameters.model_validate(out.public_parameters()).model_dump(mode="json")
         return ComputedRelease(Z=out.Z, dim=r, noise_std=float(out.noise_std), sensitivity=float(out.sensitivity),
                                parameters=parameters,
@@ -243,44 +249,52 @@ def release_spend(body: ReleaseCreate, computed: ComputedRelease, principal: Pri
                  mechanism=body.mechanism, event=event, actor=principal)
 
 
-def create_release(db: Database, tables: TableCache, settings: Settings, principal: Principal, dataset_id: int,
-                   body: ReleaseCreate) -> ReleaseOut:
-    """Checks, computes Z outside any transaction (it can take a while), then stores the release with its ledger
-    entry in one write transaction (refused there if the budget no longer fits)."""
+def check_release_request(session: Session, settings: Settings, dataset_id: int,
+                          body: ReleaseCreate) -> None:
+    """What the server refuses before a release's job is submitted: a disabled mechanism, an unknown dataset,
+    measurements the dataset cannot give (the job's submission checks the seed, the options against d and the
+    budget)."""
     _check_mechanism_allowed(settings, body.mechanism)
-    refuse_seed(settings, principal, body.seed)
-    with db.read() as session:
-        dataset = get_or_404(session, Dataset, dataset_id)
-        check_affordable(budget_status(session, dataset), body.epsilon, body.delta, "this release")  # fail fast
-        table = cached_table(tables, dataset)
-        simulation_key = dataset.simulation_key
+    dataset = get_or_404(session, Dataset, dataset_id)
     if body.measurements is not None:
         check_measurable(dataset)
-    if body.mechanism == "gaussian":
-        check_gaussian_options(body, dataset.d)
-    y = None if body.measurements is None else measure_all(dataset.evaluator, table, simulation_key)
-    computed = compute_release(mechanism_input(table, dataset.scaling, body.mechanism), body, y)
-    with db.write() as session:
-        entry = charge(session, dataset_id, release_spend(body, computed, principal))
-        release = Release(
-            dataset_id=dataset_id,
-            mechanism=body.mechanism,
-            certified=body.mechanism in CERTIFIED_MECHANISMS and body.seed is None,
-            seeded=body.seed is not None,
-            epsilon=body.epsilon,
-            delta=body.delta,
-            n=computed.Z.shape[0],
-            **computed.model_dump(include=set(ReleaseMetadata.model_fields)),
-            projection=None if computed.parameters is None else computed.parameters["projection"],
-            parameters=computed.parameters,
-            inputs=encode_matrix(computed.Z),
-            measurements=None if computed.private_y is None else encode_matrix(computed.private_y),
-        )
-        session.add(release)
-        session.flush()
-        entry.release_id = release.id
-        record(session, principal, "release.create", f"release:{release.id}")
-    return release_out(release, dataset, settings)
+
+
+def release_params(body: ReleaseCreate) -> dict:
+    """The release job's parameters: the request without its ``request_id`` (a retry's body must equal them)."""
+    return body.model_dump(mode="json", exclude={"request_id"})
+
+
+def store_release(session: Session, principal: Principal, dataset_id: int, body: ReleaseCreate,
+                  computed: ComputedRelease) -> Release:
+    """Charges the release and stores it with its ledger entry and audit event, in the caller's write transaction
+    (the dataset is locked; refused with ``budget_exceeded`` if it no longer fits)."""
+    entry = charge(session, dataset_id, release_spend(body, computed, principal))
+    release = Release(
+        dataset_id=dataset_id,
+        mechanism=body.mechanism,
+        certified=body.mechanism in CERTIFIED_MECHANISMS and body.seed is None,
+        seeded=body.seed is not None,
+        epsilon=body.epsilon,
+        delta=body.delta,
+        n=computed.Z.shape[0],
+        **computed.model_dump(include=set(ReleaseMetadata.model_fields)),
+        projection=None if computed.parameters is None else computed.parameters["projection"],
+        parameters=computed.parameters,
+        inputs=encode_matrix(computed.Z),
+        measurements=None if computed.private_y is None else encode_matrix(computed.private_y),
+    )
+    session.add(release)
+    session.flush()
+    entry.release_id = release.id
+    record(session, principal, "release.create", f"release:{release.id}")
+    return release
+
+
+def stored_release_out(session: Session, settings: Settings, release_id: int) -> ReleaseOut:
+    """A stored release as its creator sees it (after its job committed it)."""
+    release = session.get(Release, release_id)
+    return release_out(release, session.get(Dataset, release.dataset_id), settings)
 
 
 def list_releases(session: Session, settings: Settings, principal: Principal,

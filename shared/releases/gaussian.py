@@ -44,12 +44,13 @@ stored, returned or logged (M is drawn independently of the data, and Δ is comp
 guarantee does not need M secret).
 
 Chunks. With ``map_fn`` (a cluster's map, or the built-in ``map``), the inputs' noise is drawn in row chunks of
-about :data:`CHUNK_SAMPLES` samples, each a :class:`NoiseChunk` task for :func:`noisy_chunk`: its rows, P (drawn
-once, here), σ, the grid and the chunk's own sampler, which adds the noise to the chunk's rounded X_s P. Every
-coordinate gets the same σ and grid as unchunked, so the guarantee is unchanged. The safe sampler is stateless
-(the OS's CSPRNG on every call); a seeded one gives chunk i the i-th stream spawned from its seed, so a seeded
-release is reproducible whatever runs the chunks. Without ``map_fn`` it is one chunk drawn by ``noise`` itself
-(a seeded release of ≤ :data:`CHUNK_SAMPLES` samples is the same either way).
+about :data:`CHUNK_SAMPLES` samples, each a task of :func:`noisy_chunk`: what all chunks share (X_s, P drawn once,
+here, σ and the grid: :class:`ChunkedNoise`) and the chunk's row range and own sampler (:class:`RowChunk`), which
+adds the noise to the chunk's rounded X_s P. Every coordinate gets the same σ and grid as unchunked, so the
+guarantee is unchanged. The safe sampler is stateless (the OS's CSPRNG on every call); a seeded one gives chunk i
+the i-th stream spawned from its seed, so a seeded release is reproducible whatever runs the chunks. Without
+``map_fn`` it is one chunk drawn by ``noise`` itself (a seeded release of ≤ :data:`CHUNK_SAMPLES` samples is the
+same either way).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -236,7 +238,7 @@ def gaussian_release(
         pca_step = PcaStep(pca.share, pca.clip_norm, stds[-1], parts[-1][0])
         if np.linalg.norm(P, ord=2) > operator_norm:
             raise ArithmeticError("the computed principal directions are not orthonormal to working precision")
-    Z = noisy_inputs(X, P, stds[0], noise.grid(projection_sensitivity), noise, map_fn, progress)
+    Z = add_input_noise(X, P, stds[0], noise.grid(projection_sensitivity), noise, map_fn, progress)
     del P  # used once: never stored, returned or logged
     private_y = release_measurements(y, measurements, stds[1], noise) if measurements is not None else None
     return GaussianRelease(
@@ -259,26 +261,35 @@ def gaussian_release(
 
 
 @dataclass(frozen=True, repr=False)
-class NoiseChunk:
-    """One chunk's task: rows of X_s, the projection P (None: identity), the noise σ and grid, and the chunk's
-    own sampler. Its repr names no value: a cluster may log a failed task's arguments."""
+class ChunkedNoise:
+    """What every chunk of a release shares: all rows of X_s, the projection P (None: identity), σ and the grid.
+    A cluster's map sends it once per worker. Its repr names no value: a cluster may log a failed task's arguments."""
 
-    index: int
     rows: np.ndarray
     projection: np.ndarray | None
     std: float
     grid: float
-    noise: NoiseSource
 
     def __repr__(self) -> str:
-        return f"NoiseChunk(index={self.index}, rows={self.rows.shape[0]})"
+        return f"ChunkedNoise(rows={self.rows.shape[0]})"
 
 
-def noisy_chunk(chunk: NoiseChunk) -> np.ndarray:
+@dataclass(frozen=True)
+class RowChunk:
+    """One chunk: rows ``start`` to ``stop`` and the chunk's own sampler."""
+
+    index: int
+    start: int
+    stop: int
+    noise: NoiseSource
+
+
+def noisy_chunk(shared: ChunkedNoise, chunk: RowChunk) -> np.ndarray:
     """Z's rows of one chunk: (rows · P) rounded to the grid + N(0, σ²) per coordinate, by the chunk's sampler
     (module-level, so a cluster's worker process can run it)."""
-    projected = chunk.rows if chunk.projection is None else chunk.rows @ chunk.projection
-    return chunk.noise.add_gaussian(projected, chunk.std, chunk.grid)
+    rows = shared.rows[chunk.start : chunk.stop]
+    projected = rows if shared.projection is None else rows @ shared.projection
+    return chunk.noise.add_gaussian(projected, shared.std, shared.grid)
 
 
 def chunk_noise_sources(noise: NoiseSource, count: int) -> list[NoiseSource]:
@@ -291,24 +302,23 @@ def chunk_noise_sources(noise: NoiseSource, count: int) -> list[NoiseSource]:
     raise TypeError(f"a release drawn in chunks needs an OpenDPNoise or SeededNoise source, not {type(noise).__name__}")
 
 
-def noisy_inputs(X: np.ndarray, P: np.ndarray | None, std: float, grid: float, noise: NoiseSource,
-                 map_fn: MapFn | None = None, progress: Callable[[float], None] | None = None) -> np.ndarray:
+def add_input_noise(X: np.ndarray, P: np.ndarray | None, std: float, grid: float, noise: NoiseSource,
+                    map_fn: MapFn | None = None, progress: Callable[[float], None] | None = None) -> np.ndarray:
     """Z = round(X P) + G: one chunk by ``noise`` without ``map_fn``, else chunks of ≈ :data:`CHUNK_SAMPLES`
     samples mapped by ``map_fn`` (module docstring). The chunking depends on n and r only (public)."""
     n = X.shape[0]
     r = X.shape[1] if P is None else P.shape[1]
     rows = n if map_fn is None else max(1, CHUNK_SAMPLES // r)
     starts = range(0, n, rows)
-    sources = chunk_noise_sources(noise, len(starts))
-    chunks = [NoiseChunk(i, X[start : start + rows], P, std, grid, source)
-              for i, (start, source) in enumerate(zip(starts, sources))]
-    outputs = (map_fn or map)(noisy_chunk, chunks)
+    chunks = [RowChunk(i, start, min(start + rows, n), source)
+              for i, (start, source) in enumerate(zip(starts, chunk_noise_sources(noise, len(starts))))]
+    outputs = (map_fn or map)(partial(noisy_chunk, ChunkedNoise(X, P, std, grid)), chunks)
     Z = np.empty((n, r)) if len(chunks) > 1 else None  # one chunk: the sampler's own output, no copy
-    for done, (start, out) in enumerate(zip(starts, outputs), start=1):
+    for done, (chunk, out) in enumerate(zip(chunks, outputs), start=1):
         if Z is None:
             Z = out
         else:
-            Z[start : start + rows] = out
+            Z[chunk.start : chunk.stop] = out
         if progress is not None:
             progress(done / len(chunks))
     return Z

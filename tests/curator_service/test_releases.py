@@ -183,9 +183,10 @@ def test_a_seeded_release_draws_its_noise_independently_of_m():
     """With X = 0, Z is the noise G alone; one seed used twice made G's first d rows noise_std · M."""
     from curator_service.services.releases import compute_release
     from shared.api.schemas import ReleaseCreate
+    from shared.dp.noise import seeded_streams
 
     d, r, seed = 3, 2, 7
-    computed = compute_release(np.zeros((20, d)), ReleaseCreate(mechanism="gaussian", epsilon=1.0, delta=1e-5,
-                                                                dim=r, seed=seed))
+    body = ReleaseCreate(mechanism="gaussian", epsilon=1.0, delta=1e-5, dim=r, seed=seed)
+    computed = compute_release(np.zeros((20, d)), body, None, *seeded_streams(seed))
     same_stream_m = np.random.default_rng(seed).standard_normal((d, r))
     assert not np.allclose(computed.Z[:d] / computed.noise_std, same_stream_m)

@@ -24,7 +24,14 @@ from test_grid_residue import on_grid
 from shared.dp.mechanisms import analytic_gaussian_sigma
 from shared.dp.noise import OpenDPNoise, SeededNoise
 from shared.releases import gaussian
-from shared.releases.gaussian import NoiseChunk, chunk_noise_sources, gaussian_release, noisy_chunk, noisy_inputs
+from shared.releases.gaussian import (
+    ChunkedNoise,
+    RowChunk,
+    add_input_noise,
+    chunk_noise_sources,
+    gaussian_release,
+    noisy_chunk,
+)
 
 EPSILON, DELTA = 1.0, 1e-5
 SMALL_CHUNKS = 4_000  # samples per chunk in these tests, so a few seconds of the safe sampler cover ~50 chunks
@@ -68,7 +75,7 @@ def test_chunked_safe_noise_has_the_calibrated_distribution_on_the_grid(small_ch
 def test_the_check_rejects_chunks_noised_ten_percent_too_little(small_chunks):
     X = unit_rows(25_000, 4)
     std = gaussian_release(X[:1], EPSILON, DELTA, 4, 0).noise_std
-    under = noisy_inputs(X, None, 0.9 * std, OpenDPNoise().grid(1.0), OpenDPNoise(), map)
+    under = add_input_noise(X, None, 0.9 * std, OpenDPNoise().grid(1.0), OpenDPNoise(), map)
     residuals = (under - X).ravel()
     assert not distribution_holds(residuals, std)
     assert stats.kstest(residuals / std, "norm").pvalue < ALPHA**3  # by a wide margin, not at the edge
@@ -88,9 +95,9 @@ def test_chunks_draw_independent_noise_and_copies_of_one_generator_would_not(sma
     release = gaussian_release(X, EPSILON, DELTA, 2, 0, noise=SeededNoise(5), map_fn=map)
     assert chunk_correlation(release.Z, X, rows) < 0.1  # 4,000 samples a chunk: |r| ~ 0.016 when independent
     source = SeededNoise(5)
-    copied = [NoiseChunk(i, X[i * rows : (i + 1) * rows], None, 1.0, 0.0, pickle.loads(pickle.dumps(source)))
-              for i in range(len(X) // rows)]
-    repeated = np.vstack([noisy_chunk(chunk) for chunk in copied])
+    shared = ChunkedNoise(X, None, 1.0, 0.0)
+    copied = [RowChunk(i, i * rows, (i + 1) * rows, pickle.loads(pickle.dumps(source))) for i in range(len(X) // rows)]
+    repeated = np.vstack([noisy_chunk(shared, chunk) for chunk in copied])
     assert chunk_correlation(repeated, X, rows) > 0.99
 
 
@@ -132,11 +139,12 @@ def test_progress_is_reported_per_chunk_from_public_sizes_only(small_chunks):
 def test_a_chunk_task_pickles_and_its_repr_names_no_value():
     X = unit_rows(3, 2, seed=7)
     P = np.random.default_rng(3).standard_normal((2, 2))
-    chunk = NoiseChunk(0, X, P, 0.5, 0.0, SeededNoise(0))
-    text = repr(chunk)
-    assert text == "NoiseChunk(index=0, rows=3)"
+    shared, chunk = ChunkedNoise(X, P, 0.5, 0.0), RowChunk(0, 0, 3, SeededNoise(0))
+    text = repr(shared) + repr(chunk)
+    assert repr(shared) == "ChunkedNoise(rows=3)"
     assert not any(f"{value:.4g}" in text for value in np.concatenate([X.ravel(), P.ravel()]))
-    np.testing.assert_array_equal(noisy_chunk(pickle.loads(pickle.dumps(chunk))), noisy_chunk(chunk))
+    again = pickle.loads(pickle.dumps((shared, chunk)))
+    np.testing.assert_array_equal(noisy_chunk(*again), noisy_chunk(shared, chunk))
 
 
 def test_chunking_refuses_a_source_it_cannot_split():

@@ -1,0 +1,167 @@
+"""A large certified release through the API (issue 15): wall time with 1 and 2 local job workers, the CLI
+following it to the end, and the API process's memory, which stays flat because the table never loads there.
+
+A generated n × d table (default 10⁶ × 20, uniform in [0, 1]^d, bounds scaling) is registered once by server-side
+path (``POBO_IMPORT_ROOT``); the server is then restarted (the registration parsed the CSV in the API process)
+and, for each worker count, ``pobo-curator release create`` makes a certified ``gaussian`` release at r = d
+(identity projection: n·d samples of OpenDP's exact sampler, drawn in row chunks across the workers) and follows
+its job with a progress bar. Printed per worker count: the CLI's wall time, µs per noise sample (wall, and
+wall × workers: CPU), the speed-up over one worker, and the API process's resident memory (VmRSS, sampled every
+0.1 s) before the release and at its peak during it.
+
+    .venv/bin/python benchmarks/release_scale.py                  # 10⁶ × 20 (minutes)
+    .venv/bin/python benchmarks/release_scale.py --n 50000 --d 5  # a smaller run
+
+Writes benchmarks/results/release_scale.json (``release_scale_<n>x<d>.json`` for other sizes). The CSV is
+generated once under ``--work`` (default /tmp/pobo-release-scale) and never committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import harness  # noqa: I001  (first: pins BLAS to one thread)
+import numpy as np  # noqa: E402
+
+from curator_service.testing import LocalCurator, curator_command  # noqa: E402
+from shared.api.schemas import API_PREFIX, DatasetFromPath, DatasetOut  # noqa: E402
+
+EPSILON, DELTA, BUDGET = 1.0, 1e-6, (10.0, 1e-3)
+ROWS_PER_WRITE = 50_000
+
+
+def write_table(path: Path, n: int, d: int) -> None:
+    """x0…x{d−1} uniform in [0, 1] and y = their sum, six decimals, written in blocks (seed 0)."""
+    rng = np.random.default_rng(0)
+    tmp = path.with_suffix(".partial")
+    with open(tmp, "w") as out:
+        out.write(",".join([f"x{j}" for j in range(d)] + ["y"]) + "\n")
+        for start in range(0, n, ROWS_PER_WRITE):
+            X = rng.uniform(0.0, 1.0, size=(min(ROWS_PER_WRITE, n - start), d))
+            np.savetxt(out, np.column_stack([X, X.sum(axis=1)]), fmt="%.6f", delimiter=",")
+    tmp.rename(path)
+
+
+def rss_mb(pid: int) -> float:
+    """The process's resident memory now (VmRSS), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+class PeakRss(threading.Thread):
+    """Samples a process's VmRSS every ``period`` seconds until stopped; ``peak`` is the largest sample."""
+
+    def __init__(self, pid: int, period: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.period, self.peak = pid, period, rss_mb(pid)
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.wait(self.period):
+            self.peak = max(self.peak, rss_mb(self.pid))
+
+    def stop(self) -> float:
+        self._stop.set()
+        self.join()
+        return self.peak
+
+
+def register(curator: LocalCurator, csv: Path, d: int) -> int:
+    features = [f"x{j}" for j in range(d)]
+    spec = DatasetFromPath.model_validate({
+        "name": csv.stem, "path": str(csv), "feature_columns": features,
+        "evaluator": {"kind": "column", "column": "y"}, "budget": {"epsilon": BUDGET[0], "delta": BUDGET[1]},
+        "scaling": {"kind": "bounds", "lower": [0.0] * d, "upper": [1.0] * d, "diameter": 1.0},
+    })
+    with curator.admin(timeout=3600.0) as api:  # parsing 10⁶ rows takes longer than a request's default 30 s
+        return api.post(f"{API_PREFIX}/datasets", spec, model=DatasetOut).id
+
+
+def cli_release(curator: LocalCurator, dataset_id: int, log: Path) -> tuple[dict, float]:
+    """``pobo-curator release create`` to the end (its progress bar goes to ``log``): the release and the wall time."""
+    command = [*curator_command(), "release", "create", "--dataset", str(dataset_id), "--epsilon", str(EPSILON),
+               "--delta", str(DELTA), "--json", "--url", curator.url]
+    env = {**os.environ, "POBO_ADMIN_TOKEN": curator.admin_token, "COLUMNS": "100"}
+    started = time.perf_counter()
+    with open(log, "w") as progress:
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=progress, text=True, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"the CLI failed ({done.returncode}): {log.read_text()[-2000:]}")
+    return json.loads(done.stdout), seconds
+
+
+def measure(curator: LocalCurator, dataset_id: int, workers: int, n: int, d: int, log: Path) -> dict:
+    """One certified release by the CLI with the API process's memory sampled before and during it."""
+    pid = curator.process.pid
+    time.sleep(2.0)  # the service and its cluster settle
+    idle = rss_mb(pid)
+    sampler = PeakRss(pid)
+    sampler.start()
+    release, seconds = cli_release(curator, dataset_id, log)
+    peak = sampler.stop()
+    assert release["certified"] and release["n"] == n and release["dim"] == d, release
+    job = max((j for j in curator.jobs() if j.kind == "release"), key=lambda j: j.id)
+    samples = n * d
+    return {"workers": workers, "wall_seconds": seconds, "samples": samples,
+            "us_per_sample": 1e6 * seconds / samples, "cpu_us_per_sample": 1e6 * seconds * workers / samples,
+            "job_seconds": (job.finished_at - job.created_at).total_seconds(), "job_id": job.id,
+            "release_id": release["id"], "api_rss_idle_mb": idle, "api_rss_peak_mb": peak}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000, help="rows (default 10⁶)")
+    parser.add_argument("--d", type=int, default=20, help="features, released at r = d (default 20)")
+    parser.add_argument("--workers", default="1,2", help="job worker counts, one server start each (default 1,2)")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/pobo-release-scale"),
+                        help="the import root holding the generated CSV, and the servers' data")
+    args = parser.parse_args()
+    counts = [int(w) for w in args.workers.split(",")]
+    root = args.work / "import"
+    root.mkdir(parents=True, exist_ok=True)
+    csv = root / f"uniform_{args.n}x{args.d}.csv"
+    if not csv.exists():
+        started = time.perf_counter()
+        write_table(csv, args.n, args.d)
+        print(f"wrote {csv} ({csv.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.0f} s")
+    data = args.work / f"data_{args.n}x{args.d}_{time.strftime('%Y%m%dT%H%M%S')}"
+    env = {"POBO_IMPORT_ROOT": str(root), "POBO_MODE": "production", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "false",
+           "POBO_MAX_UPLOAD_BYTES": str(max(csv.stat().st_size + 1, 200 * 1024 * 1024))}
+    with LocalCurator(data, env={**env, "POBO_JOB_WORKERS": str(counts[0])}) as curator:
+        started = time.perf_counter()
+        dataset_id = register(curator, csv, args.d)
+        print(f"registered dataset {dataset_id} by path in {time.perf_counter() - started:.0f} s")
+    runs = []
+    for workers in counts:
+        curator = LocalCurator(data, env={**env, "POBO_JOB_WORKERS": str(workers)})
+        with curator:
+            runs.append(measure(curator, dataset_id, workers, args.n, args.d, data / f"cli_{workers}.log"))
+        run = runs[-1]
+        print(f"{workers} worker(s): {run['wall_seconds']:.1f} s, {run['us_per_sample']:.2f} µs/sample "
+              f"({run['cpu_us_per_sample']:.2f} CPU µs), API RSS {run['api_rss_idle_mb']:.0f} MB idle → "
+              f"{run['api_rss_peak_mb']:.0f} MB peak")
+    base = runs[0]["wall_seconds"]
+    for run in runs:
+        run["speed_up"] = base / run["wall_seconds"]
+    print(f"\n{'workers':>7} {'wall s':>8} {'µs/sample':>10} {'CPU µs':>8} {'speed-up':>8} {'API RSS MB':>16}")
+    for run in runs:
+        print(f"{run['workers']:>7} {run['wall_seconds']:>8.1f} {run['us_per_sample']:>10.2f} "
+              f"{run['cpu_us_per_sample']:>8.2f} {run['speed_up']:>8.2f} "
+              f"{run['api_rss_idle_mb']:>7.0f} → {run['api_rss_peak_mb']:<6.0f}")
+    name = "release_scale" if (args.n, args.d) == (1_000_000, 20) else f"release_scale_{args.n}x{args.d}"
+    path = harness.write_json(name, {"n": args.n, "d": args.d, "epsilon": EPSILON, "delta": DELTA,
+                                     "cores": os.cpu_count(), "runs": runs})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

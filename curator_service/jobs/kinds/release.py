@@ -1,0 +1,74 @@
+"""``release``: a release of a dataset's inputs, made on the cluster and charged when it is stored (issue 15).
+
+Created by ``POST /v1/datasets/{id}/releases`` (its checks: :func:`~curator_service.services.releases.
+check_release_request`); the parameters are the request's :class:`~shared.api.schemas.ReleaseCreate` without its
+``request_id``. ``run`` measures every row when private measurements are asked for, then computes Z with gaussian's
+noise in row chunks spread over the cluster (``ctx.map``; M is drawn once, here, and goes to the chunk tasks only),
+reporting progress per chunk. ``commit`` charges and stores the release in one write transaction (the final budget
+check) and returns ``{"release_id": id}``; a release cancelled or failed before its commit is charged nothing.
+
+Progress and timing depend on public facts only: n and r (the number of chunks), the evaluator's speed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from curator_service.jobs import DatasetInfo, JobContext, JobKind
+from curator_service.persistence.models import ApiKey, Job
+from curator_service.services.evaluators import measure_all
+from curator_service.services.policy import ADMIN, Principal
+from curator_service.services.releases import (
+    ComputedRelease,
+    check_gaussian_options,
+    compute_release,
+    mechanism_input,
+    store_release,
+)
+from shared.api.schemas import ReleaseCreate
+
+
+def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
+    """The release's (ε, δ); its options are checked against the dataset's d (a bad combination is a 422)."""
+    body = ReleaseCreate.model_validate(params)
+    if dataset is not None and body.mechanism == "gaussian":
+        check_gaussian_options(body, dataset.d)
+    return body.epsilon, body.delta
+
+
+def run(ctx: JobContext) -> ComputedRelease:
+    body = ReleaseCreate.model_validate(ctx.params)
+    y = None
+    if body.measurements is not None:
+        ctx.progress(0.0, "measuring every row")
+        y = measure_all(ctx.dataset.evaluator, ctx.table, ctx.simulation_key)
+        ctx.check_cancelled()
+    X = mechanism_input(ctx.table, ctx.dataset.scaling.model_dump(mode="json"), body.mechanism)
+    ctx.progress(0.0, "drawing the noise")
+    return compute_release(X, body, y, ctx.noise, ctx.rng, map_fn=ctx.map,
+                           progress=lambda fraction: ctx.progress(fraction, "drawing the noise"))
+
+
+def submitter(session: Session, job: Job) -> Principal:
+    """Who submitted the job, as the ledger and the audit log name them (the admin, or a curator key)."""
+    if job.key_id is None:
+        return ADMIN
+    key = session.get(ApiKey, job.key_id)
+    return Principal(role=key.role, key_id=key.id, name=key.name)
+
+
+def commit(session: Session, job: Job, computed: ComputedRelease) -> dict[str, Any]:
+    body = ReleaseCreate.model_validate(job.params)
+    release = store_release(session, submitter(session, job), job.dataset_id, body, computed)
+    return {"release_id": release.id}
+
+
+KIND = JobKind(
+    name="release",
+    description="A release of a dataset's inputs (POST /v1/datasets/{id}/releases), charged when it is stored.",
+    cost=cost,
+    run=run,
+    commit=commit,
+)
