@@ -15,6 +15,7 @@ from shared.api.governance import KeyPolicyOut
 from shared.api.http_client import ApiClient
 from shared.api.schemas import (
     API_PREFIX,
+    MAX_INDICES_PER_REQUEST,
     Health,
     InputsPage,
     JobCreate,
@@ -110,13 +111,20 @@ class ModelerClient:
         return self.api.post(f"{API_PREFIX}/sessions/{session_id}/close", {}, model=SessionOut, idempotent=True)
 
     def query(self, session_id: int, indices: Iterable[int], *, request_id: str | None = None) -> list[QueryResult]:
-        """Ask for the measurements of rows ``indices``.
+        """Ask for the measurements of rows ``indices``, in order.
 
         Every call carries a ``request_id`` (a fresh UUID unless given), so the HTTP client may retry it
-        after a timeout or a 5xx: the service returns the stored results of a repeated id, uncharged.
+        after a timeout or a 5xx: the service returns the stored results of a repeated id, uncharged. More than
+        :data:`~shared.api.schemas.MAX_INDICES_PER_REQUEST` indices go in several requests, the k-th (from 2 on)
+        with ``<request_id>.k``, so repeating the call repeats every part under its own id.
         """
-        body = QueryRequest(indices=[int(i) for i in indices], request_id=request_id or uuid.uuid4().hex)
-        return self.api.post(f"{API_PREFIX}/sessions/{session_id}/queries", body, model=QueryResponse).results
+        indices, request_id = [int(i) for i in indices], request_id or uuid.uuid4().hex
+        parts = range(0, max(len(indices), 1), MAX_INDICES_PER_REQUEST)  # no index: QueryRequest refuses it, as before
+        return [result for k, start in enumerate(parts, start=1) for result in self.api.post(
+            f"{API_PREFIX}/sessions/{session_id}/queries",
+            QueryRequest(indices=indices[start:start + MAX_INDICES_PER_REQUEST],
+                         request_id=request_id if k == 1 else f"{request_id}.{k}"),
+            model=QueryResponse).results]
 
     # --- curator-side jobs (Kusner, Ding, DPareto) ------------------------------------------------------
 
