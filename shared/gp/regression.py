@@ -112,6 +112,11 @@ class CandidatePosterior:
     ``block_rows`` rows so appending never copies it. Repeated indices are fine when σ_n² > 0; the pivot
     is floored at ``jitter`` · k(c_i, c_i) so even σ_n² = 0 stays finite (exact only when that floor is
     not hit).
+
+    A step is memory-bound at large n, so :meth:`observe` makes its passes over the candidates in one:
+    chunk by chunk of ``chunk`` candidates (small enough to stay in cache) it computes the kernel column,
+    subtracts Vᵀ l, updates μ and σ² and, when given the next β, scores μ + √β σ and keeps the argmax, so
+    the next GP-UCB suggestion costs no further pass (:attr:`ucb_argmax`).
     """
 
     def __init__(
@@ -123,6 +128,7 @@ class CandidatePosterior:
         *,
         jitter: float = 1e-10,
         block_rows: int = 16,
+        chunk: int = 16384,
     ):
         C = _as_inputs(candidates)
         if len(C) == 0:
@@ -135,21 +141,25 @@ class CandidatePosterior:
         self.prior_mean = float(prior_mean)
         self.jitter = jitter
         self.block_rows = block_rows
+        self.chunk = chunk
         self.prior_variance = np.asarray(kernel.diag(C), dtype=float).copy()
+        self._chunks = [(lo, min(lo + chunk, len(C))) for lo in range(0, len(C), chunk)]
         if isinstance(kernel, StationaryKernel):
             # Fast path: scaled, centred candidates and their squared norms, so a kernel column is one
-            # matrix-vector product plus elementwise work on n numbers. Stored r × n, for which the
+            # matrix-vector product plus elementwise work. Stored r × (chunk) per chunk, for which the
             # product streams contiguous rows (about twice as fast as n × r with small r).
             kernel.scale(C[:1])  # validates the dimensions without an n × r temporary
-            scaled_t = np.empty((C.shape[1], len(C)))  # a fresh array: the caller's C is never modified
-            np.divide(C.T, np.reshape(kernel.distance_lengthscale, (-1, 1)), out=scaled_t)
-            scaled_t -= scaled_t.mean(axis=1, keepdims=True)
-            self._sq_norms = np.einsum("ij,ij->j", scaled_t, scaled_t)
-            self._scaled_t = scaled_t
+            lengths = np.reshape(kernel.distance_lengthscale, (-1, 1))
+            centre = C.mean(axis=0)[:, None] / lengths
+            self._scaled = [np.empty((C.shape[1], hi - lo)) for lo, hi in self._chunks]  # C order, as BLAS reads its .T
+            for S, (lo, hi) in zip(self._scaled, self._chunks):
+                np.divide(C[lo:hi].T, lengths, out=S)  # fresh arrays: the caller's C is never modified
+                S -= centre
+            self._sq_norms = np.concatenate([np.einsum("ij,ij->j", S, S) for S in self._scaled])
         self._variance = self.prior_variance.copy()  # unclipped
         self._mean = np.full(len(C), self.prior_mean)  # m + Vᵀ w
-        self._blocks: list[NDArray] = []
-        self._scratch = np.empty(len(C))
+        self._blocks: list[list[NDArray]] = []  # V: blocks of block_rows rows, each stored chunk by chunk
+        self.ucb_argmax: tuple[float, int] | None = None  # (β, argmax of μ + √β σ) after the last observe
         self._L = np.zeros((0, 0))
         self._w: list[float] = []
         self._indices: list[int] = []
@@ -188,11 +198,7 @@ class CandidatePosterior:
 
     def upper_confidence_bound(self, beta: float) -> NDArray:
         """μ + √β σ over all candidates, with a single n-sized allocation."""
-        out = np.maximum(self._variance, 0.0)
-        np.sqrt(out, out=out)
-        out *= np.sqrt(beta)
-        out += self._mean
-        return out
+        return _upper_confidence_bound(self._mean, self._variance, np.sqrt(beta), np.empty(self.n_candidates))
 
     @property
     def cholesky_factor(self) -> NDArray:
@@ -204,34 +210,41 @@ class CandidatePosterior:
         w = np.array(self._w)
         return _gaussian_log_likelihood(self._L, w, w) if len(w) else 0.0
 
-    def _kernel_column(self, index: int, out: NDArray) -> NDArray:
-        """k(C, c_index) written into ``out`` (length n)."""
-        if isinstance(self.kernel, StationaryKernel):
+    def _kernel_column(self, index: int, chunk: int, scaled_index: NDArray | None, out: NDArray) -> NDArray:
+        """k(C[lo:hi], c_index) for the ``chunk``-th chunk [lo, hi), written into ``out`` (length hi − lo)."""
+        lo, hi = self._chunks[chunk]
+        if scaled_index is not None:
             # ‖c‖² + ‖c_i‖² − 2 c·c_i: one add pass, then BLAS accumulates −2 C c_i into it in place.
-            np.add(self._sq_norms, self._sq_norms[index], out=out)
-            dgemv(-2.0, self._scaled_t.T, self._scaled_t[:, index], beta=1.0, y=out, overwrite_y=True)
+            np.add(self._sq_norms[lo:hi], self._sq_norms[index], out=out)
+            dgemv(-2.0, self._scaled[chunk].T, scaled_index, beta=1.0, y=out, overwrite_y=True)
             np.maximum(out, 0.0, out=out)
-            out[index] = 0.0
+            if lo <= index < hi:
+                out[index - lo] = 0.0
             return self.kernel.profile(out, out=out)
-        out[:] = np.asarray(self.kernel(self.candidates, self.candidates[index : index + 1]), dtype=float).ravel()
+        out[:] = np.asarray(self.kernel(self.candidates[lo:hi], self.candidates[index : index + 1]), dtype=float).ravel()
         return out
 
-    def _new_row(self) -> NDArray:
+    def _new_row(self) -> list[NDArray]:
+        """Row t of V, chunk by chunk (each a contiguous view into its block)."""
         t = self.n_observations
         if t == len(self._blocks) * self.block_rows:
-            self._blocks.append(np.empty((self.block_rows, self.n_candidates)))
-        return self._blocks[t // self.block_rows][t % self.block_rows]
+            self._blocks.append([np.empty((self.block_rows, hi - lo)) for lo, hi in self._chunks])
+        return [chunk[t % self.block_rows] for chunk in self._blocks[t // self.block_rows]]
 
-    def _filled_blocks(self) -> Iterator[NDArray]:
+    def _filled_blocks(self) -> Iterator[list[NDArray]]:
         t = self.n_observations
         for b, block in enumerate(self._blocks):
             rows = min(self.block_rows, t - b * self.block_rows)
             if rows <= 0:
                 return
-            yield block[:rows]
+            yield [chunk[:rows] for chunk in block]
 
-    def observe(self, index: int, y: float) -> None:
-        """Condition on y = f(c_index) + noise: one rank-one step, O(n·(r + t))."""
+    def observe(self, index: int, y: float, *, next_beta: float | None = None, excluded: NDArray | None = None) -> None:
+        """Condition on y = f(c_index) + noise: one rank-one step, O(n·(r + t)), in one chunked pass.
+
+        With ``next_beta`` the same pass finds the argmax of μ + √β σ over the candidates not in
+        ``excluded`` (sorted indices), ties to the lowest index, and keeps (β, index) in :attr:`ucb_argmax`
+        (index −1 when every candidate is excluded)."""
         index = int(index)
         if not 0 <= index < self.n_candidates:
             raise IndexError(f"candidate index {index} is outside 0..{self.n_candidates - 1}")
@@ -240,25 +253,40 @@ class CandidatePosterior:
             raise ValueError("observed value must be finite")
         t = self.n_observations
         filled = list(self._filled_blocks())
-        l = np.concatenate([block[:, index] for block in filled]) if t else np.zeros(0)  # new row of L
+        home, offset = divmod(index, self.chunk)
+        parts = [block[home][:, offset].copy() for block in filled]  # the new row of L, block by block
+        l = np.concatenate(parts) if t else np.zeros(0)
         pivot2 = max(self._variance[index], 0.0) + self.noise_variance
         pivot = np.sqrt(max(pivot2, self.jitter * self.prior_variance[index]))
+        w = (y - self.mean_at(index)) / pivot
+        scaled_index = self._scaled[home][:, offset].copy() if isinstance(self.kernel, StationaryKernel) else None
 
         row = self._new_row()
-        self._kernel_column(index, out=row)
-        # row = (row − Vᵀ l) / d, accumulated in place by BLAS: the one pass over V (the first block's
-        # call also applies the 1/d).
-        start, scale = 0, 1.0 / pivot
-        for block in filled:
-            dgemv(-1.0 / pivot, block.T, l[start : start + len(block)], beta=scale, y=row, overwrite_y=True)
-            start, scale = start + len(block), 1.0
-        if not filled:
-            row /= pivot
-
-        w = (y - self.mean_at(index)) / pivot
-        daxpy(row, self._mean, a=w)  # μ += w v, in place
-        np.multiply(row, row, out=self._scratch)
-        self._variance -= self._scratch
+        sqrt_beta = None if next_beta is None else np.sqrt(next_beta)
+        excluded = np.zeros(0, dtype=int) if excluded is None else excluded
+        best_index, best_score = -1, -np.inf
+        scratch_buffer = np.empty(min(self.chunk, self.n_candidates))
+        for c, (lo, hi) in enumerate(self._chunks):
+            v, scratch = row[c], scratch_buffer[: hi - lo]
+            self._kernel_column(index, c, scaled_index, out=v)
+            # v = (k − Vᵀ l) / d, accumulated in place by BLAS: the one pass over V (the first block's call
+            # also applies the 1/d).
+            scale = 1.0 / pivot
+            for block, part in zip(filled, parts):
+                dgemv(-1.0 / pivot, block[c].T, part, beta=scale, y=v, overwrite_y=True)
+                scale = 1.0
+            if not filled:
+                v /= pivot
+            mean, variance = self._mean[lo:hi], self._variance[lo:hi]
+            daxpy(v, mean, a=w)  # μ += w v, in place
+            variance -= np.multiply(v, v, out=scratch)
+            if sqrt_beta is not None:
+                scores = _upper_confidence_bound(mean, variance, sqrt_beta, scratch)
+                scores[excluded[np.searchsorted(excluded, lo) : np.searchsorted(excluded, hi)] - lo] = -np.inf
+                best = int(np.argmax(scores))
+                if scores[best] > best_score:  # strictly: an equal score in a later chunk loses the tie
+                    best_index, best_score = lo + best, scores[best]
+        self.ucb_argmax = None if next_beta is None else (float(next_beta), best_index)
 
         L = np.zeros((t + 1, t + 1))
         L[:t, :t] = self._L
@@ -272,12 +300,21 @@ class CandidatePosterior:
     @contextmanager
     def hallucinating(self) -> Iterator[CandidatePosterior]:
         """Observations made inside the block are undone on exit (used for batch suggestions)."""
-        saved = (self._variance.copy(), self._mean.copy(), self._L, len(self._w))
+        saved = (self._variance.copy(), self._mean.copy(), self._L, len(self._w), self.ucb_argmax)
         try:
             yield self
         finally:
-            self._variance, self._mean, self._L, t = saved
+            self._variance, self._mean, self._L, t, self.ucb_argmax = saved
             del self._w[t:], self._indices[t:], self._values[t:]  # rows past t in V are simply reused
+
+
+def _upper_confidence_bound(mean: NDArray, variance: NDArray, sqrt_beta: float, out: NDArray) -> NDArray:
+    """μ + √β σ into ``out``, σ² clipped at 0 (one formula for the full scores and the chunked pass)."""
+    np.maximum(variance, 0.0, out=out)
+    np.sqrt(out, out=out)
+    out *= sqrt_beta
+    out += mean
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------

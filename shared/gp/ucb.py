@@ -124,20 +124,37 @@ class GPUCB:
         """μ + √β_t σ over all candidates (t defaults to the next iteration)."""
         return self.posterior.upper_confidence_bound(self.beta(t or self.n_observations + 1))
 
+    def _never_suggested(self, post: CandidatePosterior, also: Iterable[int] = ()) -> NDArray:
+        """Sorted indices a pick must skip: the excluded ones, and without requery the observed ones (and ``also``)."""
+        observed = [] if self.requery else [*post.observed_indices, *also]
+        return np.union1d(np.fromiter(self.excluded, dtype=int, count=len(self.excluded)), np.array(observed, dtype=int))
+
     def _pick(self, t: int) -> int:
         if t <= len(self.initial_indices):
             return int(self.initial_indices[t - 1])
-        scores = self.posterior.upper_confidence_bound(self.beta(t))
-        if not self.requery:
-            scores[self.posterior.observed_indices] = -np.inf
-        scores[list(self.excluded)] = -np.inf
-        if np.all(scores == -np.inf):
+        beta = self.beta(t)
+        if self.posterior.ucb_argmax is not None and self.posterior.ucb_argmax[0] == beta:
+            best = self.posterior.ucb_argmax[1]  # ranked by the last observation's own pass
+        else:
+            scores = self.posterior.upper_confidence_bound(beta)
+            scores[self._never_suggested(self.posterior)] = -np.inf
+            best = -1 if np.all(scores == -np.inf) else int(np.argmax(scores))
+        if best < 0:
             raise ValueError("every candidate has been queried (requery=False) or excluded: nothing is left to suggest")
-        return int(np.argmax(scores))
+        return best
+
+    def _observe(self, post: CandidatePosterior, index: int, y: float) -> None:
+        """One rank-one update whose pass over the candidates also ranks them for the pick after it."""
+        t_next = post.n_observations + 2
+        if t_next <= len(self.initial_indices):
+            post.observe(index, y)
+        else:
+            post.observe(index, y, next_beta=self.beta(t_next), excluded=self._never_suggested(post, also=[index]))
 
     def exclude(self, indices: Iterable[int]) -> None:
         """Never suggest these candidates again (e.g. rows the curator could not measure)."""
         self.excluded.update(int(i) for i in indices)
+        self.posterior.ucb_argmax = None  # ranked with the old exclusions
 
     def suggest(self) -> int:
         """The candidate index for iteration t = (observations so far) + 1."""
@@ -153,16 +170,16 @@ class GPUCB:
         picks: list[int] = []
         with self.posterior.hallucinating() as post:
             for index in pending:
-                post.observe(index, post.mean_at(index))
+                self._observe(post, index, post.mean_at(index))
             for _ in range(q):
                 picks.append(self._pick(post.n_observations + 1))
                 if len(picks) < q:
-                    post.observe(picks[-1], post.mean_at(picks[-1]))
+                    self._observe(post, picks[-1], post.mean_at(picks[-1]))
         return picks
 
     def observe(self, index: int, y: float) -> None:
         """Record y at candidate ``index`` (one rank-one posterior update; a refit when scheduled)."""
-        self.posterior.observe(index, y)
+        self._observe(self.posterior, index, y)
         t = self.n_observations
         if self.refit_every is not None and t >= 2 and t % self.refit_every == 0:
             self.refit()

@@ -60,6 +60,46 @@ def test_candidate_posterior_equals_closed_form(kernel):
     np.testing.assert_allclose(L @ L.T, kernel(X, X) + 0.05 * np.eye(len(indices)), atol=1e-10)
 
 
+@pytest.mark.parametrize("kernel", KERNELS, ids=["se", "matern52-ard", "generic"])
+@pytest.mark.parametrize("chunk", [1, 7, 20, 103])  # one candidate, ragged, n a multiple, one chunk
+def test_the_chunked_pass_equals_the_plain_formulas(kernel, chunk):
+    # observe() computes the kernel column, the update of μ and σ² and the UCB argmax chunk by chunk
+    # (issue 15); with 103 candidates, 20 observations (two blocks of V) and ties placed across chunks.
+    rng = np.random.default_rng(5)
+    C = rng.normal(size=(103, 3))
+    C[[40, 66, 99]] = C[12]  # duplicates of row 12: equal scores in different chunks
+    indices, y = [3, 50, 12, 3, 77, 90, 101, 0, 20, 21, 22, 23, 60, 61, 62, 63, 64, 65, 8, 9], rng.normal(size=20)
+    posterior = CandidatePosterior(C, kernel, noise_variance=0.05, prior_mean=0.3, chunk=chunk)
+    beta = 4.0
+    for t, (i, value) in enumerate(zip(indices, y), start=1):
+        excluded = np.array(sorted({*indices[:t], 2, 102}))
+        posterior.observe(i, value, next_beta=beta, excluded=excluded)
+        mean, var, _ = closed_form(C, kernel, 0.05, 0.3, indices[:t], y[:t])
+        np.testing.assert_allclose(posterior.mean, mean, atol=1e-8)
+        np.testing.assert_allclose(posterior._variance, var, atol=1e-8)
+        scores = posterior.mean + np.sqrt(beta) * posterior.std  # the plain formula, one full pass
+        scores[excluded] = -np.inf
+        plain = posterior.upper_confidence_bound(beta)
+        plain[excluded] = -np.inf
+        assert posterior.ucb_argmax == (beta, int(np.argmax(plain)))
+        assert scores[posterior.ucb_argmax[1]] == pytest.approx(scores.max(), abs=1e-12)
+    everything = np.arange(103)
+    posterior.observe(5, 0.0, next_beta=beta, excluded=everything)
+    assert posterior.ucb_argmax == (beta, -1)
+
+
+def test_tied_scores_across_chunks_go_to_the_lowest_index():
+    # Before any data every candidate has the same score: the argmax over chunks of 4 must be index 0,
+    # and, with rows 0..5 excluded, 6 (the first of the second chunk).
+    C = np.random.default_rng(1).normal(size=(10, 2))
+    far = np.vstack([C, [[1e3, 1e3]]])  # an observation too far away to change any score
+    posterior = CandidatePosterior(far, SquaredExponential(0.5, 1.0), noise_variance=0.1, chunk=4)
+    posterior.observe(10, 0.0, next_beta=2.0, excluded=np.array([10]))
+    assert posterior.ucb_argmax == (2.0, 0)
+    posterior.observe(10, 0.0, next_beta=2.0, excluded=np.array([0, 1, 2, 3, 4, 5, 10]))
+    assert posterior.ucb_argmax == (2.0, 6)
+
+
 def test_variances_stay_non_negative_with_tiny_noise_and_repeats():
     rng = np.random.default_rng(4)
     C = rng.normal(size=(500, 2))
