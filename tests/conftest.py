@@ -1,10 +1,38 @@
-"""Fixtures shared by the whole suite."""
+"""Fixtures shared by the whole suite, and the suite's one Dask cluster for jobs."""
 
 import os
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from shared.datasets.paths import DatasetUnavailable, data_file
+
+JOB_WORKERS = 2
+NO_JOBS_UNDER = ("tests/shared/",)  # a run of only these tests starts no cluster
+
+
+@pytest.fixture(scope="session", autouse=True)
+def job_cluster(request):
+    """One Dask cluster of two worker processes for the whole session: every app in this process uses it (it is
+    the process's embedded cluster, :func:`curator_service.jobs.cluster.embedded_cluster`) and so does every
+    ``LocalCurator`` subprocess (``POBO_DASK_SCHEDULER`` is exported), instead of each starting its own. Workers
+    get the test PostgreSQL password as libpq's ``PGPASSWORD`` (only they): tasks carry database URLs without it."""
+    paths = {item.nodeid for item in request.session.items}
+    if all(path.startswith(NO_JOBS_UNDER) for path in paths):
+        yield None
+        return
+    from curator_service.jobs.cluster import embedded_cluster
+
+    postgres = os.environ.get("POBO_TEST_POSTGRES_URL")
+    password = make_url(postgres).password if postgres else None
+    with pytest.MonkeyPatch.context() as patch:  # only the workers, spawned now, inherit it
+        if password and "PGPASSWORD" not in os.environ:
+            patch.setenv("PGPASSWORD", password)
+        cluster = embedded_cluster(JOB_WORKERS)
+    os.environ["POBO_DASK_SCHEDULER"] = cluster.scheduler_address
+    yield cluster
+    os.environ.pop("POBO_DASK_SCHEDULER", None)
+    cluster.close()
 
 
 @pytest.fixture

@@ -35,7 +35,8 @@ def serve(
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Run the curator service (one process; jobs run in its worker threads)."""
+    """Run the curator service; jobs run on a local Dask cluster of worker processes started beside it
+    (POBO_JOB_WORKERS), or on the cluster POBO_DASK_SCHEDULER names."""
     import uvicorn
 
     os.umask(0o077)  # everything the service writes (database, WAL, admin token) is for its owner only
@@ -49,7 +50,15 @@ def serve(
         console.print(f"admin token: POBO_ADMIN_TOKEN is unset, using the one in {settings.data_dir / ADMIN_TOKEN_FILE}")
     console.print(f"pobo curator on http://{host}:{port} (mode {settings.mode}, "
                   f"uncertified mechanisms {'enabled' if settings.allow_uncertified_mechanisms else 'disabled'})")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    app = create_app(settings)
+    if settings.dask_scheduler is None:  # the embedded cluster starts with the service, not with its first job
+        from curator_service.jobs.cluster import embedded_cluster
+
+        cluster = embedded_cluster(settings.job_workers)
+        console.print(f"jobs: {settings.job_workers} local Dask worker processes ({cluster.scheduler_address})")
+    else:
+        console.print(f"jobs: the Dask cluster at {settings.dask_scheduler}")
+    uvicorn.run(app, host=host, port=port, log_level="info")
 
 
 def upgrade(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:

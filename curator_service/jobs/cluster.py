@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -26,8 +27,10 @@ def embedded_cluster(workers: int) -> LocalCluster:
     global _embedded
     with _embedded_lock:
         if _embedded is None:
-            _embedded = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                     scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR)
+            with warnings.catch_warnings():  # the scheduler's (loopback) HTTP endpoint says when 8787 is taken
+                warnings.filterwarnings("ignore", message="Port 8787 is already in use")
+                _embedded = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                         scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR)
             atexit.register(_embedded.close)
         return _embedded
 

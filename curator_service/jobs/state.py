@@ -21,7 +21,6 @@ from shared.api.schemas import ScalingSpec
 
 HEARTBEAT_SECONDS = 1.0  # a running job's worker writes its heartbeat and reads the cancel flag this often
 STALE_SECONDS = 15.0  # a running job whose heartbeat is older than this lost its worker
-CANCEL_GRACE_SECONDS = 3.0  # a job that ignores its cancel flag this long is marked cancelled by its heartbeat
 
 INTERRUPTED = "the service or its worker stopped while this job was running; submit it again"
 CANCELLED = "cancelled"

@@ -4,10 +4,10 @@ The task carries a :class:`JobTask`: the job's id, the kind, its time limit and 
 password* (Dask's messages are unencrypted unless TLS is configured). The worker puts the password back from its own
 environment (:func:`with_password`), opens an engine per URL and keeps decoded tables per URL and dataset, both
 cached for the worker's life. While the job runs, a heartbeat thread writes ``heartbeat_at`` every
-:data:`~.state.HEARTBEAT_SECONDS` and reads the cancel flag, so ``ctx.cancelled()`` costs no query; it also stops
-the job's clock: past its deadline the job is failed, and one that ignores a cancel for
-:data:`~.state.CANCEL_GRACE_SECONDS` is marked cancelled (its thread cannot be killed; whatever it writes later is
-refused by the claimant check).
+:data:`~.state.HEARTBEAT_SECONDS` and reads the cancel flag, so ``ctx.cancelled()`` costs no query. The heartbeat
+gives the verdict itself: a cancelled job is marked cancelled, one past its deadline failed, within a heartbeat;
+the job's thread stops at its next check (a thread cannot be killed), and whatever it writes later is refused by
+the claimant check, so a late result or commit never lands.
 """
 
 from __future__ import annotations
@@ -103,8 +103,7 @@ class Heartbeat:
 
     def __init__(self, db: Database, job_id: int, me: str, kind: JobKind) -> None:
         self.db, self.job_id, self.me, self.kind = db, job_id, me, kind
-        self.stop = threading.Event()  # the job should stop (cancel, deadline, claim lost)
-        self.cancel_seen = threading.Event()  # a user's cancel, as opposed to the deadline
+        self.stop = threading.Event()  # the job was cancelled, timed out or lost its claim: its verdict is stored
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"pobo-job-{job_id}-heartbeat", daemon=True)
 
@@ -117,27 +116,20 @@ class Heartbeat:
         self._thread.join()
 
     def _loop(self) -> None:
-        waited_on_cancel = 0.0
         note = state.budget_note(self.kind.commit is None)
         while not self._done.wait(state.HEARTBEAT_SECONDS):
             try:
                 with self.db.write() as session:
                     beat = state.heartbeat(session, self.job_id, self.me)
-                    if not beat.ours:
-                        self.stop.set()
-                        return
-                    if beat.past_deadline:
+                    if beat.ours and beat.past_deadline:
                         job = session.get(Job, self.job_id)
                         state.finish(session, self.job_id, self.me, "failed", f"{state.timed_out(job)}; {note}")
-                        self.stop.set()
-                        return
-                    if beat.cancel_requested:
-                        self.cancel_seen.set()
-                        self.stop.set()
-                        waited_on_cancel += state.HEARTBEAT_SECONDS
-                        if waited_on_cancel >= state.CANCEL_GRACE_SECONDS:
-                            state.finish(session, self.job_id, self.me, "cancelled", f"{state.CANCELLED}; {note}")
-                            return
+                    elif beat.ours and beat.cancel_requested:
+                        state.finish(session, self.job_id, self.me, "cancelled", f"{state.CANCELLED}; {note}")
+                    elif beat.ours:
+                        continue
+                self.stop.set()  # the verdict is in the database; the job's thread stops at its next check
+                return
             except Exception as exc:  # noqa: BLE001 - a database hiccup must not end the heartbeat
                 log_unexpected(exc)
 

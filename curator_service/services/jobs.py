@@ -145,15 +145,17 @@ UNFINISHED = ("queued", "running")
 
 
 def check_job_limit(session: Session, settings: Settings, principal: Principal) -> None:
-    """At most ``POBO_JOB_LIMIT_PER_KEY`` queued or running jobs per key (the admin counts as one key), so no
-    requester can fill the cluster. On PostgreSQL an advisory lock per requester serialises the count and the insert
-    (SQLite's write transactions are serial already)."""
-    requester = principal.key_id or 0
+    """At most ``POBO_JOB_LIMIT_PER_KEY`` queued or running jobs (releases included) per API key, so no key can fill
+    the cluster; a job being cancelled no longer counts. The admin token, the operator's own, is not limited. On
+    PostgreSQL an advisory lock per key serialises the count and the insert (SQLite's write transactions are serial
+    already)."""
+    if principal.key_id is None:
+        return
     if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:space, :requester)"),
-                        {"space": JOB_LIMIT_LOCK, "requester": requester})
+        session.execute(text("SELECT pg_advisory_xact_lock(:space, :key)"), {"space": JOB_LIMIT_LOCK,
+                                                                             "key": principal.key_id})
     unfinished = session.scalar(select(func.count()).select_from(Job).where(
-        func.coalesce(Job.key_id, 0) == requester, Job.status.in_(UNFINISHED)))
+        Job.key_id == principal.key_id, Job.status.in_(UNFINISHED), Job.cancel_requested.is_(False)))
     if unfinished >= settings.job_limit_per_key:
         raise ApiError(409, "conflict", f"this key already has {unfinished} jobs queued or running, the most it may "
                        f"have (POBO_JOB_LIMIT_PER_KEY = {settings.job_limit_per_key}); wait for one to finish or "

@@ -1,0 +1,280 @@
+"""The job engine (issue 15): jobs run in Dask worker processes, spread their pieces over the cluster, stop within
+seconds of a cancel or at their time limit, are limited per key, are created once per request_id, charge at commit
+when their kind says so, and are run once even when two replicas send them.
+
+The kinds here are module-level functions: a kind travels to the worker process by reference to this module.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+
+from curator_service.jobs import KINDS, JobCancelled, JobFailed, JobKind
+from curator_service.jobs.state import STALE_SECONDS
+from curator_service.persistence.models import Job, utcnow
+from curator_service.services.ledger import Spend, charge
+from curator_service.services.ledger_events import job_event
+from curator_service.services.policy import ADMIN
+from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
+
+FREE = lambda params, dataset: (0.0, 0.0)  # noqa: E731
+CHARGED = lambda params, dataset: (0.5, 0.0)  # noqa: E731
+
+
+def wait(client, job_id, timeout=30.0, until=("succeeded", "failed", "cancelled")):
+    deadline = time.monotonic() + timeout
+    while (job := client.get(f"/v1/jobs/{job_id}").json())["status"] not in until:
+        assert time.monotonic() < deadline, job
+        time.sleep(0.05)
+    return job
+
+
+def submit(client, kind, dataset_id=None, params=None, **extra):
+    body = {"kind": kind, "params": params or {}, **extra}
+    if dataset_id is not None:
+        body["dataset_id"] = dataset_id
+    return client.post("/v1/jobs", json=body)
+
+
+def use(monkeypatch, name, run, cost=FREE, **kind):
+    monkeypatch.setitem(KINDS, name, JobKind(name=name, description=name, cost=cost, run=run,
+                                             needs_dataset=cost is not FREE, **kind))
+
+
+# --- kinds ------------------------------------------------------------------------------------------------------
+
+
+def report_pid(ctx):
+    return {"pid": os.getpid()}
+
+
+def slow_piece(item):
+    time.sleep(0.3)
+    return os.getpid()
+
+
+def spread(ctx):
+    return {"pids": ctx.map(slow_piece, range(8))}
+
+
+def until_cancelled(ctx):
+    """Works until cancelled, at most 60 s (the suite's cluster outlives a failed test's app)."""
+    ctx.progress(0.5, "working")
+    for _ in range(3000):
+        ctx.check_cancelled()
+        time.sleep(0.02)
+    raise JobFailed("never cancelled")
+
+
+def ignores_everything(ctx):
+    ctx.progress(0.5, "busy")
+    time.sleep(8.0)
+    return {"finished": True}
+
+
+def append_job_id(ctx):
+    with open(ctx.params["path"], "a") as log:
+        log.write(f"{ctx.job_id}\n")
+    time.sleep(0.2)
+    return {}
+
+
+def make_numbers(ctx):
+    ctx.progress(0.5, "made")
+    if ctx.params.get("wait_for_cancel"):
+        until_cancelled(ctx)
+    while not os.path.exists(ctx.params.get("go", "/")):  # held until the test creates the file
+        ctx.check_cancelled()
+        time.sleep(0.02)
+    return [1.0, 2.0]  # not a dict: a kind with a commit may hand anything to it
+
+
+def commit_numbers(session, job, result):
+    entry = charge(session, job.dataset_id, Spend(epsilon=job.epsilon, delta=job.delta, purpose=f"job #{job.id}",
+                                                  mechanism="job:committed", event=job_event("committed"), actor=ADMIN))
+    session.flush()
+    entry.job_id = job.id
+    return {"sum": sum(result), "ledger_entry": entry.id}
+
+
+# --- where jobs run ---------------------------------------------------------------------------------------------
+
+
+def test_a_job_runs_in_a_worker_process_of_a_two_worker_cluster(client, monkeypatch):
+    use(monkeypatch, "pid", report_pid)
+    done = wait(client, submit(client, "pid").json()["id"])
+    assert done["status"] == "succeeded" and done["result"]["pid"] != os.getpid()  # not in the API's process
+    worker_pids = client.app.state.jobs.client.run(os.getpid)  # {worker address: its process id}
+    assert len(set(worker_pids.values())) == 2 and done["result"]["pid"] in worker_pids.values()
+
+
+def test_a_jobs_pieces_spread_over_the_workers(client, monkeypatch):
+    use(monkeypatch, "spread", spread)
+    done = wait(client, submit(client, "spread").json()["id"])
+    assert done["status"] == "succeeded", done
+    assert len(set(done["result"]["pids"])) == 2 and os.getpid() not in done["result"]["pids"]
+
+
+# --- cancel and time limits -------------------------------------------------------------------------------------
+
+BAD_CASE = {  # issue 15: many candidates at batch size 1 and a tiny ε held the only worker for minutes
+    "label_column": "y", "k": 2, "epsilon": 1e-12, "max_iterations": 10_000, "final_epsilon": 1e-12,
+    "final_delta": 1e-9, "evaluation_epsilon": 1e-12, "seed": 3,
+    "candidates": [{"learning_rate": 0.01 * (1 + i), "batch_size": 1, "epochs": 100, "clip_norm": 1.0}
+                   for i in range(100)],
+}
+
+
+def test_a_running_dp_tune_job_is_cancelled_within_5_seconds_and_frees_the_cluster(client):
+    dataset = register(client, n=40)
+    job = submit(client, "dp-tune", dataset["id"], BAD_CASE).json()
+    assert job["epsilon"] == pytest.approx(1e-8 + 2e-12)
+    wait(client, job["id"], until=("running",))
+    time.sleep(1.0)  # into the candidates × parts
+    asked = time.monotonic()
+    assert client.post(f"/v1/jobs/{job['id']}/cancel").status_code == 200
+    done = wait(client, job["id"], timeout=5.0)
+    print(f"cancelled after {time.monotonic() - asked:.2f} s")
+    assert done["status"] == "cancelled" and "budget stays charged" in done["message"]
+    # Its pieces were taken off the cluster: a small job runs at once.
+    mean = submit(client, "dp-mean", dataset["id"], {"column": "y", "lower": -2, "upper": 2, "epsilon": 0.1}).json()
+    assert wait(client, mean["id"], timeout=10.0)["status"] == "succeeded"
+
+
+def test_a_job_past_its_time_limit_is_failed(client, monkeypatch):
+    use(monkeypatch, "bounded", until_cancelled, time_limit_seconds=1.0)
+    done = wait(client, submit(client, "bounded").json()["id"], timeout=10.0)
+    assert done["status"] == "failed" and "time limit of 1 s" in done["message"]
+
+
+def test_a_job_that_ignores_its_cancel_is_marked_cancelled_and_its_late_result_is_dropped(client, monkeypatch):
+    use(monkeypatch, "stubborn", ignores_everything)
+    job = submit(client, "stubborn").json()
+    wait(client, job["id"], until=("running",))
+    client.post(f"/v1/jobs/{job['id']}/cancel")
+    done = wait(client, job["id"], timeout=5.0)
+    assert done["status"] == "cancelled" and done["result"] is None
+    time.sleep(8.0)  # the thread finishes its sleep: its result must not overwrite the verdict
+    assert client.get(f"/v1/jobs/{job['id']}").json()["status"] == "cancelled"
+
+
+# --- limits and idempotency -------------------------------------------------------------------------------------
+
+
+def test_each_key_may_have_two_unfinished_jobs(client, monkeypatch):
+    use(monkeypatch, "busy", until_cancelled, cost=CHARGED, roles=frozenset({"curator", "modeler"}))
+    dataset = register(client)
+    release_id = release(client, dataset["id"])["id"]
+    first, second = (bearer(modeler_key(client, [release_id], jobs=["busy"])["token"]) for _ in range(2))
+
+    def busy(headers):
+        return client.post("/v1/jobs", json={"kind": "busy", "dataset_id": dataset["id"]}, headers=headers)
+
+    one, two = busy(first).json(), busy(first).json()
+    assert_error(busy(first), 409, "conflict", "2 jobs queued or running", "POBO_JOB_LIMIT_PER_KEY")
+    other = busy(second)
+    assert other.status_code == 202, other.text  # another key has its own limit
+    client.post(f"/v1/jobs/{one['id']}/cancel")  # a job being cancelled no longer counts
+    third = busy(first)
+    assert third.status_code == 202, third.text
+    for job in (two, other.json(), third.json()):
+        client.post(f"/v1/jobs/{job['id']}/cancel")
+    assert len([e for e in client.get("/v1/ledger").json() if e["job_id"]]) == 4  # the refused one paid nothing
+
+
+def test_a_retried_request_id_returns_the_same_job_and_is_charged_once(client):
+    dataset = register(client, budget={"epsilon": 0.15, "delta": 1e-4})
+    params = {"column": "y", "lower": -2, "upper": 2, "epsilon": 0.1}
+    first = submit(client, "dp-mean", dataset["id"], params, request_id="mean-1")
+    again = submit(client, "dp-mean", dataset["id"], params, request_id="mean-1")  # the budget is spent by now
+    assert (first.status_code, again.status_code) == (202, 200)
+    assert again.json()["id"] == first.json()["id"] and again.json()["request_id"] == "mean-1"
+    assert_error(submit(client, "dp-mean", dataset["id"], {**params, "epsilon": 0.05}, request_id="mean-1"), 409,
+                 "conflict", "'mean-1'", "different body")
+    assert [e["job_id"] for e in client.get("/v1/ledger").json() if e["job_id"]] == [first.json()["id"]]
+    assert len(client.get("/v1/jobs").json()) == 1
+
+
+def test_racing_retries_create_one_job(client, monkeypatch):
+    use(monkeypatch, "pid", report_pid)
+    answers = []
+    threads = [threading.Thread(target=lambda: answers.append(submit(client, "pid", request_id="race")))
+               for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(a.status_code for a in answers) == [200] * 5 + [202]
+    assert len({a.json()["id"] for a in answers}) == 1 and len(client.get("/v1/jobs").json()) == 1
+
+
+# --- kinds that charge when they commit -------------------------------------------------------------------------
+
+
+def test_a_committing_kind_is_charged_once_at_commit_and_not_if_cancelled_first(client, monkeypatch):
+    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers)
+    dataset = register(client, budget={"epsilon": 0.8, "delta": 1e-4})
+    waiting = submit(client, "committed", dataset["id"], {"wait_for_cancel": True}).json()
+    assert client.get("/v1/ledger").json() == []  # submission checks the budget but charges nothing
+    wait(client, waiting["id"], until=("running",))
+    client.post(f"/v1/jobs/{waiting['id']}/cancel")
+    cancelled = wait(client, waiting["id"], timeout=5.0)
+    assert cancelled["status"] == "cancelled" and "nothing was charged" in cancelled["message"]
+    done = wait(client, submit(client, "committed", dataset["id"]).json()["id"])
+    assert done["status"] == "succeeded" and done["result"]["sum"] == 3.0
+    assert [e["id"] for e in client.get("/v1/ledger").json()] == [done["result"]["ledger_entry"]]
+    # 0.5 of 0.8 is spent: a new job is refused at submission; one admitted before the spend fails at its commit.
+    assert_error(submit(client, "committed", dataset["id"]), 409, "budget_exceeded")
+
+
+def test_a_commit_that_no_longer_fits_the_budget_fails_and_stores_nothing(client, monkeypatch, tmp_path):
+    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers)
+    dataset = register(client, budget={"epsilon": 0.8, "delta": 1e-4})
+    go = tmp_path / "go"
+    held = submit(client, "committed", dataset["id"], {"go": str(go)}).json()  # admitted: 0.5 of 0.8 fits
+    first = wait(client, submit(client, "committed", dataset["id"]).json()["id"])  # admitted too, and commits 0.5
+    go.touch()
+    failed = wait(client, held["id"])
+    assert failed["status"] == "failed" and "budget" in failed["message"] and failed["result"] is None
+    assert [e["id"] for e in client.get("/v1/ledger").json()] == [first["result"]["ledger_entry"]]
+
+
+# --- several replicas and restarts ------------------------------------------------------------------------------
+
+
+def test_two_replicas_sending_the_same_jobs_run_each_once(make_client, database_url, monkeypatch, tmp_path):
+    use(monkeypatch, "append", append_job_id)
+    first, second = make_client(database_url=database_url), make_client(database_url=database_url)
+    log = tmp_path / "runs.log"
+    ids = []
+    for _ in range(3):
+        job = submit(first, "append", params={"path": str(log)}).json()
+        second.app.state.jobs.submit(job["id"])  # the other replica sends it too (as its recovery would)
+        ids.append(job["id"])
+        assert wait(first, job["id"])["status"] == "succeeded"
+    assert sorted(int(line) for line in log.read_text().split()) == ids
+
+
+def test_a_restart_fails_only_jobs_whose_worker_stopped_beating(make_client, monkeypatch):
+    use(monkeypatch, "busy", until_cancelled)
+    before = make_client()
+    live, dead = (submit(before, "busy").json() for _ in range(2))
+    wait(before, live["id"], until=("running",))
+    wait(before, dead["id"], until=("running",))
+    before.post(f"/v1/jobs/{dead['id']}/cancel")  # stand-in for a worker that died: no heartbeat any more
+    wait(before, dead["id"])
+    with before.app.state.db.write() as session:
+        session.execute(update(Job).where(Job.id == dead["id"]).values(
+            status="running", heartbeat_at=utcnow() - timedelta(seconds=STALE_SECONDS + 1), cancel_requested=False))
+    after = make_client()  # a replica starting now: its recovery reaps
+    assert after.get(f"/v1/jobs/{dead['id']}").json()["status"] == "failed"
+    assert "stopped while this job was running" in after.get(f"/v1/jobs/{dead['id']}").json()["message"]
+    assert after.get(f"/v1/jobs/{live['id']}").json()["status"] == "running"  # its worker still beats
+    after.post(f"/v1/jobs/{live['id']}/cancel")
+    assert wait(after, live["id"], timeout=5.0)["status"] == "cancelled"
