@@ -11,7 +11,9 @@ posterior at x is (PO-GP-UCB paper, eq. 1, with a constant prior mean added):
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import cache
 from dataclasses import dataclass
 from typing import Literal
 
@@ -116,7 +118,8 @@ class CandidatePosterior:
     A step is memory-bound at large n, so :meth:`observe` makes its passes over the candidates in one:
     chunk by chunk of ``chunk`` candidates (small enough to stay in cache) it computes the kernel column,
     subtracts Vᵀ l, updates μ and σ² and, when given the next β, scores μ + √β σ and keeps the argmax, so
-    the next GP-UCB suggestion costs no further pass (:attr:`ucb_argmax`).
+    the next GP-UCB suggestion costs no further pass (:attr:`ucb_argmax`). Chunks are independent, so
+    ``workers`` > 1 threads share them (numpy and BLAS release the GIL); results do not depend on it.
     """
 
     def __init__(
@@ -129,6 +132,7 @@ class CandidatePosterior:
         jitter: float = 1e-10,
         block_rows: int = 16,
         chunk: int = 16384,
+        workers: int = 1,
     ):
         C = _as_inputs(candidates)
         if len(C) == 0:
@@ -142,6 +146,7 @@ class CandidatePosterior:
         self.jitter = jitter
         self.block_rows = block_rows
         self.chunk = chunk
+        self.workers = workers
         self.prior_variance = np.asarray(kernel.diag(C), dtype=float).copy()
         self._chunks = [(lo, min(lo + chunk, len(C))) for lo in range(0, len(C), chunk)]
         if isinstance(kernel, StationaryKernel):
@@ -264,10 +269,11 @@ class CandidatePosterior:
         row = self._new_row()
         sqrt_beta = None if next_beta is None else np.sqrt(next_beta)
         excluded = np.zeros(0, dtype=int) if excluded is None else excluded
-        best_index, best_score = -1, -np.inf
-        scratch_buffer = np.empty(min(self.chunk, self.n_candidates))
-        for c, (lo, hi) in enumerate(self._chunks):
-            v, scratch = row[c], scratch_buffer[: hi - lo]
+
+        def update(c: int) -> tuple[float, int]:
+            """The step on chunk c, in cache: returns its best (score, index), or (−∞, −1)."""
+            lo, hi = self._chunks[c]
+            v, scratch = row[c], np.empty(hi - lo)
             self._kernel_column(index, c, scaled_index, out=v)
             # v = (k − Vᵀ l) / d, accumulated in place by BLAS: the one pass over V (the first block's call
             # also applies the 1/d).
@@ -280,12 +286,18 @@ class CandidatePosterior:
             mean, variance = self._mean[lo:hi], self._variance[lo:hi]
             daxpy(v, mean, a=w)  # μ += w v, in place
             variance -= np.multiply(v, v, out=scratch)
-            if sqrt_beta is not None:
-                scores = _upper_confidence_bound(mean, variance, sqrt_beta, scratch)
-                scores[excluded[np.searchsorted(excluded, lo) : np.searchsorted(excluded, hi)] - lo] = -np.inf
-                best = int(np.argmax(scores))
-                if scores[best] > best_score:  # strictly: an equal score in a later chunk loses the tie
-                    best_index, best_score = lo + best, scores[best]
+            if sqrt_beta is None:
+                return -np.inf, -1
+            scores = _upper_confidence_bound(mean, variance, sqrt_beta, scratch)
+            scores[excluded[np.searchsorted(excluded, lo) : np.searchsorted(excluded, hi)] - lo] = -np.inf
+            best = int(np.argmax(scores))
+            return scores[best], lo + best
+
+        best_index, best_score = -1, -np.inf
+        chunks = range(len(self._chunks))
+        for score, candidate in (_thread_pool(self.workers).map(update, chunks) if self.workers > 1 else map(update, chunks)):
+            if score > best_score:  # strictly, in chunk order: an equal score in a later chunk loses the tie
+                best_index, best_score = candidate, score
         self.ucb_argmax = None if next_beta is None else (float(next_beta), best_index)
 
         L = np.zeros((t + 1, t + 1))
@@ -306,6 +318,12 @@ class CandidatePosterior:
         finally:
             self._variance, self._mean, self._L, t, self.ucb_argmax = saved
             del self._w[t:], self._indices[t:], self._values[t:]  # rows past t in V are simply reused
+
+
+@cache
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    """One pool per size, shared by every posterior (numpy and BLAS release the GIL on each chunk)."""
+    return ThreadPoolExecutor(workers, thread_name_prefix="candidate-posterior")
 
 
 def _upper_confidence_bound(mean: NDArray, variance: NDArray, sqrt_beta: float, out: NDArray) -> NDArray:

@@ -48,6 +48,7 @@ class GPUCB:
       gives each row its own nugget; Algorithm 2 itself allows repeats (the default).
     * ``noise_variance_floor``: σ_n² never goes below it, in the start value or a refit (private
       measurements' public σ_y²).
+    * ``workers``: threads sharing each posterior update's chunks (large n); the picks do not depend on it.
     """
 
     def __init__(
@@ -70,6 +71,7 @@ class GPUCB:
         jitter: float = 1e-10,
         requery: bool = True,
         noise_variance_floor: float = 0.0,
+        workers: int = 1,
     ):
         if kernel is None:
             if lengthscale is None or signal_variance is None:
@@ -90,7 +92,8 @@ class GPUCB:
         self.n_restarts = n_restarts
         self.bounds = bounds
         self.jitter = jitter
-        self.posterior = CandidatePosterior(candidates, kernel, noise_variance, prior_mean, jitter=jitter)
+        self.workers = positive_int(workers, "workers (threads of a posterior update)")
+        self.posterior = CandidatePosterior(candidates, kernel, noise_variance, prior_mean, jitter=jitter, workers=workers)
         n = self.posterior.n_candidates
         if not 0 <= n_init <= n:
             raise ValueError(f"n_init must lie in 0..{n} (the number of candidates)")
@@ -206,7 +209,8 @@ class GPUCB:
             initial=initial if same_kind and current.ard == self.ard else None,
         )
         rebuilt = CandidatePosterior(
-            post.candidates, fitted.kernel, fitted.noise_variance, fitted.prior_mean, jitter=self.jitter
+            post.candidates, fitted.kernel, fitted.noise_variance, fitted.prior_mean, jitter=self.jitter,
+            workers=self.workers,
         )
         for index, y in zip(indices, values):
             rebuilt.observe(index, y)

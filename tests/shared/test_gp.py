@@ -88,6 +88,19 @@ def test_the_chunked_pass_equals_the_plain_formulas(kernel, chunk):
     assert posterior.ucb_argmax == (beta, -1)
 
 
+def test_threads_sharing_the_chunks_give_the_same_posterior_and_argmax():
+    rng = np.random.default_rng(6)
+    C = rng.normal(size=(1000, 4))
+    C[900] = C[10]  # a tie across chunks and threads
+    posteriors = [CandidatePosterior(C, Matern52(0.9, 1.0), 0.01, chunk=64, workers=w) for w in (1, 3)]
+    for i, value in zip([10, 500, 999, 3, 10], rng.normal(size=5)):
+        for posterior in posteriors:
+            posterior.observe(i, value, next_beta=9.0, excluded=np.array([3]))
+        assert posteriors[0].ucb_argmax == posteriors[1].ucb_argmax
+        np.testing.assert_array_equal(posteriors[0].mean, posteriors[1].mean)
+        np.testing.assert_array_equal(posteriors[0].variance, posteriors[1].variance)
+
+
 def test_tied_scores_across_chunks_go_to_the_lowest_index():
     # Before any data every candidate has the same score: the argmax over chunks of 4 must be index 0,
     # and, with rows 0..5 excluded, 6 (the first of the second chunk).
