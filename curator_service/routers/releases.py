@@ -53,7 +53,7 @@ def create_release(request: Request, response: Response, principal: Curator, dat
         releases.check_release_request(session, state.settings, dataset_id, body)
     submitted = JobCreate(kind="release", dataset_id=dataset_id, params=releases.release_params(body),
                           request_id=body.request_id)
-    job, created = jobs.submit_job(state.db, state.settings, principal, submitted)
+    job, created = jobs.submit_job(state.db, state.settings, principal, submitted, own_endpoint=True)
     if created:
         state.jobs.submit(job.id)
     finished = jobs.wait_for_job(state.db, job.id, state.settings.release_wait_seconds)

@@ -14,8 +14,6 @@ Inputs, DP-PCA and measurements are one Gaussian mechanism: one ledger entry (ε
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 from pydantic import ConfigDict
 from sqlalchemy import select
@@ -116,17 +114,15 @@ def check_measurable(dataset: Dataset) -> None:
 
 
 def compute_release(X: np.ndarray, body: ReleaseCreate, y: np.ndarray | None, noise: NoiseSource,
-                    rng: np.random.Generator, map_fn: MapFn | None = None,
-                    progress: Callable[[float], None] | None = None) -> ComputedRelease:
+                    rng: np.random.Generator, map_fn: MapFn | None = None) -> ComputedRelease:
     """Runs the mechanism on X (n × d) and, with private measurements, on y. ``noise`` and ``rng`` are the release's
     streams (:func:`shared.dp.noise.seeded_streams`: without a seed, M is fresh and gaussian's noise floating-point-
-    safe; a seed, research mode only, makes both reproducible); ``map_fn`` draws gaussian's noise in row chunks,
-    ``progress(fraction)`` after each."""
+    safe; a seed, research mode only, makes both reproducible); ``map_fn`` draws gaussian's noise in row chunks."""
     d = X.shape[1]
     if body.mechanism == "gaussian":
         r = gaussian_dim(body, d)
         out = gaussian_release(X, body.epsilon, body.delta, r, rng, noise=noise, y=y, map_fn=map_fn,
-                               progress=progress, **gaussian_options(body))
+                               **gaussian_options(body))
         parameters = ReleaseParameters.model_validate(out.public_parameters()).model_dump(mode="json")
         return ComputedRelease(Z=out.Z, dim=r, noise_std=float(out.noise_std), sensitivity=float(out.sensitivity),
                                parameters=parameters,

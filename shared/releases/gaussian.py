@@ -56,7 +56,7 @@ same either way).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal
@@ -78,7 +78,7 @@ FLOAT_MARGIN = 2.0**-40
 CHUNK_SAMPLES = 1 << 18
 """Noise samples per chunk of a chunked release: ~3 s of the safe sampler, a few MB of rows per task."""
 
-MapFn = Callable[[Callable, Iterable], Iterator]
+MapFn = Callable[[Callable, Iterable], Iterable]
 """``map``'s shape: results in the items' order (a cluster's map may run the items in parallel)."""
 
 
@@ -176,14 +176,13 @@ def gaussian_release(
     y: np.ndarray | None = None,
     measurements: MeasurementOption | None = None,
     map_fn: MapFn | None = None,
-    progress: Callable[[float], None] | None = None,
 ) -> GaussianRelease:
     """(ε, δ)-DP release of the publicly scaled n × d ``X`` (see the module docstring).
 
     ``rng`` draws the projection only; ``noise`` draws every privacy noise (default: floating-point-safe).
     ``projection="auto"``: identity at r = d, Haar at r > d, JL at r < d. ``pca`` is needed for
     ``projection="pca"``. ``measurements`` with ``y`` (one value per row) adds private measurements.
-    ``map_fn`` draws the inputs' noise in chunks (module docstring); ``progress(fraction)`` after each chunk.
+    ``map_fn`` draws the inputs' noise in chunks (module docstring).
     """
     X = _checked_inputs(X, r)
     n, d = X.shape
@@ -238,7 +237,7 @@ def gaussian_release(
         pca_step = PcaStep(pca.share, pca.clip_norm, stds[-1], parts[-1][0])
         if np.linalg.norm(P, ord=2) > operator_norm:
             raise ArithmeticError("the computed principal directions are not orthonormal to working precision")
-    Z = add_input_noise(X, P, stds[0], noise.grid(projection_sensitivity), noise, map_fn, progress)
+    Z = add_input_noise(X, P, stds[0], noise.grid(projection_sensitivity), noise, map_fn)
     del P  # used once: never stored, returned or logged
     private_y = release_measurements(y, measurements, stds[1], noise) if measurements is not None else None
     return GaussianRelease(
@@ -303,7 +302,7 @@ def chunk_noise_sources(noise: NoiseSource, count: int) -> list[NoiseSource]:
 
 
 def add_input_noise(X: np.ndarray, P: np.ndarray | None, std: float, grid: float, noise: NoiseSource,
-                    map_fn: MapFn | None = None, progress: Callable[[float], None] | None = None) -> np.ndarray:
+                    map_fn: MapFn | None = None) -> np.ndarray:
     """Z = round(X P) + G: one chunk by ``noise`` without ``map_fn``, else chunks of ≈ :data:`CHUNK_SAMPLES`
     samples mapped by ``map_fn`` (module docstring). The chunking depends on n and r only (public)."""
     n = X.shape[0]
@@ -313,14 +312,11 @@ def add_input_noise(X: np.ndarray, P: np.ndarray | None, std: float, grid: float
     chunks = [RowChunk(i, start, min(start + rows, n), source)
               for i, (start, source) in enumerate(zip(starts, chunk_noise_sources(noise, len(starts))))]
     outputs = (map_fn or map)(partial(noisy_chunk, ChunkedNoise(X, P, std, grid)), chunks)
-    Z = np.empty((n, r)) if len(chunks) > 1 else None  # one chunk: the sampler's own output, no copy
-    for done, (chunk, out) in enumerate(zip(chunks, outputs), start=1):
-        if Z is None:
-            Z = out
-        else:
-            Z[chunk.start : chunk.stop] = out
-        if progress is not None:
-            progress(done / len(chunks))
+    if len(chunks) == 1:
+        return next(iter(outputs))  # the sampler's own output, no copy
+    Z = np.empty((n, r))
+    for chunk, out in zip(chunks, outputs):
+        Z[chunk.start : chunk.stop] = out
     return Z
 
 

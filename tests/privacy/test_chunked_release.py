@@ -129,13 +129,6 @@ def test_one_chunk_equals_the_unchunked_release_exactly():
     assert chunked.public_parameters() == unchunked.public_parameters()
 
 
-def test_progress_is_reported_per_chunk_from_public_sizes_only(small_chunks):
-    fractions: list[float] = []
-    gaussian_release(unit_rows(10_000, 4), EPSILON, DELTA, 4, 0, noise=SeededNoise(0), map_fn=map,
-                     progress=fractions.append)
-    assert fractions == [(i + 1) / 10 for i in range(10)]  # ⌈n / (CHUNK_SAMPLES // r)⌉ chunks: n and r only
-
-
 def test_a_chunk_task_pickles_and_its_repr_names_no_value():
     X = unit_rows(3, 2, seed=7)
     P = np.random.default_rng(3).standard_normal((2, 2))

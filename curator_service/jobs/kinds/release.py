@@ -12,6 +12,7 @@ Progress and timing depend on public facts only: n and r (the number of chunks),
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -47,8 +48,11 @@ def run(ctx: JobContext) -> ComputedRelease:
         ctx.check_cancelled()
     X = mechanism_input(ctx.table, ctx.dataset.scaling.model_dump(mode="json"), body.mechanism)
     ctx.progress(0.0, "drawing the noise")
-    return compute_release(X, body, y, ctx.noise, ctx.rng, map_fn=ctx.map,
-                           progress=lambda fraction: ctx.progress(fraction, "drawing the noise"))
+
+    def chunk_done(done: int, total: int) -> None:
+        ctx.progress(done / total, f"drawing the noise: {done} of {total} row chunks")
+
+    return compute_release(X, body, y, ctx.noise, ctx.rng, map_fn=partial(ctx.map, progress=chunk_done))
 
 
 def submitter(session: Session, job: Job) -> Principal:
@@ -71,4 +75,6 @@ KIND = JobKind(
     cost=cost,
     run=run,
     commit=commit,
+    limited=False,  # curator-only and bounded by the budget it reserves at submission
+    endpoint="POST /v1/datasets/{id}/releases",
 )
