@@ -91,19 +91,21 @@ class JobContext:
     rng: np.random.Generator
     progress: Callable[[float, str | None], None]
     cancelled: Callable[[], bool]
+    simulation_key: str | None = None  # the column evaluator's simulated-noise key: a secret, on the context only
 
     def check_cancelled(self) -> None:
         """Raises :class:`JobCancelled` if the job was cancelled; call it between steps."""
         if self.cancelled():
             raise JobCancelled
 
-    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any],
+            progress: Callable[[int, int], None] | None = None) -> list[Any]:
         """``[fn(item) for item in items]``, spread over the Dask cluster when the job runs on a worker (``fn`` and
         what it holds are sent once to each worker that needs them), a plain loop elsewhere; cancellation is
         checked between items (a loop) or every fraction of a second while they run (the cluster). ``fn`` must
         be picklable (a module-level function or a :func:`functools.partial` of one) and must not draw privacy
-        noise from ``ctx.noise``, which stays in this process."""
-        return parallel_map(fn, list(items), self.check_cancelled)
+        noise from ``ctx.noise``, which stays in this process. ``progress(done, total)`` hears as pieces finish."""
+        return parallel_map(fn, list(items), self.check_cancelled, progress)
 
 
 TRAINING_ROW_NORM = 1.0
@@ -185,7 +187,9 @@ class JobKind:
     (:mod:`curator_service.services.ledger_events`: noise scale and sensitivity), from the parameters alone like
     ``cost``; without it the ledger records the kind's name and its (ε, δ). ``commit(session, job, result)``: see
     the module's docstring (charge at the end). ``time_limit_seconds`` bounds a job's run below the service's
-    ``POBO_JOB_TIME_LIMIT_SECONDS``; past it the job is failed."""
+    ``POBO_JOB_TIME_LIMIT_SECONDS``; past it the job is failed. ``limited``: its jobs count towards a key's
+    ``POBO_JOB_LIMIT_PER_KEY``. ``endpoint``: the one endpoint that creates its jobs (with checks of its own),
+    named to whoever tries ``POST /v1/jobs`` instead."""
 
     name: str
     description: str
@@ -196,6 +200,8 @@ class JobKind:
     event: Callable[[dict[str, Any], DatasetInfo], dict[str, Any]] | None = None
     commit: Callable[[Session, Job, Any], dict[str, Any]] | None = None
     time_limit_seconds: float | None = None
+    limited: bool = True
+    endpoint: str | None = None
 
 
 def discover() -> dict[str, JobKind]:

@@ -9,6 +9,7 @@ fails running jobs whose heartbeat stopped, so a restart fails only the jobs who
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import TYPE_CHECKING
 
 from distributed import Client, Future, fire_and_forget
@@ -90,7 +91,9 @@ class JobRunner:
             task = JobTask(job_id=job_id, database_url=without_password(self.db.url), kind=kind,
                            time_limit_seconds=min(self.settings.job_time_limit_seconds,
                                                   kind.time_limit_seconds or float("inf")))
-            future = self.client.submit(run_job, task, key=f"pobo-job-{job_id}", pure=False)
+            # A fresh key per sending: job ids repeat across databases sharing a cluster, and a key Dask already
+            # knows would be taken for that finished task.
+            future = self.client.submit(run_job, task, key=f"pobo-job-{job_id}-{uuid.uuid4().hex}", pure=False)
         except Exception as exc:  # noqa: BLE001 - a job must never stay queued unseen
             log_unexpected(exc)
             self._fail_queued(job_id, f"the job could not start ({type(exc).__name__}); the curator's log says where; "

@@ -153,26 +153,27 @@ def run_job(task: JobTask) -> None:
             _finish(db, task.job_id, me, "cancelled", f"{state.CANCELLED}; {note}")
         except JobFailed as exc:
             _finish(db, task.job_id, me, "failed", f"{exc}; {note}")
-        except ApiError as exc:  # from a commit: the final budget check; its detail is a sentence for the submitter
-            _finish(db, task.job_id, me, "failed", exc.detail)
+        except ApiError as exc:  # e.g. the commit's final budget check: a sentence for the submitter, and its code
+            _finish(db, task.job_id, me, "failed", exc.detail, {"error": {"status": exc.status, "code": exc.code}})
         except Exception as exc:  # noqa: BLE001 - report by type only: the message might quote data
             log_unexpected(exc)
             _finish(db, task.job_id, me, "failed", f"the job failed with {type(exc).__name__}; the curator's log says "
                     f"where; {note}")
 
 
-def _finish(db: Database, job_id: int, me: str, status: str, message: str) -> None:
+def _finish(db: Database, job_id: int, me: str, status: str, message: str, result: dict | None = None) -> None:
     with db.write() as session:
-        state.finish(session, job_id, me, status, message)
+        state.finish(session, job_id, me, status, message, result)
 
 
 def _context(db: Database, task: JobTask, beat: Heartbeat) -> JobContext:
     with db.read() as session:
         job = session.get(Job, task.job_id)
-        info = table = None
+        info = table = simulation_key = None
         if job.dataset_id is not None:
             dataset = session.get(Dataset, job.dataset_id)
             info, table = state.dataset_info(session, dataset), cached_table(tables(task.database_url), dataset)
+            simulation_key = dataset.simulation_key
         params, epsilon, delta = dict(job.params), job.epsilon, job.delta
     noise, rng = seeded_streams(params.get("seed"))
 
@@ -181,7 +182,8 @@ def _context(db: Database, task: JobTask, beat: Heartbeat) -> JobContext:
             state.set_progress(session, task.job_id, beat.me, fraction, message)
 
     return JobContext(job_id=task.job_id, params=params, dataset=info, table=table, epsilon=epsilon, delta=delta,
-                      noise=noise, rng=rng, progress=progress, cancelled=beat.stop.is_set)
+                      noise=noise, rng=rng, progress=progress, cancelled=beat.stop.is_set,
+                      simulation_key=simulation_key)
 
 
 def _store(db: Database, job_id: int, me: str, kind: JobKind, result: Any, note: str) -> None:

@@ -78,15 +78,20 @@ def job_cost(kind: JobKind, params: dict, info: DatasetInfo | None, principal: P
     return epsilon, delta
 
 
-def submit_job(db: Database, settings: Settings, principal: Principal, body: JobCreate) -> tuple[JobOut, bool]:
+def submit_job(db: Database, settings: Settings, principal: Principal, body: JobCreate, *,
+               own_endpoint: bool = False) -> tuple[JobOut, bool]:
     """Creates a job and says whether it is new (False: a retry of ``body.request_id``, returned as it is).
 
     Checks the key may run the kind (before anything looks at the dataset or its budget), prices the job from its
     parameters, then, in one write transaction, checks the requester's limit of unfinished jobs, charges the ledger
     (a kind with a ``commit`` only checks the budget: it charges when it commits) and queues the job (the caller
     hands the id to the runner). The flush-time guard of :mod:`.key_policy` checks the permission again as the
-    backstop; the unique index on (requester, request_id) makes two racing retries create one job."""
+    backstop; the unique index on (requester, request_id) makes two racing retries create one job. A kind with its
+    own ``endpoint`` is created only there (``own_endpoint``), which makes its own checks first."""
     kind = kind_for(principal, body.kind)
+    if kind.endpoint is not None and not own_endpoint:
+        raise ApiError(422, "validation_error", f"job kind {kind.name!r} is created by {kind.endpoint}, not by "
+                       "POST /v1/jobs; use that endpoint")
     if principal.key_id is not None:
         with db.read() as session:
             check_may_run(session, principal.key_id, kind.name)
@@ -104,12 +109,13 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
         epsilon, delta = job_cost(kind, body.params, info, principal)
     try:
         with db.write() as session:
-            check_job_limit(session, settings, principal)
+            if kind.limited:
+                check_job_limit(session, settings, principal)
             entry = None
             if kind.commit is not None and body.dataset_id is not None:
-                dataset = get_or_404(session, Dataset, body.dataset_id)
-                check_affordable(budget_status(session, dataset), epsilon, delta, f"job {kind.name}")
+                check_affordable_with_reservations(session, body.dataset_id, epsilon, delta, f"job {kind.name}")
             elif epsilon > 0 or delta > 0:
+                check_affordable_with_reservations(session, body.dataset_id, epsilon, delta, f"job {kind.name}")
                 event = kind.event(body.params, info) if kind.event is not None else job_event(kind.name)
                 entry = charge(session, body.dataset_id, Spend(epsilon=epsilon, delta=delta,
                                                                purpose=f"job {kind.name}", mechanism=f"job:{kind.name}",
@@ -142,6 +148,25 @@ def earlier_request(session: Session, principal: Principal, body: JobCreate) -> 
 
 
 UNFINISHED = ("queued", "running")
+
+
+def check_affordable_with_reservations(session: Session, dataset_id: int, epsilon: float, delta: float,
+                                       what: str) -> None:
+    """A kind that charges at its commit reserves its cost until then: any job's (ε, δ) must fit beside what is spent
+    and what the dataset's unfinished commit-kind jobs will charge, so twenty releases submitted at once against a
+    budget for five admit five, and a job charged at submission cannot take a running release's share (the dataset
+    row is locked, as by a charge). The commit's own check stays the final one."""
+    dataset = get_or_404(session, Dataset, dataset_id, lock=True)
+    reserving = [name for name, kind in KINDS.items() if kind.commit is not None]
+    reserved = session.execute(select(func.coalesce(func.sum(Job.epsilon), 0.0), func.coalesce(func.sum(Job.delta), 0.0))
+                               .where(Job.dataset_id == dataset_id, Job.kind.in_(reserving),
+                                      Job.status.in_(UNFINISHED), Job.cancel_requested.is_(False))).one()
+    status = budget_status(session, dataset)
+    spent = status.model_copy(update={"spent_epsilon": status.spent_epsilon + reserved[0],
+                                      "spent_delta": status.spent_delta + reserved[1],
+                                      "remaining_epsilon": max(0.0, status.remaining_epsilon - reserved[0]),
+                                      "remaining_delta": max(0.0, status.remaining_delta - reserved[1])})
+    check_affordable(spent, epsilon, delta, what)
 
 
 def check_job_limit(session: Session, settings: Settings, principal: Principal) -> None:

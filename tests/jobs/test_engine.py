@@ -238,11 +238,32 @@ def test_a_commit_that_no_longer_fits_the_budget_fails_and_stores_nothing(client
     dataset = register(client, budget={"epsilon": 0.8, "delta": 1e-4})
     go = tmp_path / "go"
     held = submit(client, "committed", dataset["id"], {"go": str(go)}).json()  # admitted: 0.5 of 0.8 fits
-    first = wait(client, submit(client, "committed", dataset["id"]).json()["id"])  # admitted too, and commits 0.5
+    with client.app.state.db.write() as session:  # a charge that bypassed the reservation (an older replica)
+        charge(session, dataset["id"], Spend(epsilon=0.5, delta=0.0, purpose="elsewhere", mechanism="job:other",
+                                             event=job_event("other"), actor=ADMIN))
     go.touch()
     failed = wait(client, held["id"])
-    assert failed["status"] == "failed" and "budget" in failed["message"] and failed["result"] is None
-    assert [e["id"] for e in client.get("/v1/ledger").json()] == [first["result"]["ledger_entry"]]
+    assert failed["status"] == "failed" and "budget" in failed["message"]
+    assert failed["result"] == {"error": {"status": 409, "code": "budget_exceeded"}}
+    assert [e["purpose"] for e in client.get("/v1/ledger").json()] == ["elsewhere"]
+
+
+def test_unfinished_committing_jobs_reserve_their_cost(client, monkeypatch, tmp_path):
+    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers, limited=False)
+    dataset = register(client, budget={"epsilon": 1.2, "delta": 1e-4})
+    go = tmp_path / "go"
+    answers = [submit(client, "committed", dataset["id"], {"go": str(go)}) for _ in range(5)]
+    assert [a.status_code for a in answers] == [202, 202, 409, 409, 409]  # 2 × 0.5 of 1.2 reserved; unlimited kind
+    assert_error(answers[2], 409, "budget_exceeded")
+    client.post(f"/v1/jobs/{answers[0].json()['id']}/cancel")  # a cancelled one frees its reservation
+    assert submit(client, "committed", dataset["id"], {"go": str(go)}).status_code == 202
+    go.touch()
+
+
+def test_a_kind_with_its_own_endpoint_is_not_created_by_post_jobs(client, monkeypatch):
+    use(monkeypatch, "elsewhere", report_pid, endpoint="POST /v1/elsewhere")
+    assert_error(submit(client, "elsewhere"), 422, "validation_error", "POST /v1/elsewhere")
+    assert client.get("/v1/jobs").json() == []
 
 
 # --- several replicas and restarts ------------------------------------------------------------------------------
