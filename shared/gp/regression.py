@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.linalg.blas import daxpy, dgemv
-from scipy.linalg.lapack import dpotrf, dpotri
+from scipy.linalg.lapack import dpotrf, dpotri, dpotrs
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
@@ -398,17 +398,18 @@ def _negative_lml_and_gradient(
         contract = lambda W: dK.reshape(len(dK), -1) @ W.ravel()  # noqa: E731
     K[np.diag_indices_from(K)] += noise
     # LAPACK directly: these t × t problems are small enough that scipy's wrappers dominated fitting time
-    L, info = dpotrf(K, lower=1, clean=1)
+    L, info = dpotrf(K, lower=1, clean=1, overwrite_a=1)  # K is this call's own
     if info != 0:
         return 1e25, np.zeros_like(theta)
-    K_inv, _ = dpotri(L, lower=1)
+    alpha, _ = dpotrs(L, residual, lower=1)
+    log_likelihood = _gaussian_log_likelihood(L, alpha, residual)
+    K_inv, _ = dpotri(L, lower=1, overwrite_c=1)  # L is not needed after this
     K_inv += np.tril(K_inv, -1).T
-    alpha = K_inv @ residual
     W = np.outer(alpha, alpha)
     W -= K_inv
     grad = 0.5 * contract(W)
     grad_noise = 0.5 * noise * np.trace(W)
-    return -_gaussian_log_likelihood(L, alpha, residual), -np.append(grad, grad_noise)
+    return -log_likelihood, -np.append(grad, grad_noise)
 
 
 def fit_hyperparameters(
@@ -423,12 +424,14 @@ def fit_hyperparameters(
     prior_mean: float | Literal["sample_mean"] = "sample_mean",
     initial: tuple[FittableKernel, float] | None = None,
     warm_start_only: bool = False,
+    ftol: float = 2.2e-9,
 ) -> FittedHyperparameters:
     """Maximise the log marginal likelihood over log lengthscale(s), log σ² and log σ_n² with L-BFGS-B.
 
     Starts: ``initial`` (kernel, noise variance) if given, the log-midpoint of the bounds, then
     ``n_restarts`` points drawn uniformly in log-space within the bounds (``rng``-seeded); with
-    ``warm_start_only`` (and ``initial`` given) only ``initial`` — a cheap refit after a few new points. The prior
+    ``warm_start_only`` (and ``initial`` given) only ``initial`` — a cheap refit after a few new points;
+    ``ftol`` is L-BFGS-B's relative tolerance on the objective (scipy's default unless given). The prior
     mean is held fixed: the sample mean of y, or the float given. ``kernel`` names a kernel of ``KERNELS``
     or is an instance whose kind (and other settings, e.g. a public input noise) the fit keeps.
     """
@@ -473,6 +476,7 @@ def fit_hyperparameters(
                 jac=True,
                 method="L-BFGS-B",
                 bounds=log_bounds,
+                options={"ftol": ftol},
             )
             if np.isfinite(result.fun) and (best is None or result.fun < best.fun):
                 best = result
