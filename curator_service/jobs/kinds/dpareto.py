@@ -21,6 +21,7 @@ of one value would be a division by zero in the search), and 5–50% of the rows
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,18 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
     return 0.0, 0.0
 
 
+def evaluate_setting(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], loss: str,
+                     optimizer: str, delta: float, seed: int, params: dict[str, float]) -> tuple[float, float]:
+    """The oracle at one setting: one DP-SGD training whose research generator (its noise and lots) is seeded by the
+    job's seed and the setting itself, so evaluations spread over several worker processes (each with its own copy
+    of this function) still get distinct streams, and a seeded job is reproducible however they are spread."""
+    setting = np.asarray([params[name] for name in sorted(params)], dtype=np.float64).view(np.uint64)
+    generator = np.random.default_rng(np.random.SeedSequence([seed, *setting.tolist()]))
+    oracle = dpsgd_oracle(train, test, loss=loss, optimizer=optimizer, delta=delta,
+                          draws=lambda: [(SeededNoise(generator), generator)])
+    return oracle(params)
+
+
 def run(ctx: JobContext) -> dict[str, Any]:
     p = DparetoParams.model_validate(ctx.params)
     labels = binary_labels(ctx.table, p.label_column)
@@ -59,16 +72,8 @@ def run(ctx: JobContext) -> dict[str, Any]:
         raise JobFailed(f"{len(train)} training rows are too few for lots of at least {p.batch_size[0]}")
     space = dpsgd_space(max_epochs=p.max_epochs, lot_size=(p.batch_size[0], min(p.batch_size[1], len(train))),
                         learning_rate=p.learning_rate, noise_variance=p.noise_variance, clip_norm=p.clip_norm)
-    seeds = np.random.SeedSequence(int(ctx.rng.integers(2**63)))
-
-    def one_training() -> list[tuple[SeededNoise, np.random.Generator]]:
-        """A fresh research generator per evaluation, used for the training's noise and its lot sampling."""
-        child = np.random.default_rng(seeds.spawn(1)[0])
-        return [(SeededNoise(child), child)]
-
-    oracle = dpsgd_oracle((X[train], y[train]), (X[test], y[test]), loss=p.loss, optimizer=p.optimizer,
-                          delta=p.delta, draws=one_training)
-
+    oracle = partial(evaluate_setting, (X[train], y[train]), (X[test], y[test]), p.loss, p.optimizer, p.delta,
+                     int(ctx.rng.integers(2**63)))
     total = p.initial_points + p.iterations
 
     def progress(method: str, done: int, _total: int, evaluation) -> None:
@@ -76,7 +81,8 @@ def run(ctx: JobContext) -> dict[str, Any]:
         ctx.progress(done / total, f"{done}/{total} points evaluated")
 
     problem = ParetoProblem("dpareto", space, oracle)
-    result = dpareto(problem, initial_points=p.initial_points, iterations=p.iterations, rng=ctx.rng, progress=progress)
+    result = dpareto(problem, initial_points=p.initial_points, iterations=p.iterations, rng=ctx.rng, progress=progress,
+                     map_fn=ctx.map)  # the initial design's evaluations over the cluster
     return DparetoResult(
         warning="This front is not differentially private (DPareto's threat model): share it with trusted analysts only.",
         anti_ideal=list(result.anti_ideal),
