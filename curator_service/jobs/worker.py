@@ -47,7 +47,8 @@ class JobTask:
 
 
 def without_password(url: str) -> str:
-    return make_url(url).set(password=None).render_as_string(hide_password=False)
+    # URL.set(password=None) would keep the password ("None: unchanged"); the named tuple's _replace drops it.
+    return make_url(url)._replace(password=None).render_as_string(hide_password=False)
 
 
 def with_password(url: str) -> str:

@@ -19,7 +19,9 @@ def test_defaults_are_production_sqlite_in_the_data_dir_and_no_admin_token(tmp_p
     assert settings.database_url == sqlite_url(tmp_path)
     assert settings.admin_token is None and settings.import_root is None
     assert not settings.allow_uncertified_mechanisms
-    assert (settings.max_upload_bytes, settings.job_workers) == (DEFAULT_MAX_UPLOAD_BYTES, 1)
+    assert (settings.max_upload_bytes, settings.job_workers) == (DEFAULT_MAX_UPLOAD_BYTES, 2)
+    assert settings.dask_scheduler is None  # the embedded cluster
+    assert (settings.job_limit_per_key, settings.job_time_limit_seconds, settings.release_wait_seconds) == (2, 21600, 2)
 
 
 def test_every_variable_is_read_and_parsed(tmp_path):
@@ -27,7 +29,11 @@ def test_every_variable_is_read_and_parsed(tmp_path):
         "POBO_DATA_DIR": str(tmp_path), "POBO_DATABASE_URL": PG, "POBO_ADMIN_TOKEN": "t0k",
         "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "yes", "POBO_MODE": "research", "POBO_MAX_UPLOAD_BYTES": "1024",
         "POBO_JOB_WORKERS": "3", "POBO_IMPORT_ROOT": str(tmp_path / "imports"),
+        "POBO_DASK_SCHEDULER": "tcp://scheduler:8786", "POBO_JOB_LIMIT_PER_KEY": "5",
+        "POBO_JOB_TIME_LIMIT_SECONDS": "60.5", "POBO_RELEASE_WAIT_SECONDS": "0",
     })
+    assert settings.dask_scheduler == "tcp://scheduler:8786"
+    assert (settings.job_limit_per_key, settings.job_time_limit_seconds, settings.release_wait_seconds) == (5, 60.5, 0)
     assert (settings.database_url, settings.admin_token, settings.mode) == (PG, "t0k", "research")
     assert settings.allow_uncertified_mechanisms
     assert (settings.max_upload_bytes, settings.job_workers) == (1024, 3)
@@ -52,7 +58,8 @@ def test_constructing_settings_directly_ignores_the_environment(monkeypatch, tmp
 @pytest.mark.parametrize("variable, value", [
     ("POBO_MODE", "dev"), ("POBO_JOB_WORKERS", "1.5"), ("POBO_JOB_WORKERS", "0"),
     ("POBO_MAX_UPLOAD_BYTES", "-1"), ("POBO_ALLOW_UNCERTIFIED_MECHANISMS", "maybe"),
-    ("POBO_DATABASE_URL", "not a url"),
+    ("POBO_DATABASE_URL", "not a url"), ("POBO_DASK_SCHEDULER", "scheduler:8786"), ("POBO_JOB_LIMIT_PER_KEY", "0"),
+    ("POBO_JOB_TIME_LIMIT_SECONDS", "0"), ("POBO_JOB_TIME_LIMIT_SECONDS", "inf"), ("POBO_RELEASE_WAIT_SECONDS", "-1"),
 ])
 def test_bad_values_stop_the_start_with_the_setting_named(variable, value, tmp_path):
     with pytest.raises(pydantic.ValidationError) as caught:
