@@ -23,7 +23,7 @@ from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.linalg.blas import daxpy, dgemv
 from scipy.linalg.lapack import dpotrf, dpotri, dpotrs
 from scipy.optimize import minimize
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from shared.gp.kernels import KERNELS, FittableKernel, Kernel, StationaryKernel
 
@@ -321,6 +321,12 @@ class CandidatePosterior:
 
 
 @cache
+def _blas_controller() -> ThreadpoolController:
+    """Found once: scanning the loaded libraries took ~30 ms a call, more than a warm DPareto refit."""
+    return ThreadpoolController()
+
+
+@cache
 def _thread_pool(workers: int) -> ThreadPoolExecutor:
     """One pool per size, shared by every posterior (numpy and BLAS release the GIL on each chunk)."""
     return ThreadPoolExecutor(workers, thread_name_prefix="candidate-posterior")
@@ -467,7 +473,7 @@ def fit_hyperparameters(
     best = None
     # The matrices are small (t × t): extra BLAS threads only add synchronisation, which on a busy
     # machine made fitting ~30× slower.
-    with threadpool_limits(1):
+    with _blas_controller().limit(limits=1):
         for x0 in starts:
             result = minimize(
                 _negative_lml_and_gradient,
