@@ -118,6 +118,7 @@ def measure(curator: LocalCurator, dataset_id: int, workers: int, n: int, d: int
     idle = rss_mb(pid)
     sampler = PeakRss(pid)
     sampler.start()
+    load_before = os.getloadavg()[0]
     release, seconds = cli_release(curator, dataset_id, log)
     peak = sampler.stop()
     assert release["certified"] and release["n"] == n and release["dim"] == d, release
@@ -125,7 +126,8 @@ def measure(curator: LocalCurator, dataset_id: int, workers: int, n: int, d: int
     samples, job_seconds = n * d, (job.finished_at - job.started_at).total_seconds()
     return {"workers": workers, "cli_seconds": seconds, "job_seconds": job_seconds, "samples": samples,
             "us_per_sample": 1e6 * job_seconds / samples, "cpu_us_per_sample": 1e6 * job_seconds * workers / samples,
-            "job_id": job.id, "release_id": release["id"], "api_rss_idle_mb": idle, "api_rss_peak_mb": peak}
+            "job_id": job.id, "release_id": release["id"], "api_rss_idle_mb": idle, "api_rss_peak_mb": peak,
+            "table_mb": n * d * 8 / 2**20, "load_average_1min": [load_before, os.getloadavg()[0]]}
 
 
 def main() -> None:
@@ -148,19 +150,24 @@ def main() -> None:
     data = args.work / f"data_{args.n}x{args.d}_{time.strftime('%Y%m%dT%H%M%S')}"
     env = {"POBO_IMPORT_ROOT": str(root), "POBO_MODE": "production", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "false",
            "POBO_MAX_UPLOAD_BYTES": str(max(csv.stat().st_size + 1, 200 * 1024 * 1024))}
-    with LocalCurator(data, env={**env, "POBO_JOB_WORKERS": str(counts[0])}) as curator:
+    with LocalCurator(data, env={**env, "POBO_JOB_WORKERS": str(counts[0])}, startup_timeout=600.0) as curator:
         started = time.perf_counter()
         dataset_id = register(curator, csv, args.d)
         print(f"registered dataset {dataset_id} by path in {time.perf_counter() - started:.0f} s")
-    runs = []
+    name = "release_scale" if (args.n, args.d) == (1_000_000, 20) else f"release_scale_{args.n}x{args.d}"
+    payload = {"n": args.n, "d": args.d, "epsilon": EPSILON, "delta": DELTA, "cores": os.cpu_count(), "runs": []}
+    runs = payload["runs"]
     for workers in counts:
-        curator = LocalCurator(data, env={**env, "POBO_JOB_WORKERS": str(workers)})
+        curator = LocalCurator(data, env={**env, "POBO_JOB_WORKERS": str(workers)}, startup_timeout=600.0)
         with curator:
             runs.append(measure(curator, dataset_id, workers, args.n, args.d, data / f"cli_{workers}.log"))
         run = runs[-1]
+        harness.write_json(name, payload)  # after each run: a long benchmark keeps what it measured
         print(f"{workers} worker(s): job {run['job_seconds']:.1f} s (CLI {run['cli_seconds']:.1f} s), "
               f"{run['us_per_sample']:.2f} µs/sample ({run['cpu_us_per_sample']:.2f} CPU µs), API RSS "
-              f"{run['api_rss_idle_mb']:.0f} MB idle → {run['api_rss_peak_mb']:.0f} MB peak")
+              f"{run['api_rss_idle_mb']:.0f} MB idle → {run['api_rss_peak_mb']:.0f} MB peak (the table: "
+              f"{run['table_mb']:.0f} MB); load average {run['load_average_1min'][0]:.1f} → "
+              f"{run['load_average_1min'][1]:.1f} on {os.cpu_count()} cores")
     base = runs[0]["job_seconds"]
     for run in runs:
         run["speed_up"] = base / run["job_seconds"]
@@ -170,10 +177,7 @@ def main() -> None:
         print(f"{run['workers']:>7} {run['job_seconds']:>8.1f} {run['cli_seconds']:>8.1f} {run['us_per_sample']:>10.2f} "
               f"{run['cpu_us_per_sample']:>8.2f} {run['speed_up']:>8.2f} "
               f"{run['api_rss_idle_mb']:>7.0f} → {run['api_rss_peak_mb']:<6.0f}")
-    name = "release_scale" if (args.n, args.d) == (1_000_000, 20) else f"release_scale_{args.n}x{args.d}"
-    path = harness.write_json(name, {"n": args.n, "d": args.d, "epsilon": EPSILON, "delta": DELTA,
-                                     "cores": os.cpu_count(), "runs": runs})
-    print(f"wrote {path}")
+    print(f"wrote {harness.write_json(name, payload)}")
 
 
 if __name__ == "__main__":

@@ -10,11 +10,9 @@ from fastapi.responses import JSONResponse
 
 from curator_service.routers.auth import AnyRole, Curator
 from curator_service.routers.params import DatasetFilter, DatasetId, Offset, ReleaseId
-from curator_service.services import audit, jobs, reconstruction, releases
-from shared.api.errors import ApiError
+from curator_service.services import audit, reconstruction, release_requests, releases
 from shared.api.schemas import (
     InputsPage,
-    JobCreate,
     JobOut,
     ReconstructionAuditOut,
     ReconstructionAuditRequest,
@@ -49,22 +47,12 @@ def create_release(request: Request, response: Response, principal: Curator, dat
     same job or release (200 once stored) and is charged once; the same `request_id` with another body is a 409. The
     projection matrix is never stored or returned."""
     state = request.app.state
-    with state.db.read() as session:
-        releases.check_release_request(session, state.settings, dataset_id, body)
-    submitted = JobCreate(kind="release", dataset_id=dataset_id, params=releases.release_params(body),
-                          request_id=body.request_id)
-    job, created = jobs.submit_job(state.db, state.settings, principal, submitted, own_endpoint=True)
-    if created:
-        state.jobs.submit(job.id)
-    finished = jobs.wait_for_job(state.db, job.id, state.settings.release_wait_seconds)
-    if finished.status == "succeeded":
-        response.status_code = 201 if created else 200
-        with state.db.read() as session:
-            return releases.stored_release_out(session, state.settings, finished.result["release_id"])
-    if finished.status == "failed" and (error := (finished.result or {}).get("error")) is not None:
-        raise ApiError(error["status"], error["code"], finished.message)  # refused within the wait: as before jobs
-    return JSONResponse(jobs.job_out(finished).model_dump(mode="json"), status_code=202,
-                        headers={"Location": f"/v1/jobs/{job.id}"})
+    made, created = release_requests.request_release(state.db, state.settings, principal, dataset_id, body,
+                                                     state.jobs.submit)
+    if isinstance(made, JobOut):
+        return JSONResponse(made.model_dump(mode="json"), status_code=202, headers={"Location": f"/v1/jobs/{made.id}"})
+    response.status_code = 201 if created else 200
+    return made
 
 
 @router.get("/v1/releases", response_model=list[ReleaseOut], summary="Releases this caller may see")

@@ -5,6 +5,7 @@ CLI follows the job to the end. The jobs run on the suite's Dask cluster (tests/
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import httpx
@@ -12,6 +13,7 @@ import numpy as np
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from curator_service.app import create_app
 from curator_service.cli import app as cli_app
 from curator_service.jobs import DatasetInfo, JobContext
 from curator_service.jobs.kinds import release as release_kind
@@ -160,3 +162,24 @@ def test_the_cli_follows_a_release_job_to_the_end_or_prints_the_job_with_no_wait
                        "--request-id", "cli-1", "--json")  # picks up the release that job stored: no new charge
         assert json.loads(again.stdout)["id"] == released["result"]["release_id"]
         assert len(http.get("/v1/ledger").json()) == 2
+
+
+
+def form_csrf(page: str) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+
+def test_the_console_form_sends_a_release_past_the_wait_to_its_job_page(make_settings):
+    app = create_app(make_settings(release_wait_seconds=0))
+    with TestClient(app, base_url="https://testserver", headers=ADMIN_HEADERS) as browser:
+        dataset = register(browser)
+        login = browser.post("/console/login", data={"token": ADMIN, "csrf": form_csrf(browser.get("/console/login").text)},
+                             follow_redirects=False)
+        assert login.status_code == 303, login.text
+        page = browser.get(f"/console/datasets/{dataset['id']}").text
+        made = browser.post(f"/console/datasets/{dataset['id']}/releases", follow_redirects=False,
+                            data={"mechanism": "gaussian", "epsilon": "1", "delta": "1e-5", "dim": "auto",
+                                  "csrf": form_csrf(page)})
+        [job] = browser.get("/v1/jobs").json()
+        assert (made.status_code, made.headers["location"]) == (303, f"/console/jobs/{job['id']}")
+        assert "Release job" in browser.get(made.headers["location"]).text
