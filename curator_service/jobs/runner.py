@@ -51,6 +51,8 @@ class JobRunner:
     @property
     def client(self) -> Client:
         with self._lock:
+            if self._stopping.is_set():
+                raise RuntimeError("the job engine is shutting down")
             if self._client is None:
                 address = cluster.scheduler_address(self.settings.dask_scheduler, self.settings.job_workers)
                 self._client = cluster.connect(address)

@@ -20,7 +20,9 @@ from curator_service.services.ledger import budget_status
 from shared.api.schemas import ScalingSpec
 
 HEARTBEAT_SECONDS = 1.0  # a running job's worker writes its heartbeat and reads the cancel flag this often
-STALE_SECONDS = 15.0  # a running job whose heartbeat is older than this lost its worker
+# A running job whose heartbeat is older than this lost its worker. Generous: on SQLite a heartbeat waits for the
+# write lock behind any long transaction (storing a 10⁶ × 20 release), and a live job must never be reaped.
+STALE_SECONDS = 30.0
 
 INTERRUPTED = "the service or its worker stopped while this job was running; submit it again"
 CANCELLED = "cancelled"
