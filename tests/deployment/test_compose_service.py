@@ -35,9 +35,10 @@ def test_each_service_gets_only_its_own_secrets(tool, tmp_path, monkeypatch):
     monkeypatch.setattr(tool.os, "chown", lambda *args: None)  # the image's uid needs root; not what is tested
     secrets = {name: sorted(value.split(":")[1] for flag, value in pairs(run(tool, tmp_path, name, "options"))
                             if flag == "--volume" and ":/run/secrets/" in value)
-               for name in ("curator", "curator-setup", "modeler-demo")}
+               for name in ("curator", "curator-setup", "modeler-demo", "dask-scheduler", "dask-worker")}
     assert secrets == {"curator": ["/run/secrets/admin_token", "/run/secrets/postgres_password"],
-                       "curator-setup": ["/run/secrets/admin_token"], "modeler-demo": []}
+                       "curator-setup": ["/run/secrets/admin_token"], "modeler-demo": [],
+                       "dask-scheduler": [], "dask-worker": ["/run/secrets/postgres_password"]}
 
 
 def test_names_ports_and_defaults_are_rewritten_for_loopback(tool, tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from pathlib import Path
 
 import yaml
@@ -84,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main() -> None:
     args = build_parser().parse_args()
     service = yaml.safe_load(args.compose.read_text())["services"][args.service]
-    print("\n".join(options(service, args) if args.part == "options" else argv(service, args)))
+    lines = options(service, args) if args.part == "options" else argv(service, args)
+    sys.stdout.write("".join(f"{line}\n" for line in lines))  # none for none: an empty line would be an argument
 
 
 if __name__ == "__main__":
