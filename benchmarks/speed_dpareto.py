@@ -92,15 +92,22 @@ def measure(spec: dict) -> dict:
     }
 
 
-def baseline(ref: str, spec: dict) -> dict:
-    """:func:`measure` on the code at ``ref``, in a subprocess whose ``shared`` is that worktree's."""
+def run_at(ref: str, script: str, *arguments: str) -> dict:
+    """Runs ``script`` (a benchmark) with ``--tree <worktree of ref>`` and the arguments and returns the JSON
+    its last output line holds: the script puts the worktree first on sys.path, so it measures the code at
+    ``ref`` (the previous code) without keeping a copy of it here. The worktree lives in build/."""
     if not BASELINE_TREE.exists():
         subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "add", "--detach", str(BASELINE_TREE), ref], check=True,
                        capture_output=True)
     subprocess.run(["git", "-C", str(BASELINE_TREE), "checkout", "--detach", "--quiet", ref], check=True)
-    output = subprocess.run([sys.executable, __file__, "--measure", json.dumps(spec), "--tree", str(BASELINE_TREE)],
+    output = subprocess.run([sys.executable, script, *arguments, "--tree", str(BASELINE_TREE)],
                             check=True, capture_output=True, text=True).stdout
     return json.loads(output.splitlines()[-1])
+
+
+def baseline(ref: str, spec: dict) -> dict:
+    """:func:`measure` on the code at ``ref``."""
+    return run_at(ref, __file__, "--measure", json.dumps(spec))
 
 
 def main() -> None:

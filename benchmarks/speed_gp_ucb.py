@@ -18,9 +18,11 @@ benchmarks/results/speed_gp_ucb.json and .png. ``--quick`` shrinks every size.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -30,7 +32,7 @@ from rich.console import Console  # noqa: E402
 from rich.progress import track  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from shared.gp.ucb import GPUCB, gp_ucb_beta  # noqa: E402
+from speed_dpareto import run_at  # noqa: E402  (the previous code from a git worktree)
 
 LENGTHSCALE, SIGNAL_VARIANCE, NOISE_VARIANCE, DELTA = 1.25, 1.0, 1e-5, 0.05  # the paper's synthetic GP
 ISSUE_SKLEARN_SECONDS, ISSUE_NUMPY_SECONDS = 1.7, 0.12  # the issue's reference numbers at n=36,000
@@ -58,10 +60,14 @@ class Clock:
         return time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
-def run_ours(Z: np.ndarray, f: np.ndarray, T: int) -> tuple[list[int], tuple[float, float], list[tuple[float, float]]]:
+def run_ours(Z: np.ndarray, f: np.ndarray, T: int, workers: int = 1) -> tuple[list[int], tuple[float, float], list[tuple[float, float]]]:
     clock = Clock()
+    from shared.gp.ucb import GPUCB  # here: the previous code's subprocess puts its own tree first
+
+    threads = {"workers": workers} if workers > 1 else {}  # the previous code has no such option
     engine = GPUCB(
-        Z, lengthscale=LENGTHSCALE, signal_variance=SIGNAL_VARIANCE, noise_variance=NOISE_VARIANCE, delta=DELTA
+        Z, lengthscale=LENGTHSCALE, signal_variance=SIGNAL_VARIANCE, noise_variance=NOISE_VARIANCE, delta=DELTA,
+        **threads,
     )
     picks, step_times = [], []
     for _ in range(T):
@@ -77,6 +83,8 @@ def run_sklearn(Z: np.ndarray, f: np.ndarray, T: int) -> tuple[list[int], tuple[
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
+    from shared.gp.ucb import gp_ucb_beta
+
     kernel = ConstantKernel(SIGNAL_VARIANCE, "fixed") * RBF(LENGTHSCALE, "fixed")
     clock = Clock()
     picks: list[int] = []
@@ -90,30 +98,34 @@ def run_sklearn(Z: np.ndarray, f: np.ndarray, T: int) -> tuple[list[int], tuple[
     return picks, clock.read()
 
 
-def measure_bandwidth(megabytes: int) -> dict[str, tuple[float, float]]:
-    """STREAM-like bytes per second (wall, CPU), best of 5 on arrays far larger than the caches: ``copy``
-    (a = b: 16 bytes an element) and ``triad`` (a = b + s·c: 24 bytes an element, in cache-sized chunks as
-    numpy needs two passes). The bound below uses the faster, as STREAM reports its best."""
+def measure_bandwidth(megabytes: int, threads: int = 1) -> dict[str, tuple[float, float]]:
+    """STREAM-like bytes per second (wall, CPU of all threads), best of 5 on arrays far larger than the
+    caches, each of ``threads`` threads on its own slice: ``copy`` (a = b: 16 bytes an element) and
+    ``triad`` (a = b + s·c: 24 bytes an element, in cache-sized chunks as numpy needs two passes). The
+    bound below uses the faster, as STREAM reports its best."""
     elements = megabytes * 2**20 // 8
     a, b, c = np.empty(elements), np.ones(elements), np.full(elements, 2.0)
+    slices = [slice(k * elements // threads, (k + 1) * elements // threads) for k in range(threads)]
     chunk = 16384
 
-    def copy() -> None:
-        np.copyto(a, b)
+    def copy(part: slice) -> None:
+        np.copyto(a[part], b[part])
 
-    def triad() -> None:
-        for lo in range(0, elements, chunk):
-            out = np.multiply(c[lo : lo + chunk], 3.0, out=a[lo : lo + chunk])
-            out += b[lo : lo + chunk]
+    def triad(part: slice) -> None:
+        for lo in range(part.start, part.stop, chunk):
+            hi = min(lo + chunk, part.stop)
+            out = np.multiply(c[lo:hi], 3.0, out=a[lo:hi])
+            out += b[lo:hi]
 
     rates = {}
-    for name, kernel, moved in [("copy", copy, 16), ("triad", triad, 24)]:
-        best = np.array([np.inf, np.inf])
-        for _ in range(5):
-            clock = Clock()
-            kernel()
-            best = np.minimum(best, clock.read())
-        rates[name] = (moved * elements / best[0], moved * elements / best[1])
+    with ThreadPoolExecutor(threads) as pool:
+        for name, kernel, moved in [("copy", copy, 16), ("triad", triad, 24)]:
+            best = np.array([np.inf, np.inf])
+            for _ in range(5):
+                clock = Clock()
+                list(pool.map(kernel, slices))
+                best = np.minimum(best, clock.read())
+            rates[name] = (moved * elements / best[0], moved * elements / best[1])
     return rates
 
 
@@ -146,14 +158,15 @@ def compare_with_sklearn(n: int, r: int, T: int, seed: int, repeats: int) -> dic
     }
 
 
-def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int) -> dict:
-    """Our engine alone: per-step time against the memory bound of the bytes a step must read, the t × n
-    factor V and the r × n candidates (8 bytes a number), at the STREAM-like bandwidth measured right before."""
-    rates = measure_bandwidth(bandwidth_megabytes)  # before the problem is built: the arrays are large
+def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int, workers: int) -> dict:
+    """Our engine alone (``workers`` threads): per-step time against the memory bound of the bytes a step
+    must read, the t × n factor V and the r × n candidates (8 bytes a number), at the STREAM-like bandwidth
+    of as many threads, measured right before."""
+    rates = measure_bandwidth(bandwidth_megabytes, workers)  # before the problem is built: the arrays are large
     bandwidth = {clock: max(rate[k] for rate in rates.values()) for k, clock in enumerate(("wall", "cpu"))}
     Z, f = projected_problem(n, r, seed)
     tracemalloc.start()
-    picks, (seconds, cpu_seconds), step_times = run_ours(Z, f, T)
+    picks, (seconds, cpu_seconds), step_times = run_ours(Z, f, T, workers)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     step_bytes = np.array([8.0 * n * (t + r) for t in range(T)])  # step t reads t rows of V and the candidates
@@ -162,6 +175,8 @@ def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int) -> di
         "n": n,
         "r": r,
         "T": T,
+        "workers": workers,
+        "picks": picks,
         "seconds": seconds,
         "seconds_per_iteration": seconds / T,
         "cpu_seconds": cpu_seconds,
@@ -178,6 +193,13 @@ def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int) -> di
         "best_value_found": float(f[picks].max()),
         "optimum": float(f.max()),
     }
+
+
+def steps_only(n: int, r: int, T: int, seed: int) -> dict:
+    """The large run's GP-UCB steps alone, one thread (what the previous code is measured on)."""
+    Z, f = projected_problem(n, r, seed)
+    picks, (seconds, cpu_seconds), _ = run_ours(Z, f, T)
+    return {"picks": picks, "seconds_per_iteration": seconds / T, "cpu_seconds_per_iteration": cpu_seconds / T}
 
 
 def transform_run(n: int, d: int, r: int, seed: int) -> dict:
@@ -252,7 +274,15 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="BLAS threads for both engines (1: stable timings on a shared machine)"
     )
+    parser.add_argument("--baseline", default="68ecd30", help="git ref of the previous engine, timed on the large runs")
+    parser.add_argument("--steps-only", help=argparse.SUPPRESS)  # the previous code's subprocess: "n r T seed"
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.steps_only:
+        sys.path.insert(0, args.tree)  # before the harness's repository root: the previous code's shared
+        with threadpool_limits(1):
+            print(json.dumps(steps_only(*map(int, args.steps_only.split()))))
+        return
     with threadpool_limits(args.threads):
         run(args)
 
@@ -270,7 +300,9 @@ def run(args: argparse.Namespace) -> None:
         for n, r, T in track(comparisons, description="vs scikit-learn")
     ]
     console.print("[dim]large runs …[/dim]")
-    results["large"] = [large_run(*large, args.seed, bw_mb) for large in larges]
+    results["large"] = [large_run(*large, args.seed, bw_mb, workers) for large in larges for workers in (1, 2)]
+    results["previous_large"] = [run_at(args.baseline, __file__, "--steps-only", f"{n} {r} {T} {args.seed}")
+                                 for n, r, T in larges]
     results["transform"] = []
     if not args.skip_transform:
         results["transform"] = [transform_run(n, 10, 15, args.seed) for n in track(transforms, description="transform")]
@@ -290,18 +322,29 @@ def run(args: argparse.Namespace) -> None:
     console.print(table)
     large_table = Table(title="pobo alone, fixed SE hyperparameters (ms per iteration; bound: the t × n factor "
                               "and the r × n candidates read once at STREAM bandwidth)")
-    for col in ["n", "r", "T", "clock", "measured", "bound", "ratio", "copy", "triad", "peak MiB"]:
+    for col in ["n", "r", "T", "threads", "clock", "measured", "bound", "ratio", "copy", "triad", "peak MiB"]:
         large_table.add_column(col)
     for big in results["large"]:
         streams = big["stream_bytes_per_second"]
         for clock, measured in [("wall", big["seconds_per_iteration"]), ("cpu", big["cpu_seconds_per_iteration"])]:
             large_table.add_row(
-                f"{big['n']:,}", str(big["r"]), str(big["T"]), clock, f"{measured * 1e3:.1f}",
+                f"{big['n']:,}", str(big["r"]), str(big["T"]), str(big["workers"]), clock, f"{measured * 1e3:.1f}",
                 f"{big['bound_seconds_per_iteration'][clock] * 1e3:.1f}", f"{big['ratio_to_bound'][clock]:.2f}×",
                 f"{streams['copy'][clock] / 1e9:.1f} GB/s", f"{streams['triad'][clock] / 1e9:.1f} GB/s",
                 f"{big['peak_engine_bytes'] / 2**20:.0f}",
             )  # fmt: skip
-    large_table.caption = "peak: the engine's own allocations (the factor and the chunked candidates), not the caller's Z"
+    for big, previous in zip(results["large"][::2], results["previous_large"]):
+        for clock, key in [("wall", "seconds_per_iteration"), ("cpu", "cpu_seconds_per_iteration")]:
+            bound = big["bound_seconds_per_iteration"][clock]
+            large_table.add_row(f"{big['n']:,}", str(big["r"]), str(big["T"]), f"1, {args.baseline}", clock,
+                                f"{previous[key] * 1e3:.1f}", f"{bound * 1e3:.1f}", f"{previous[key] / bound:.2f}×",
+                                "", "", "")
+        big["previous_same_picks"] = previous["picks"] == big["picks"]
+    same = all(a["picks"] == b["picks"] for a, b in zip(results["large"][::2], results["large"][1::2]))
+    large_table.caption = ("peak: the engine's own allocations (the factor and the chunked candidates), not the caller's Z; "
+                           f"CPU time sums the threads; 1 and 2 threads made the same picks: {same}; the previous code "
+                           f"({args.baseline}, its bound is this run's) made the same picks: "
+                           f"{all(big['previous_same_picks'] for big in results['large'][::2])}")
     console.print(large_table)
     for tr in results["transform"]:
         console.print(
