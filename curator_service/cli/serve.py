@@ -52,10 +52,10 @@ def serve(
                   f"uncertified mechanisms {'enabled' if settings.allow_uncertified_mechanisms else 'disabled'})")
     app = create_app(settings)
     if settings.dask_scheduler is None:  # the embedded cluster starts with the service, not with its first job
-        from curator_service.jobs.cluster import embedded_cluster
+        from curator_service.jobs.cluster import start_embedded_cluster
 
-        cluster = embedded_cluster(settings.job_workers)
-        console.print(f"jobs: {settings.job_workers} local Dask worker processes ({cluster.scheduler_address})")
+        start_embedded_cluster(settings.job_workers)
+        console.print(f"jobs: {settings.job_workers} local Dask worker processes, starting (/ready says when)")
     else:
         console.print(f"jobs: the Dask cluster at {settings.dask_scheduler}")
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -45,8 +45,32 @@ def dask_setup(worker: Any) -> None:
     curator_service.jobs.cluster`` does the same on a cluster of your own): jobs yield the CPU to the API process
     beside them (a dpareto job had tripled the query path's p50 on 2 cores), and the job code is imported now, not
     in a release's first seconds."""
+    import curator_service.jobs.worker  # noqa: F401  (at full priority: a loaded machine would starve it)
+
     os.nice(WORKER_NICENESS)
-    import curator_service.jobs.worker  # noqa: F401
+
+
+_starting = threading.Event()
+
+
+def start_embedded_cluster(workers: int) -> None:
+    """Starts this process's cluster in the background (``serve``: the service answers at once; a job sent meanwhile
+    waits for the cluster), logging a failure; :func:`embedded_starting` is true until it is up."""
+    _starting.set()
+
+    def start() -> None:
+        try:
+            embedded_cluster(workers)
+        except Exception as exc:  # noqa: BLE001 - the first job will try again and fail visibly
+            logging.getLogger(__name__).error("the embedded Dask cluster did not start: %s", type(exc).__name__)
+        finally:
+            _starting.clear()
+
+    threading.Thread(target=start, name="pobo-dask-start", daemon=True).start()
+
+
+def embedded_starting() -> bool:
+    return _starting.is_set()
 
 
 def scheduler_address(configured: str | None, workers: int) -> str:

@@ -60,8 +60,8 @@ class JobRunner:
 
     @property
     def accepting(self) -> bool:
-        """Whether submitted jobs will run (false once the service is shutting down)."""
-        return not self._stopping.is_set()
+        """Whether submitted jobs will run now (false while the embedded cluster starts and once shutting down)."""
+        return not self._stopping.is_set() and not cluster.embedded_starting()
 
     def recover(self) -> None:
         """At start: fail running jobs whose worker is gone, send every queued job (again: a claim runs it once)."""
