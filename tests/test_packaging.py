@@ -5,6 +5,7 @@ scripts, modules)."""
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 import json
 import re
@@ -45,6 +46,13 @@ def console_scripts() -> dict[str, str]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
 
 
+def check_options(command, rest: list[str], argv: list[str]) -> None:
+    """Fail unless every ``--option`` in ``rest`` is one the (click) ``command`` accepts, ``--no-x`` flags too."""
+    options = {opt for param in command.params for opt in (*param.opts, *getattr(param, "secondary_opts", []))}
+    unknown = [token for token in rest if token.startswith("--") and token.split("=")[0] not in options]
+    assert not unknown, f"{' '.join(argv)}: unknown options {unknown}"
+
+
 def check_command(argv: list[str]) -> None:
     """Fail unless ``argv`` names something the image really has, used with options it really accepts."""
     program, *rest = argv
@@ -55,9 +63,12 @@ def check_command(argv: list[str]) -> None:
         while hasattr(command, "commands") and rest and not rest[0].startswith("-"):
             assert rest[0] in command.commands, f"{program} has no subcommand {rest[0]!r}"
             command, rest = command.commands[rest[0]], rest[1:]
-        options = {opt for param in command.params for opt in param.opts}
-        unknown = [token for token in rest if token.startswith("--") and token.split("=")[0] not in options]
-        assert not unknown, f"{' '.join(argv)}: unknown options {unknown}"
+        check_options(command, rest, argv)
+    elif program == "dask":  # distributed's `dask scheduler` / `dask worker`: click commands under dask_cli
+        (entry,) = importlib.metadata.entry_points(group="dask_cli", name=rest[0])
+        check_options(entry.load(), rest[1:], argv)
+        if "--preload" in rest:
+            assert importlib.util.find_spec(rest[rest.index("--preload") + 1]), f"{argv}: no preload module"
     elif program == "python" and rest[0] == "-c":
         compile(rest[1], "<healthcheck>", "exec")
         for module in re.findall(r"import ([\w.]+)", rest[1]):
