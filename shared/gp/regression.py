@@ -131,7 +131,7 @@ class CandidatePosterior:
         *,
         jitter: float = 1e-10,
         block_rows: int = 16,
-        chunk: int = 16384,
+        chunk: int = 65536,
         workers: int = 1,
     ):
         C = _as_inputs(candidates)
