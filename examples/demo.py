@@ -5,7 +5,7 @@
    do that in production).
 2. The curator's side (``examples/demo_curator.py``): registers the synthetic GP table and scikit-learn's
    diabetes table, makes releases (certified ``gaussian`` at two ε, and ``po-gp-ucb``), issues one modeler key
-   scoped to them and hands over only the URL, the release ids, that key and the known optima.
+   scoped to them and hands over only the URL, the release ids, that key and the synthetic table's optimum.
 3. The modeler's side (``examples/demo_modeler.py``): runs GP-UCB over HTTP on each release with that key,
    prints a comparison table and writes one PNG per table.
 4. Stops the server, also on error or Ctrl-C.
@@ -37,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = build_parser().parse_args()
-    with tempfile.TemporaryDirectory(prefix="pobo-demo-") as data_dir, LocalCurator(data_dir) as curator:
+    # Up to 3 minutes to start: the service starts its Dask worker processes first, slow on a busy machine.
+    with tempfile.TemporaryDirectory(prefix="pobo-demo-") as data_dir, \
+            LocalCurator(data_dir, startup_timeout=180) as curator:
         demo_modeler.console.print(f"curator at {curator.url}")
         handoff = set_up(curator, quick=args.quick, seed=1)  # research mode: a reproducible po-gp-ucb comparison
         demo_modeler.run(handoff, args.out_dir)

@@ -11,8 +11,9 @@ Tables, as a curator would register them:
 
 Releases: certified ``gaussian`` at ε = 1 and 8, and the uncertified ``po-gp-ucb`` at ε = 4 where the operator
 enabled it (skipped otherwise). The modeler key is scoped to exactly these releases. The hand-off
-(:mod:`demo_handoff`, mode 0600) carries the URL, the release ids, the key and each table's known optimum:
-everything ``examples/demo_modeler.py`` needs, and no admin token.
+(:mod:`demo_handoff`, mode 0600) carries the URL, the release ids, the key and the synthetic table's known
+optimum (the diabetes table's would be a patient's outcome: not shared): everything ``examples/demo_modeler.py``
+needs, and no admin token.
 
 Run against a deployed curator (what compose's ``curator-setup`` does):
 ``POBO_ADMIN_TOKEN_FILE=/run/secrets/admin_token python examples/demo_curator.py --url URL --handoff FILE``
@@ -77,7 +78,8 @@ def register_diabetes(curator: CuratorAdmin, iterations: int) -> tuple[int, Demo
         extra_columns={"progression": data.target},
         scaling={"kind": "bounds", "lower": DIABETES_LOWER, "upper": DIABETES_UPPER, "diameter": 1.0},
     )
-    return dataset.id, DemoTable("diabetes", float(data.target.max()), None, iterations)
+    # Its best value is one patient's outcome: not handed over. The modeler learns only the values it queries.
+    return dataset.id, DemoTable("diabetes", None, None, iterations)
 
 
 def make_releases(curator: CuratorAdmin, dataset_id: int, table: DemoTable, seed: int | None) -> None:

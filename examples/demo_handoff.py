@@ -4,8 +4,8 @@ The curator's side (``examples/demo_curator.py``) registers the tables, makes th
 modeler key scoped to them; it writes this file for the modeler's side (``examples/demo_modeler.py``), which
 never holds the admin token. The file carries the service URL, the modeler key (a secret: the file is
 created 0600), the release ids per table, and the facts the curator chooses to share for scoring the runs:
-each table's known optimum (and the synthetic problem's σ_y, the unit of its regret). Nothing in it is a
-raw row.
+the synthetic table's known optimum and σ_y, the unit of its regret (None where the curator does not share
+one, as for the diabetes table, whose best value is a patient's outcome). Nothing in it is a raw row.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class DemoTable:
     """One table as the modeler sees it: its releases and how the curator lets runs on it be scored."""
 
     name: str
-    optimum: float
+    optimum: float | None
     signal_std: float | None
     iterations: int
     release_ids: list[int] = field(default_factory=list)

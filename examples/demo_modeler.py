@@ -1,7 +1,7 @@
 """The demo's modeler side: GP-UCB over HTTP on every release in the hand-off, a comparison table and PNGs.
 
 It holds only what the curator's setup handed over (``examples/demo_curator.py`` writes the file): the URL,
-the release ids, a modeler key scoped to them and each table's known optimum for scoring. No admin token:
+the release ids, a modeler key scoped to them and the optima the curator shares for scoring. No admin token:
 it cannot register, release or read a raw row. ``POBO_URL`` / ``POBO_TOKEN`` (or ``--url``) override the
 hand-off's URL and key, e.g. when the modeler reaches the curator by another name.
 
@@ -84,7 +84,7 @@ def show_table(results: list[tuple[DemoTable, RunRecord]]) -> None:
             f"{release.epsilon:g}",
             str(release.dim),
             f"{record.best().value:.4g}",
-            f"{info.optimum:.4g}",
+            f"{info.optimum:.4g}" if info.optimum is not None else "—",
             f"{regret[-1]:.3g}" if regret is not None else "—",
             f"{record.elapsed_seconds:.1f}",
         )

@@ -69,8 +69,8 @@ def test_the_modeler_side_runs_the_demo_with_only_the_hand_off(tmp_path):
     handoff, out = tmp_path / "handoff" / "demo.json", tmp_path / "out"
     token_file = tmp_path / "admin_token"
     # Production mode, uncertified mechanisms off: what compose runs (no seeds; po-gp-ucb skipped).
-    with LocalCurator(tmp_path / "curator", env={"POBO_MODE": "production",
-                                                 "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "false"}) as curator:
+    with LocalCurator(tmp_path / "curator", env={"POBO_MODE": "production", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "false"},
+                      startup_timeout=180) as curator:
         token_file.write_text(curator.admin_token + "\n")
         base = {k: v for k, v in os.environ.items() if not k.startswith("POBO_")}
         base["OPENBLAS_NUM_THREADS"] = "1"
@@ -82,6 +82,9 @@ def test_the_modeler_side_runs_the_demo_with_only_the_hand_off(tmp_path):
         text = handoff.read_text()
         assert curator.admin_token not in text
         document = json.loads(text)
+        # Shared for scoring: the synthetic optimum; the diabetes table's best value is a patient's outcome.
+        assert {t["name"]: t["optimum"] is None for t in document["tables"]} == {"synthetic-gp": False,
+                                                                                 "diabetes": True}
         release_ids = sorted(i for table in document["tables"] for i in table["release_ids"])
         assert len(release_ids) == 4  # two certified releases per table; po-gp-ucb refused in production
         with httpx.Client(base_url=curator.url, headers={"Authorization": f"Bearer {document['token']}"}) as key:
