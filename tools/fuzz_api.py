@@ -19,7 +19,7 @@ or with an unknown code.
 
 Writes every distinct failure (check, operation, status, example request, why) to ``--findings`` as
 Markdown. Exit status: 0, unless ``POBO_FUZZ_STRICT=1`` and there was a 5xx, a schema violation or fewer
-requests than ``--min-requests`` (the findings are being fixed; CI reports them until the switch is flipped).
+requests than ``--min-requests`` (``.ci/run`` sets it: such findings fail CI).
 
 Run: ``.venv/bin/python tools/fuzz_api.py --examples 100 --seed 0 --findings build/fuzz/findings.md``
 """
