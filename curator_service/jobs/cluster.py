@@ -92,8 +92,11 @@ def on_worker() -> bool:
     return True
 
 
-def _call(fn: Callable[[Any], Any], item: Any) -> Any:
-    return fn(item)
+MAX_PIECES = 256  # tasks one map sends at most (items are grouped beyond): the scheduler's load stays bounded
+
+
+def _call_each(fn: Callable[[Any], Any], batch: list[Any]) -> list[Any]:
+    return [fn(item) for item in batch]
 
 
 def parallel_map(fn: Callable[[Any], Any], items: list[Any], check_cancelled: Callable[[], None],
@@ -101,8 +104,9 @@ def parallel_map(fn: Callable[[Any], Any], items: list[Any], check_cancelled: Ca
     """``[fn(item) for item in items]``: on a Dask worker, as tasks over the whole cluster (this task secedes from
     its thread while it waits, so the pieces may run there too); elsewhere a loop. ``check_cancelled`` raises to
     stop: between items, or every :data:`POLL_SECONDS` while pieces run (the pieces not yet done are cancelled;
-    a piece already running finishes in the background, Dask cannot interrupt a thread). ``progress(done, total)``
-    is called as pieces finish."""
+    a piece already running finishes in the background, Dask cannot interrupt a thread). More than
+    :data:`MAX_PIECES` items go in that many tasks of consecutive items. ``progress(done, total)`` is called as
+    pieces finish."""
     report = progress or (lambda done, total: None)
     if len(items) < 2 or not on_worker():
         results = []
@@ -111,9 +115,11 @@ def parallel_map(fn: Callable[[Any], Any], items: list[Any], check_cancelled: Ca
             results.append(fn(item))
             report(len(results), len(items))
         return results
+    size = -(-len(items) // MAX_PIECES)
+    batches = [items[start:start + size] for start in range(0, len(items), size)]
     with worker_client() as client:
         [shared] = client.scatter([fn], hash=False)  # fn and the arrays it holds travel once per worker
-        futures = [client.submit(_call, shared, item, pure=False) for item in items]
+        futures = [client.submit(_call_each, shared, batch, pure=False) for batch in batches]
         try:
             pending = futures
             while pending and not any(future.status == "error" for future in futures):  # gather raises the error
@@ -123,9 +129,10 @@ def parallel_map(fn: Callable[[Any], Any], items: list[Any], check_cancelled: Ca
                 except TimeoutError:
                     continue
                 if len(still) < len(pending):
-                    report(len(items) - len(still), len(items))
+                    waiting = {future.key for future in still}
+                    report(sum(len(b) for b, f in zip(batches, futures) if f.key not in waiting), len(items))
                 pending = still
-            return client.gather(futures)
+            return [result for batch in client.gather(futures) for result in batch]
         except BaseException:
             client.cancel(futures)
             raise

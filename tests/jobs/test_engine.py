@@ -63,6 +63,16 @@ def spread(ctx):
     return {"pids": ctx.map(slow_piece, range(8))}
 
 
+def square(item):
+    return item * item
+
+
+def many(ctx):
+    seen = []
+    squares = ctx.map(square, range(600), progress=lambda done, total: seen.append((done, total)))
+    return {"squares": squares, "progress": seen}
+
+
 def until_cancelled(ctx):
     """Works until cancelled, at most 60 s (the suite's cluster outlives a failed test's app)."""
     ctx.progress(0.5, "working")
@@ -119,6 +129,14 @@ def test_a_jobs_pieces_spread_over_the_workers(client, monkeypatch):
     done = wait(client, submit(client, "spread").json()["id"])
     assert done["status"] == "succeeded", done
     assert len(set(done["result"]["pids"])) == 2 and os.getpid() not in done["result"]["pids"]
+
+
+def test_a_large_map_comes_back_in_order_with_its_progress(client, monkeypatch):
+    use(monkeypatch, "many", many)
+    done = wait(client, submit(client, "many").json()["id"])
+    assert done["result"]["squares"] == [i * i for i in range(600)]  # 600 items in at most 256 tasks
+    progress = done["result"]["progress"]
+    assert progress[-1] == [600, 600] and all(a[0] < b[0] for a, b in zip(progress, progress[1:]))
 
 
 # --- cancel and time limits -------------------------------------------------------------------------------------

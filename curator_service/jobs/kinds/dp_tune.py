@@ -37,7 +37,7 @@ Parameters and privacy (the requester may be a modeler):
   its scale.
 
 Bounds (each violation is a 422 with a sentence): at most 100 candidates, 100 epochs, batches of at
-most 65,536 rows, learning rates and clip norms in (0, 1000], k ≤ (training rows)/4, at most 10,000
+most 65,536 rows, learning rates and clip norms in (0, 1000], k ≤ (training rows)/4 and ≤ 1,000, at most 10,000
 iterations, and at most 2·10^6 DP-SGD steps over all trainings (the curator's CPU is shared).
 """
 
