@@ -74,7 +74,7 @@ class Server:
 
     def __init__(self, label: str, tree: Path, data_dir: str, env: dict[str, str], queries: int) -> None:
         self.label, self.tree = label, tree
-        self.curator = LocalCurator(data_dir, env={**env, "PYTHONPATH": str(tree)}).start()
+        self.curator = LocalCurator(data_dir, env={**env, "PYTHONPATH": str(tree)}, startup_timeout=300).start()
         done = subprocess.run([sys.executable, "-c", SETUP, self.curator.url, self.curator.admin_token, str(ROWS),
                                str(FEATURES), str(queries)], env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree,
                               capture_output=True, text=True, timeout=600, check=False)
@@ -207,6 +207,8 @@ def measure(backend: str, trees: dict[str, Path], envs: list[dict[str, str]], ar
         result: dict = {}
         for mode, count, in_flight in (("sequential", args.sequential, 1),
                                        (f"{IN_FLIGHT} in flight", args.concurrent, IN_FLIGHT)):
+            if not count:
+                continue
             result[mode] = {label: summary(ms) for label, ms in alternating(servers, count, in_flight).items()}
             print_pair(backend, mode, result[mode])
         if args.during_job:

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
 
-from curator_service.routers.auth import AnyRole, Modeler, ModelerRoute
+from curator_service.routers.auth import AnyRole, Modeler, ModelerRoute, UncheckedModeler
 from curator_service.routers.params import ReleaseFilter, ReleaseId, SessionId
 from curator_service.services import queries
 from shared.api.schemas import QueryList, QueryRequest, QueryResponse, SessionOut
 
 router = APIRouter(tags=["sessions and queries"])
 
+# The modeler routes are async handlers that run their blocking work in one thread-pool hop: for a sync handler
+# FastAPI takes two (the handler, then its response's validation), each a thread wake-up on the query path.
 
-def open_session(request: Request, caller: Modeler, release_id: ReleaseId) -> SessionOut:
+
+async def open_session(request: Request, caller: Modeler, release_id: ReleaseId) -> SessionOut:
     """Opens a modeling session on a release in the key's scope; queries in it are charged to the key's query budget."""
+    return await run_in_threadpool(_open_session, request, caller, release_id)
+
+
+def _open_session(request: Request, caller: UncheckedModeler, release_id: int) -> SessionOut:
     with request.app.state.db.write() as session:
         return queries.open_session(session, request.app.state.settings, caller.principal(session), release_id)
 
@@ -41,10 +49,14 @@ def get_session(request: Request, principal: AnyRole, session_id: SessionId) -> 
         return queries.get_session(session, principal, session_id)
 
 
-def create_queries(request: Request, caller: Modeler, session_id: SessionId, body: QueryRequest) -> QueryResponse:
+async def create_queries(request: Request, caller: Modeler, session_id: SessionId, body: QueryRequest) -> QueryResponse:
     """Measures rows by index: the curator measures each preimage row (or returns its private measurement) and stores
     the answer before responding; a manual evaluator's queries stay pending. Each index is charged to the key's query
     budget once; a repeated request_id returns the stored results uncharged. At most 1,000 indices per request."""
+    return await run_in_threadpool(_create_queries, request, caller, session_id, body)
+
+
+def _create_queries(request: Request, caller: UncheckedModeler, session_id: int, body: QueryRequest) -> QueryResponse:
     state = request.app.state
     with state.db.write() as session:  # the one transaction of the request: the key lookup, answers, charge, audit
         principal = caller.principal(session)
