@@ -14,9 +14,13 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import dask
 from distributed import Client, LocalCluster, get_worker, wait, worker_client
 
 POLL_SECONDS = 0.25  # how often a job waiting on its pieces looks at its cancel flag
+
+# Workers hold raw rows (a job's table, a release's chunks and M): never spilled to the worker's local disk.
+NO_SPILLING = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False}
 
 _embedded: LocalCluster | None = None
 _embedded_lock = threading.Lock()
@@ -28,8 +32,8 @@ def embedded_cluster(workers: int) -> LocalCluster:
     global _embedded
     with _embedded_lock:
         if _embedded is None:
-            with warnings.catch_warnings():  # the scheduler's (loopback) HTTP endpoint says when 8787 is taken
-                warnings.filterwarnings("ignore", message="Port 8787 is already in use")
+            with warnings.catch_warnings(), dask.config.set(NO_SPILLING):
+                warnings.filterwarnings("ignore", message="Port 8787 is already in use")  # loopback HTTP endpoint
                 _embedded = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                          scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR,
                                          preload=[__name__])  # dask_setup below, in each worker process
@@ -95,8 +99,31 @@ def on_worker() -> bool:
 MAX_PIECES = 256  # tasks one map sends at most (items are grouped beyond): the scheduler's load stays bounded
 
 
-def _call_each(fn: Callable[[Any], Any], batch: list[Any]) -> list[Any]:
-    return [fn(item) for item in batch]
+class Hidden:
+    """A task's items, whose repr shows no value: a Dask worker logs a failed task's arguments (``repr``, 1,000
+    characters: the first rows of a chunk would fit)."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    def __repr__(self) -> str:
+        return f"<{len(self.items)} items hidden>"
+
+
+def _call_each(fn: Callable[[Any], Any], batch: Hidden) -> list[Any]:
+    """The task of one batch. A failure leaves it as a :class:`~curator_service.jobs.JobFailed` naming the error's
+    type only: Dask logs a failed task's exception with its message, which might quote data (the curator's own log
+    gets the traceback without the message)."""
+    from curator_service.errors import log_unexpected
+    from curator_service.jobs import JobFailed
+
+    try:
+        return [fn(item) for item in batch.items]
+    except JobFailed:
+        raise  # a kind's own sentence, safe by contract
+    except Exception as exc:  # noqa: BLE001
+        log_unexpected(exc)
+        raise JobFailed(f"a part of the job failed with {type(exc).__name__}; the curator's log says where") from None
 
 
 def parallel_map(fn: Callable[[Any], Any], items: list[Any], check_cancelled: Callable[[], None],
@@ -119,7 +146,7 @@ def parallel_map(fn: Callable[[Any], Any], items: list[Any], check_cancelled: Ca
     batches = [items[start:start + size] for start in range(0, len(items), size)]
     with worker_client() as client:
         [shared] = client.scatter([fn], hash=False)  # fn and the arrays it holds travel once per worker
-        futures = [client.submit(_call_each, shared, batch, pure=False) for batch in batches]
+        futures = [client.submit(_call_each, shared, Hidden(batch), pure=False) for batch in batches]
         try:
             pending = futures
             while pending and not any(future.status == "error" for future in futures):  # gather raises the error

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from datetime import timedelta
+from functools import partial
 
 import pytest
 from sqlalchemy import update
@@ -21,7 +22,7 @@ from curator_service.persistence.models import Job, utcnow
 from curator_service.services.ledger import Spend, charge
 from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import ADMIN
-from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
+from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release, synthetic_table
 
 FREE = lambda params, dataset: (0.0, 0.0)  # noqa: E731
 CHARGED = lambda params, dataset: (0.5, 0.0)  # noqa: E731
@@ -124,6 +125,18 @@ def test_a_job_runs_in_a_worker_process_of_a_two_worker_cluster(client, monkeypa
     assert len(set(worker_pids.values())) == 2 and done["result"]["pid"] in worker_pids.values()
 
 
+def memory_settings():
+    import dask
+
+    return dask.config.get("distributed.worker.memory.target"), dask.config.get("distributed.worker.memory.spill")
+
+
+def test_workers_never_spill_task_data_to_disk(client, monkeypatch):
+    use(monkeypatch, "pid", report_pid)
+    wait(client, submit(client, "pid").json()["id"])
+    assert set(client.app.state.jobs.client.run(memory_settings).values()) == {(False, False)}
+
+
 def test_a_jobs_pieces_spread_over_the_workers(client, monkeypatch):
     use(monkeypatch, "spread", spread)
     done = wait(client, submit(client, "spread").json()["id"])
@@ -137,6 +150,32 @@ def test_a_large_map_comes_back_in_order_with_its_progress(client, monkeypatch):
     assert done["result"]["squares"] == [i * i for i in range(600)]  # 600 items in at most 256 tasks
     progress = done["result"]["progress"]
     assert progress[-1] == [600, 600] and all(a[0] < b[0] for a, b in zip(progress, progress[1:]))
+
+
+def leak_in_a_piece(X, item):
+    raise ValueError(f"row {item}: {X[item].tolist()}")
+
+
+def leaky(ctx):
+    if ctx.params.get("in_the_job"):
+        raise ValueError(f"first row {ctx.table.features[0].tolist()}")
+    return {"never": ctx.map(partial(leak_in_a_piece, ctx.table.features), range(4))}
+
+
+def test_a_failing_piece_or_job_leaves_no_table_value_in_the_workers_logs(client, monkeypatch):
+    """Dask logs a failed task's arguments and exception (with its message); pieces fail by type only and their
+    items are hidden, so no value of the table reaches a worker's log or the job's message."""
+    use(monkeypatch, "leaky", leaky, cost=CHARGED)
+    dataset = register(client)
+    values = [f"{v:.9f}".rstrip("0") for v in synthetic_table(40)[0].ravel()]
+    for params in ({}, {"in_the_job": True}):
+        failed = wait(client, submit(client, "leaky", dataset["id"], params).json()["id"])
+        assert failed["status"] == "failed" and "ValueError" in failed["message"], failed
+        assert not any(v in failed["message"] for v in values)
+    logs = client.app.state.jobs.client.get_worker_logs()
+    text = "\n".join(message for records in logs.values() for _, message in records)
+    assert "Compute Failed" in text  # the piece's failure was logged by Dask …
+    assert not [v for v in values if v in text]  # … without a value of the table
 
 
 # --- cancel and time limits -------------------------------------------------------------------------------------
