@@ -30,8 +30,12 @@ def job_cluster(request):
             patch.setenv("PGPASSWORD", password)
         cluster = embedded_cluster(JOB_WORKERS)
     os.environ["POBO_DASK_SCHEDULER"] = cluster.scheduler_address
+    # LocalCurator subprocesses: a release answers 201 once stored even on a loaded machine (tests of the 202 path
+    # set the wait to 0 themselves).
+    os.environ["POBO_RELEASE_WAIT_SECONDS"] = "120"
     yield cluster
-    os.environ.pop("POBO_DASK_SCHEDULER", None)
+    for variable in ("POBO_DASK_SCHEDULER", "POBO_RELEASE_WAIT_SECONDS"):
+        os.environ.pop(variable, None)
     cluster.close()
 
 

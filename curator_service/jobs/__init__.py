@@ -189,7 +189,8 @@ class JobKind:
     the module's docstring (charge at the end). ``time_limit_seconds`` bounds a job's run below the service's
     ``POBO_JOB_TIME_LIMIT_SECONDS``; past it the job is failed. ``limited``: its jobs count towards a key's
     ``POBO_JOB_LIMIT_PER_KEY``. ``endpoint``: the one endpoint that creates its jobs (with checks of its own),
-    named to whoever tries ``POST /v1/jobs`` instead."""
+    named to whoever tries ``POST /v1/jobs`` instead. ``uncertified(params)``: a warning sentence when the job's
+    result is not a DP release as charged (an uncertified mechanism), else None; such jobs show ``certified: false``."""
 
     name: str
     description: str
@@ -202,6 +203,7 @@ class JobKind:
     time_limit_seconds: float | None = None
     limited: bool = True
     endpoint: str | None = None
+    uncertified: Callable[[dict[str, Any]], str | None] | None = None
 
 
 def discover() -> dict[str, JobKind]:

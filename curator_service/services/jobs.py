@@ -32,13 +32,18 @@ from shared.api.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, JobCre
 
 
 def job_out(job: Job) -> JobOut:
-    """A job as its submitter sees it; ``certified`` only when its result is a charged, unseeded DP release."""
+    """A job as its submitter sees it; ``certified`` only when its result is a charged, unseeded DP release (and its
+    kind does not call it uncertified)."""
     seeded = job.params.get("seed") is not None
     charged = job.epsilon > 0 or job.delta > 0
+    kind = KINDS.get(job.kind)
+    uncertified = kind.uncertified(job.params) if kind is not None and kind.uncertified is not None else None
     warnings = ([SEEDED_JOB_WARNING] if seeded else []) + ([] if charged else [UNCHARGED_JOB_WARNING])
+    warnings += [uncertified] if uncertified else []
     return JobOut(
         id=job.id, kind=job.kind, dataset_id=job.dataset_id, status=job.status, progress=job.progress,
-        message=job.message, epsilon=job.epsilon, delta=job.delta, seeded=seeded, certified=charged and not seeded,
+        message=job.message, epsilon=job.epsilon, delta=job.delta, seeded=seeded,
+        certified=charged and not seeded and not uncertified,
         warnings=warnings, result=job.result, request_id=job.request_id, created_at=job.created_at,
         started_at=job.started_at, finished_at=job.finished_at,
     )

@@ -317,6 +317,15 @@ def test_unfinished_committing_jobs_reserve_their_cost(client, monkeypatch, tmp_
     go.touch()
 
 
+def test_a_kind_may_call_a_job_uncertified(client, monkeypatch):
+    use(monkeypatch, "maybe", report_pid, cost=CHARGED,
+        uncertified=lambda params: "not DP" if params.get("loose") else None)
+    dataset = register(client)
+    loose, strict = (submit(client, "maybe", dataset["id"], params).json() for params in ({"loose": 1}, {}))
+    assert (loose["certified"], loose["warnings"]) == (False, ["not DP"])
+    assert (strict["certified"], strict["warnings"]) == (True, [])
+
+
 def test_a_kind_with_its_own_endpoint_is_not_created_by_post_jobs(client, monkeypatch):
     use(monkeypatch, "elsewhere", report_pid, endpoint="POST /v1/elsewhere")
     assert_error(submit(client, "elsewhere"), 422, "validation_error", "POST /v1/elsewhere")
