@@ -47,7 +47,8 @@ def serve(
     if settings.admin_token is None:
         settings = Settings.from_env(data_dir=data_dir, database_url=database_url,
                                      admin_token=_admin_token(settings.data_dir))
-        console.print(f"admin token: POBO_ADMIN_TOKEN is unset, using the one in {settings.data_dir / ADMIN_TOKEN_FILE}")
+        console.print("admin token: POBO_ADMIN_TOKEN is unset, using the one in "
+                      f"{settings.data_dir / ADMIN_TOKEN_FILE}")
     console.print(f"pobo curator on http://{host}:{port} (mode {settings.mode}, "
                   f"uncertified mechanisms {'enabled' if settings.allow_uncertified_mechanisms else 'disabled'})")
     app = create_app(settings)

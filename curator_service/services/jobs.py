@@ -163,15 +163,15 @@ def check_affordable_with_reservations(session: Session, dataset_id: int, epsilo
     row is locked, as by a charge). The commit's own check stays the final one."""
     dataset = get_or_404(session, Dataset, dataset_id, lock=True)
     reserving = [name for name, kind in KINDS.items() if kind.commit is not None]
-    reserved = session.execute(select(func.coalesce(func.sum(Job.epsilon), 0.0), func.coalesce(func.sum(Job.delta), 0.0))
-                               .where(Job.dataset_id == dataset_id, Job.kind.in_(reserving),
-                                      Job.status.in_(UNFINISHED), Job.cancel_requested.is_(False))).one()
+    totals = select(func.coalesce(func.sum(Job.epsilon), 0.0), func.coalesce(func.sum(Job.delta), 0.0))
+    reserved_epsilon, reserved_delta = session.execute(totals.where(
+        Job.dataset_id == dataset_id, Job.kind.in_(reserving), Job.status.in_(UNFINISHED),
+        Job.cancel_requested.is_(False))).one()
     status = budget_status(session, dataset)
-    spent = status.model_copy(update={"spent_epsilon": status.spent_epsilon + reserved[0],
-                                      "spent_delta": status.spent_delta + reserved[1],
-                                      "remaining_epsilon": max(0.0, status.remaining_epsilon - reserved[0]),
-                                      "remaining_delta": max(0.0, status.remaining_delta - reserved[1])})
-    check_affordable(spent, epsilon, delta, what)
+    check_affordable(status.model_copy(update={
+        "spent_epsilon": status.spent_epsilon + reserved_epsilon, "spent_delta": status.spent_delta + reserved_delta,
+        "remaining_epsilon": max(0.0, status.remaining_epsilon - reserved_epsilon),
+        "remaining_delta": max(0.0, status.remaining_delta - reserved_delta)}), epsilon, delta, what)
 
 
 def check_job_limit(session: Session, settings: Settings, principal: Principal) -> None:
