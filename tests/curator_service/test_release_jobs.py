@@ -25,7 +25,9 @@ from tests.curator_service.conftest import (
     ADMIN,
     ADMIN_HEADERS,
     assert_error,
+    bearer,
     dataset_spec,
+    modeler_key,
     register,
     release,
     synthetic_table,
@@ -183,3 +185,16 @@ def test_the_console_form_sends_a_release_past_the_wait_to_its_job_page(make_set
         [job] = browser.get("/v1/jobs").json()
         assert (made.status_code, made.headers["location"]) == (303, f"/console/jobs/{job['id']}")
         assert "Release job" in browser.get(made.headers["location"]).text
+
+
+def test_a_release_whose_curator_key_was_revoked_before_it_was_stored_charges_nothing(make_client):
+    client = make_client(release_wait_seconds=0)
+    dataset = register_long(client)
+    small = client.post(releases_url(register(client)), json=BODY).json()
+    key = modeler_key(client, [finished(client, small["id"])["result"]["release_id"]], role="curator")
+    response = client.post(releases_url(dataset), json=BODY, headers=bearer(key["token"]))
+    assert response.status_code == 202, response.text
+    assert client.delete(f"/v1/keys/{key['id']}").status_code == 200
+    job = finished(client, response.json()["id"])
+    assert job["status"] == "failed" and "revoked" in job["message"] and "nothing was" in job["message"]
+    assert len(client.get("/v1/ledger").json()) == len(client.get("/v1/releases").json()) == 1  # the admin's only

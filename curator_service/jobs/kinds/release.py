@@ -5,7 +5,8 @@ check_release_request`); the parameters are the request's :class:`~shared.api.sc
 ``request_id``. ``run`` measures every row when private measurements are asked for, then computes Z with gaussian's
 noise in row chunks spread over the cluster (``ctx.map``; M is drawn once, here, and goes to the chunk tasks only),
 reporting progress per chunk. ``commit`` charges and stores the release in one write transaction (the final budget
-check) and returns ``{"release_id": id}``; a release cancelled or failed before its commit is charged nothing.
+check; a key revoked since is refused) and returns ``{"release_id": id}``; a release cancelled or failed before its
+commit is charged nothing.
 
 Progress and timing depend on public facts only: n and r (the number of chunks), the evaluator's speed.
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from curator_service.jobs import DatasetInfo, JobContext, JobKind
+from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind
 from curator_service.persistence.models import ApiKey, Job
 from curator_service.services.evaluators import measure_all
 from curator_service.services.policy import ADMIN, Principal
@@ -56,10 +57,14 @@ def run(ctx: JobContext) -> ComputedRelease:
 
 
 def submitter(session: Session, job: Job) -> Principal:
-    """Who submitted the job, as the ledger and the audit log name them (the admin, or a curator key)."""
+    """Who submitted the job, as the ledger and the audit log name them (the admin, or a curator key). A key revoked
+    since is refused: nothing is charged under a key its owner took back."""
     if job.key_id is None:
         return ADMIN
     key = session.get(ApiKey, job.key_id)
+    if key.revoked:
+        raise JobFailed(f"key {key.id} that asked for this release was revoked before it was stored; nothing was "
+                        "stored or charged")
     return Principal(role=key.role, key_id=key.id, name=key.name)
 
 
