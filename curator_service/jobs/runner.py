@@ -98,8 +98,7 @@ class JobRunner:
             future = self.client.submit(run_job, task, key=f"pobo-job-{job_id}-{uuid.uuid4().hex}", pure=False)
         except Exception as exc:  # noqa: BLE001 - a job must never stay queued unseen
             log_unexpected(exc)
-            self._fail_queued(job_id, f"the job could not start ({type(exc).__name__}); the curator's log says where; "
-                              f"{state.budget_note(True)}")
+            self._fail_queued(job_id, f"the job could not start ({type(exc).__name__}); the curator's log says where")
             return
         fire_and_forget(future)  # the job outlives this replica; its state is in the database
         with self._lock:
@@ -119,9 +118,10 @@ class JobRunner:
             return None
         return KINDS[name]
 
-    def _fail_queued(self, job_id: int, message: str) -> None:
+    def _fail_queued(self, job_id: int, reason: str) -> None:
         with self.db.write() as session:
-            state.finish(session, job_id, None, "failed", message)
+            note = state.budget_note(charged_at_submission(session.get(Job, job_id).kind))
+            state.finish(session, job_id, None, "failed", f"{reason}; {note}")
 
     def cancel(self, job_id: int) -> None:
         """Takes the job's task off the cluster if it has not started; a running job stops at its next check."""
