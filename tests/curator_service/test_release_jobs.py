@@ -18,7 +18,7 @@ from curator_service.cli import app as cli_app
 from curator_service.jobs import DatasetInfo, JobContext
 from curator_service.jobs.kinds import release as release_kind
 from curator_service.persistence.blobs import RawTable
-from shared.api.schemas import ScalingSpec
+from shared.api.schemas import UNCERTIFIED_WARNING, ScalingSpec
 from shared.dp.noise import seeded_streams
 from shared.releases import gaussian
 from tests.curator_service.conftest import (
@@ -81,6 +81,17 @@ def test_past_the_wait_the_answer_is_202_with_the_job_which_then_stores_the_rele
     made = client.get(f"/v1/releases/{done['result']['release_id']}").json()
     assert made["certified"] and made["n"] == 40
     assert [e["release_id"] for e in client.get("/v1/ledger").json()] == [made["id"]]
+
+
+def test_the_job_of_an_uncertified_release_says_so(make_client):
+    client = make_client(release_wait_seconds=0)
+    dataset = register(client)
+    job = client.post(releases_url(dataset), json={**BODY, "mechanism": "po-gp-ucb"}).json()
+    assert job["certified"] is False and UNCERTIFIED_WARNING in job["warnings"]
+    certified = client.post(releases_url(dataset), json=BODY).json()
+    assert certified["certified"] is True and certified["warnings"] == []
+    for made in (job, certified):
+        finished(client, made["id"])
 
 
 def test_a_retried_request_id_returns_the_same_release_charged_once_and_another_body_is_a_conflict(client):

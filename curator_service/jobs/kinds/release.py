@@ -29,7 +29,7 @@ from curator_service.services.releases import (
     mechanism_input,
     store_release,
 )
-from shared.api.schemas import ReleaseCreate
+from shared.api.schemas import CERTIFIED_MECHANISMS, UNCERTIFIED_WARNING, ReleaseCreate
 
 
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
@@ -54,6 +54,11 @@ def run(ctx: JobContext) -> ComputedRelease:
         ctx.progress(done / total, f"drawing the noise: {done} of {total} row chunks")
 
     return compute_release(X, body, y, ctx.noise, ctx.rng, map_fn=partial(ctx.map, progress=chunk_done))
+
+
+def uncertified(params: dict[str, Any]) -> str | None:
+    """The warning of a release job whose mechanism is not differentially private (po-gp-ucb)."""
+    return None if params["mechanism"] in CERTIFIED_MECHANISMS else UNCERTIFIED_WARNING
 
 
 def submitter(session: Session, job: Job) -> Principal:
@@ -81,5 +86,6 @@ KIND = JobKind(
     run=run,
     commit=commit,
     limited=False,  # curator-only and bounded by the budget it reserves at submission
+    uncertified=uncertified,
     endpoint="POST /v1/datasets/{id}/releases",
 )
