@@ -276,7 +276,8 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="BLAS threads for both engines (1: stable timings on a shared machine)"
     )
-    parser.add_argument("--baseline", default="68ecd30", help="git ref of the previous engine, timed on the large runs")
+    parser.add_argument("--baseline", default="68ecd30",
+                        help="git ref of the previous engine, timed on the large runs ('' to skip: needs git and the ref)")
     parser.add_argument("--steps-only", help=argparse.SUPPRESS)  # the previous code's subprocess: "n r T seed"
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -304,7 +305,7 @@ def run(args: argparse.Namespace) -> None:
     console.print("[dim]large runs …[/dim]")
     results["large"] = [large_run(*large, args.seed, bw_mb, workers) for large in larges for workers in (1, 2)]
     results["previous_large"] = [run_at(args.baseline, __file__, "--steps-only", f"{n} {r} {T} {args.seed}")
-                                 for n, r, T in larges]
+                                 for n, r, T in larges] if args.baseline else []
     results["transform"] = []
     if not args.skip_transform:
         results["transform"] = [transform_run(n, 10, 15, args.seed) for n in track(transforms, description="transform")]
@@ -343,10 +344,11 @@ def run(args: argparse.Namespace) -> None:
                                 "", "", "")
         big["previous_same_picks"] = previous["picks"] == big["picks"]
     same = all(a["picks"] == b["picks"] for a, b in zip(results["large"][::2], results["large"][1::2]))
+    previous_same = all(big.get("previous_same_picks", True) for big in results["large"][::2])
     large_table.caption = ("peak: the engine's own allocations (the factor and the chunked candidates), not the caller's Z; "
                            f"CPU time sums the threads; 1 and 2 threads made the same picks: {same}; the previous code "
                            f"({args.baseline}, its bound is this run's) made the same picks: "
-                           f"{all(big['previous_same_picks'] for big in results['large'][::2])}")
+                           f"{previous_same}")
     console.print(large_table)
     for tr in results["transform"]:
         console.print(
