@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import truncnorm
 
-from shared.gp.kernels import StationaryKernel, squared_distances
+from shared.gp.kernels import StationaryKernel
 
 SAME_ROW = 1e-12
 """Squared scaled distances at or below this are a row with itself (distinct noisy rows are ~2rs²/l'² apart)."""
@@ -70,7 +70,7 @@ class ExpectedSquaredExponential(StationaryKernel):
         """∂K/∂log l_j = K · (1 − w_j + w_j (zᵢ_j − zⱼ_j)²/l_j'²) with w_j = l_j²/l_j'², 0 for a row with itself:
         the attenuation's log-derivative 1 − w_j plus the exponent's; g = K off the same-row pairs, u = 1 − w,
         v = w (isotropic: u summed over the r dimensions)."""
-        K = self.profile(sq.copy())
+        K = self.profile(sq)
         g = np.where(sq <= SAME_ROW, 0.0, K)
         u = 1.0 - self.ratio if self.ard else self.dim * (1.0 - float(self.ratio))
         return K, g, u, self.ratio if self.ard else float(self.ratio)
