@@ -215,13 +215,13 @@ class CandidatePosterior:
         w = np.array(self._w)
         return _gaussian_log_likelihood(self._L, w, w) if len(w) else 0.0
 
-    def _kernel_column(self, index: int, chunk: int, scaled_index: NDArray | None, out: NDArray) -> NDArray:
-        """k(C[lo:hi], c_index) for the ``chunk``-th chunk [lo, hi), written into ``out`` (length hi − lo)."""
-        lo, hi = self._chunks[chunk]
+    def _kernel_column(self, index: int, c: int, scaled_index: NDArray | None, out: NDArray) -> NDArray:
+        """k(C[lo:hi], c_index) for the c-th chunk [lo, hi), written into ``out`` (length hi − lo)."""
+        lo, hi = self._chunks[c]
         if scaled_index is not None:
             # ‖c‖² + ‖c_i‖² − 2 c·c_i: one add pass, then BLAS accumulates −2 C c_i into it in place.
             np.add(self._sq_norms[lo:hi], self._sq_norms[index], out=out)
-            dgemv(-2.0, self._scaled[chunk].T, scaled_index, beta=1.0, y=out, overwrite_y=True)
+            dgemv(-2.0, self._scaled[c].T, scaled_index, beta=1.0, y=out, overwrite_y=True)
             np.maximum(out, 0.0, out=out)
             if lo <= index < hi:
                 out[index - lo] = 0.0
