@@ -130,7 +130,8 @@ def create_queries(session: Session, tables: TableCache, settings: Settings, pri
 
 
 def query_context(connection: Connection, principal: Principal, session_id: int) -> Row:
-    """The session's context, or the same 404 whether it does not exist or is another key's."""
+    """The session's context, or the same 404 whether it does not exist or is another key's (the caller is a modeler
+    key: only modeler keys query, so :func:`~curator_service.services.policy.may_see` reduces to the key's id)."""
     context = connection.execute(QUERY_CONTEXT, {"session_id": session_id}).one_or_none()
     if context is None or context.key_id != principal.key_id:
         raise not_found(ModelingSession, session_id)
