@@ -102,21 +102,28 @@ def finish(session: Session, job_id: int, claimant: str | None, status: str, mes
 def reap(session: Session, charged_at_submission, stale_seconds: float = STALE_SECONDS) -> list[int]:
     """Fails running jobs whose worker stopped beating for ``stale_seconds`` (or never beat: started before the
     engine had heartbeats) or that ran ``stale_seconds`` past their deadline without their worker stopping them.
-    ``charged_at_submission(kind name)`` picks the budget note. Returns the jobs it failed."""
+    ``charged_at_submission(kind name)`` picks the budget note. Returns the jobs it failed.
+
+    Each is a conditional UPDATE that repeats the staleness test: on PostgreSQL it waits for a commit holding the
+    row (a release being stored) and then finds the job succeeded, so a verdict is never overwritten."""
     now = utcnow()
     cutoff = now - timedelta(seconds=stale_seconds)
+    stale = (Job.status == "running",
+             or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < cutoff, Job.deadline_at < cutoff))
     reaped = []
-    for job in session.scalars(select(Job).where(
-            Job.status == "running",
-            or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < cutoff, Job.deadline_at < cutoff))):
-        late = job.deadline_at is not None and job.deadline_at < cutoff and job.heartbeat_at >= cutoff
+    for job in session.execute(select(Job.id, Job.kind, Job.heartbeat_at, Job.started_at, Job.deadline_at)
+                               .where(*stale)).all():
+        late = job.deadline_at is not None and job.deadline_at < cutoff and (job.heartbeat_at or cutoff) >= cutoff
         reason = timed_out(job) if late else INTERRUPTED
-        job.status, job.finished_at = "failed", now
-        job.message = f"{reason}; {budget_note(charged_at_submission(job.kind))}"
-        reaped.append(job.id)
+        failed = session.execute(update(Job).where(Job.id == job.id, *stale).values(
+            status="failed", finished_at=now, message=f"{reason}; {budget_note(charged_at_submission(job.kind))}")
+            .execution_options(synchronize_session=False))
+        if failed.rowcount == 1:
+            reaped.append(job.id)
     return reaped
 
 
-def timed_out(job: Job) -> str:
+def timed_out(job) -> str:
+    """Why a job past its deadline stopped (``job``: a Job or a row with ``started_at`` and ``deadline_at``)."""
     limit = (job.deadline_at - job.started_at).total_seconds() if job.started_at and job.deadline_at else None
     return f"the job ran past its time limit{f' of {limit:g} s' if limit else ''} and was stopped"

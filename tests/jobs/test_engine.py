@@ -14,10 +14,10 @@ from datetime import timedelta
 from functools import partial
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from curator_service.jobs import KINDS, JobCancelled, JobFailed, JobKind
-from curator_service.jobs.state import STALE_SECONDS
+from curator_service.jobs.state import STALE_SECONDS, finish, reap
 from curator_service.persistence.models import Job, utcnow
 from curator_service.services.ledger import Spend, charge
 from curator_service.services.ledger_events import job_event
@@ -346,6 +346,36 @@ def test_two_replicas_sending_the_same_jobs_run_each_once(make_client, database_
         ids.append(job["id"])
         assert wait(first, job["id"])["status"] == "succeeded"
     assert sorted(int(line) for line in log.read_text().split()) == ids
+
+
+def test_the_reaper_never_overwrites_a_verdict_committed_while_it_looked(make_client, database_url):
+    """Review F1: on PostgreSQL the reaper's UPDATE waited for a release's commit and then overwrote 'succeeded'."""
+    db = make_client(database_url=database_url).app.state.db
+    with db.write() as session:
+        job = Job(kind="release", params={}, status="running", progress=0.5, claimed_by="worker",
+                  heartbeat_at=utcnow() - timedelta(seconds=60), started_at=utcnow())
+        session.add(job)
+        session.flush()
+        job_id = job.id
+    locked = threading.Event()
+
+    def store():  # the worker's _store: the row locked, a slow commit, succeeded
+        with db.write() as session:
+            session.execute(select(Job).where(Job.id == job_id).with_for_update())
+            locked.set()
+            time.sleep(1.0)
+            finish(session, job_id, "worker", "succeeded", "done", {"release_id": 7})
+
+    storing = threading.Thread(target=store)
+    storing.start()
+    assert locked.wait(10)
+    time.sleep(0.2)
+    with db.write() as session:
+        reaped = reap(session, lambda kind: False, stale_seconds=0.1)
+    storing.join()
+    with db.read() as session:
+        final = session.get(Job, job_id)
+    assert reaped == [] and (final.status, final.result) == ("succeeded", {"release_id": 7})
 
 
 def test_a_restart_fails_only_jobs_whose_worker_stopped_beating(make_client, monkeypatch):
