@@ -13,6 +13,7 @@ the claimant check, so a late result or commit never lands.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -34,6 +35,9 @@ from curator_service.services.datasets import cached_table
 from curator_service.settings import read_secret
 from shared.api.errors import ApiError
 from shared.dp.noise import seeded_streams
+
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -66,16 +70,34 @@ def with_password(url: str) -> str:
     return url
 
 
-@lru_cache(maxsize=8)
 def database(url: str) -> Database:
-    """One engine per database for the worker's life (the tests' many databases share a worker)."""
+    """One engine per database for the worker's life (the tests' many databases share a worker). A SQLite file
+    replaced at the same path (a demo reset) is another database: its engine is keyed by the file's identity too."""
+    return _engine(url, _file_identity(url))
+
+
+@lru_cache(maxsize=8)
+def _engine(url: str, identity: tuple[int, int] | None) -> Database:
     return Database(with_password(url))
 
 
-@lru_cache(maxsize=8)
-def tables(url: str) -> TableCache:
-    """Decoded tables of one database, per worker: dataset ids repeat across databases."""
-    return TableCache()
+def _file_identity(url: str) -> tuple[int, int] | None:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    try:
+        found = os.stat(parsed.database)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+@lru_cache(maxsize=4)
+def tables(url: str, dataset_id: int, created_at: str, n: int, d: int) -> TableCache:
+    """The decoded table of one dataset, per worker, keyed by what changes with the table: a database replaced at
+    the same URL (a restored or reset PostgreSQL schema) has another dataset under the same id, whose rows must never
+    be served from the old one's cache (review F4)."""
+    return TableCache(capacity=1)
 
 
 def claimant() -> str:
@@ -141,6 +163,9 @@ def run_job(task: JobTask) -> None:
     db, me, kind = database(task.database_url), claimant(), task.kind
     with db.write() as session:
         if not state.claim(session, task.job_id, me, task.time_limit_seconds):
+            if session.get(Job, task.job_id) is None:  # not the database the API wrote it to: say so
+                logger.warning("job %d is not in the database at %s; its task was dropped", task.job_id,
+                               task.database_url)
             return  # another replica's worker has it, or it was cancelled while queued
     note = state.budget_note(kind.commit is None)
     with Heartbeat(db, task.job_id, me, kind) as beat:
@@ -173,7 +198,9 @@ def _context(db: Database, task: JobTask, beat: Heartbeat) -> JobContext:
         info = table = simulation_key = None
         if job.dataset_id is not None:
             dataset = session.get(Dataset, job.dataset_id)
-            info, table = state.dataset_info(session, dataset), cached_table(tables(task.database_url), dataset)
+            fingerprint = (dataset.id, dataset.created_at.isoformat(), dataset.n, dataset.d)
+            info, table = state.dataset_info(session, dataset), cached_table(tables(task.database_url, *fingerprint),
+                                                                             dataset)
             simulation_key = dataset.simulation_key
         params, epsilon, delta = dict(job.params), job.epsilon, job.delta
     noise, rng = seeded_streams(params.get("seed"))

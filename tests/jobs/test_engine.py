@@ -12,7 +12,9 @@ import threading
 import time
 from datetime import timedelta
 from functools import partial
+from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import select, update
 
@@ -22,7 +24,10 @@ from curator_service.persistence.models import Job, utcnow
 from curator_service.services.ledger import Spend, charge
 from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import ADMIN
-from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release, synthetic_table
+from tests.curator_service.conftest import (
+    assert_error, bearer, dataset_spec, modeler_key, register, release, reset_postgres, synthetic_table, table_csv,
+    upload,
+)
 
 FREE = lambda params, dataset: (0.0, 0.0)  # noqa: E731
 CHARGED = lambda params, dataset: (0.5, 0.0)  # noqa: E731
@@ -346,6 +351,34 @@ def test_two_replicas_sending_the_same_jobs_run_each_once(make_client, database_
         ids.append(job["id"])
         assert wait(first, job["id"])["status"] == "succeeded"
     assert sorted(int(line) for line in log.read_text().split()) == ids
+
+
+def first_value(ctx):
+    return {"first": ctx.table.features[0].tolist()}
+
+
+def test_a_database_replaced_at_the_same_url_is_never_served_from_a_workers_cache(make_client, database_url,
+                                                                                   monkeypatch, tmp_path):
+    """Review F4: workers outlive the API; after a reset at the same URL, dataset 1 is another table."""
+    use(monkeypatch, "first", first_value, cost=CHARGED)
+    old = make_client(database_url=database_url, data_dir=tmp_path / "a")
+    dataset = register(old, n=40)
+    for _ in range(4):  # both workers decode the old dataset 1
+        wait(old, submit(old, "first", dataset["id"]).json()["id"])
+    old.app.state.db.dispose()
+    if database_url.startswith("sqlite"):
+        for suffix in ("", "-wal", "-shm"):
+            Path(database_url.removeprefix("sqlite:///") + suffix).unlink(missing_ok=True)
+    else:
+        reset_postgres(database_url)
+    new = make_client(database_url=database_url, data_dir=tmp_path / "b")
+    X, y = synthetic_table(40, seed=1)
+    other = upload(new, table_csv(X, y), dataset_spec()).json()  # dataset 1 again, other rows
+    assert other["id"] == dataset["id"]
+    rows = {tuple(np.round(row, 9)) for row in X}
+    for _ in range(4):
+        done = wait(new, submit(new, "first", other["id"]).json()["id"], timeout=60)
+        assert done["status"] == "succeeded" and tuple(np.round(done["result"]["first"], 9)) in rows, done
 
 
 def test_the_reaper_never_overwrites_a_verdict_committed_while_it_looked(make_client, database_url):
