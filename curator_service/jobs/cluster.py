@@ -44,11 +44,21 @@ def embedded_cluster(workers: int) -> LocalCluster:
 WORKER_NICENESS = 10
 
 
+class SpillingWorker(RuntimeError):
+    """A worker configured to spill task data (raw rows, a release's M) to its local disk: it must not start."""
+
+
 def dask_setup(worker: Any) -> None:
     """Dask's preload hook, run in each worker process as it starts (``dask worker --preload
-    curator_service.jobs.cluster`` does the same on a cluster of your own): jobs yield the CPU to the API process
-    beside them (a dpareto job had tripled the query path's p50 on 2 cores), and the job code is imported now, not
-    in a release's first seconds."""
+    curator_service.jobs.cluster`` does the same on a cluster of your own). It refuses a worker that would spill
+    task data to disk (fail closed: set ``DASK_DISTRIBUTED__WORKER__MEMORY__TARGET=False`` and ``…__SPILL=False``),
+    then lets jobs yield the CPU to the API process beside them (a dpareto job had tripled the query path's p50 on
+    2 cores) and imports the job code now, not in a release's first seconds."""
+    memory = worker.memory_manager
+    if memory.memory_target_fraction is not False or memory.memory_spill_fraction is not False:
+        raise SpillingWorker("this Dask worker would spill task data (raw rows) to its disk; start it with "
+                             "DASK_DISTRIBUTED__WORKER__MEMORY__TARGET=False and "
+                             "DASK_DISTRIBUTED__WORKER__MEMORY__SPILL=False")
     import curator_service.jobs.worker  # noqa: F401  (at full priority: a loaded machine would starve it)
 
     os.nice(WORKER_NICENESS)
