@@ -8,8 +8,11 @@ fails running jobs whose heartbeat stopped, so a restart fails only the jobs who
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 import uuid
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from distributed import Client, Future, fire_and_forget
@@ -19,7 +22,7 @@ from curator_service.errors import log_unexpected
 from curator_service.jobs import KINDS, JobKind
 from curator_service.jobs import cluster, state
 from curator_service.jobs.worker import JobTask, run_job, without_password
-from curator_service.persistence.models import Job
+from curator_service.persistence.models import Job, utcnow
 from curator_service.services.policy import refuse_seed_in_production
 from shared.api.errors import ApiError
 
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
 REAP_EVERY_SECONDS = 5.0
+RESEND_AFTER_SECONDS = 60.0  # a job queued this long is sent to the cluster again (once a minute at most)
 
 
 def charged_at_submission(kind_name: str) -> bool:
@@ -44,6 +48,7 @@ class JobRunner:
         self.db = app.state.db
         self._client: Client | None = None
         self._futures: dict[int, Future] = {}
+        self._sent_at: dict[int, float] = {}  # when each job still queued was last sent (monotonic seconds)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._reaper = threading.Thread(target=self._reap_forever, name="pobo-job-reaper", daemon=True)
@@ -80,8 +85,24 @@ class JobRunner:
         while not self._stopping.wait(REAP_EVERY_SECONDS):
             try:
                 self.reap()
+                self.resend_waiting()
             except Exception as exc:  # noqa: BLE001 - the reaper must outlive a database hiccup
                 log_unexpected(exc)
+
+    def resend_waiting(self) -> list[int]:
+        """Sends again the jobs queued for over :data:`RESEND_AFTER_SECONDS` (at most that often each): a task the
+        cluster lost (a restarted scheduler drops fire-and-forget tasks) must not leave its job queued, holding its
+        reservation, until the next start. A job sent twice still runs once (the claim)."""
+        cutoff = utcnow() - timedelta(seconds=RESEND_AFTER_SECONDS)
+        with self.db.read() as session:
+            waiting = list(session.scalars(select(Job.id).where(Job.status == "queued", Job.created_at < cutoff)))
+        now = time.monotonic()
+        with self._lock:
+            self._sent_at = {job_id: self._sent_at[job_id] for job_id in waiting if job_id in self._sent_at}
+            due = [job_id for job_id in waiting if now - self._sent_at.get(job_id, -math.inf) >= RESEND_AFTER_SECONDS]
+        for job_id in due:
+            self.submit(job_id)
+        return due
 
     def submit(self, job_id: int) -> None:
         """Sends a queued job to the cluster; one that cannot start (its kind is gone, or a seed queued in research
@@ -104,6 +125,7 @@ class JobRunner:
         with self._lock:
             self._futures = {i: f for i, f in self._futures.items() if not f.done()}
             self._futures[job_id] = future
+            self._sent_at[job_id] = time.monotonic()
 
     def _startable(self, job_id: int) -> JobKind | None:
         with self.db.read() as session:

@@ -159,7 +159,16 @@ class Heartbeat:
 
 def run_job(task: JobTask) -> None:
     """The Dask task: claim the job, run it with a heartbeat, then commit (kinds that charge at the end) or store
-    its result. Every write is conditional on this worker still holding the claim."""
+    its result. Every write is conditional on this worker still holding the claim. Nothing escapes it: Dask would
+    log an escaping exception with its message (a database error quotes its statement and parameters); the curator's
+    log gets the type and the traceback only."""
+    try:
+        _run_job(task)
+    except Exception as exc:  # noqa: BLE001
+        log_unexpected(exc)
+
+
+def _run_job(task: JobTask) -> None:
     db, me, kind = database(task.database_url), claimant(), task.kind
     with db.write() as session:
         if not state.claim(session, task.job_id, me, task.time_limit_seconds):

@@ -137,7 +137,11 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
         if body.request_id is None:
             raise
     with db.read() as session:  # a concurrent retry created it first; this transaction charged nothing
-        return earlier_request(session, principal, body), False
+        earlier = earlier_request(session, principal, body)
+    if earlier is None:  # another integrity error (the dataset or the key went away meanwhile)
+        raise ApiError(409, "conflict", "the job could not be created because something it refers to changed "
+                       "meanwhile; list the datasets and submit again")
+    return earlier, False
 
 
 def earlier_request(session: Session, principal: Principal, body: JobCreate) -> JobOut | None:
@@ -168,6 +172,10 @@ def check_affordable_with_reservations(session: Session, dataset_id: int, epsilo
         Job.dataset_id == dataset_id, Job.kind.in_(reserving), Job.status.in_(UNFINISHED),
         Job.cancel_requested.is_(False))).one()
     status = budget_status(session, dataset)
+    if reserved_epsilon or reserved_delta:  # the 409 then names what the dataset shows and what is held
+        what += (f" (the dataset shows (epsilon={status.remaining_epsilon:g}, delta={status.remaining_delta:g}) "
+                 f"left, of which releases still running hold (epsilon={reserved_epsilon:g}, "
+                 f"delta={reserved_delta:g}) until they are stored)")
     check_affordable(status.model_copy(update={
         "spent_epsilon": status.spent_epsilon + reserved_epsilon, "spent_delta": status.spent_delta + reserved_delta,
         "remaining_epsilon": max(0.0, status.remaining_epsilon - reserved_epsilon),

@@ -316,7 +316,7 @@ def test_unfinished_committing_jobs_reserve_their_cost(client, monkeypatch, tmp_
     go = tmp_path / "go"
     answers = [submit(client, "committed", dataset["id"], {"go": str(go)}) for _ in range(5)]
     assert [a.status_code for a in answers] == [202, 202, 409, 409, 409]  # 2 × 0.5 of 1.2 reserved; unlimited kind
-    assert_error(answers[2], 409, "budget_exceeded")
+    assert_error(answers[2], 409, "budget_exceeded", "releases still running hold (epsilon=1, delta=0)")
     client.post(f"/v1/jobs/{answers[0].json()['id']}/cancel")  # a cancelled one frees its reservation
     assert submit(client, "committed", dataset["id"], {"go": str(go)}).status_code == 202
     go.touch()
@@ -379,6 +379,20 @@ def test_a_database_replaced_at_the_same_url_is_never_served_from_a_workers_cach
     for _ in range(4):
         done = wait(new, submit(new, "first", other["id"]).json()["id"], timeout=60)
         assert done["status"] == "succeeded" and tuple(np.round(done["result"]["first"], 9)) in rows, done
+
+
+def test_a_job_whose_task_was_lost_is_sent_again(client, monkeypatch):
+    """Review F5: a queued job the cluster lost (never sent here) is re-sent after a minute, not left queued."""
+    use(monkeypatch, "pid", report_pid)
+    with client.app.state.db.write() as session:
+        lost = Job(kind="pid", params={}, status="queued", progress=0.0, created_at=utcnow() - timedelta(minutes=2))
+        fresh = Job(kind="pid", params={}, status="queued", progress=0.0)
+        session.add_all([lost, fresh])
+        session.flush()
+        lost_id, fresh_id = lost.id, fresh.id
+    assert client.app.state.jobs.resend_waiting() == [lost_id]  # the fresh one may still be on its way
+    assert wait(client, lost_id)["status"] == "succeeded"
+    assert client.get(f"/v1/jobs/{fresh_id}").json()["status"] == "queued"
 
 
 def test_the_reaper_never_overwrites_a_verdict_committed_while_it_looked(make_client, database_url):
