@@ -12,6 +12,7 @@ release and at its peak during it.
 
     .venv/bin/python benchmarks/release_scale.py                  # 10⁶ × 20 (minutes)
     .venv/bin/python benchmarks/release_scale.py --n 50000 --d 5  # a smaller run
+    .venv/bin/python benchmarks/release_scale.py --workers 1 --data /tmp/pobo-release-scale/data_…  # add a count
 
 Writes benchmarks/results/release_scale.json (``release_scale_<n>x<d>.json`` for other sizes). The CSV is
 generated once under ``--work`` (default /tmp/pobo-release-scale) and never committed.
@@ -137,6 +138,9 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2", help="job worker counts, one server start each (default 1,2)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/pobo-release-scale"),
                         help="the import root holding the generated CSV, and the servers' data")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="a data directory of an earlier run whose table is registered already (skips the "
+                             "registration); its worker counts' results are kept in the JSON, the new ones replace")
     args = parser.parse_args()
     counts = [int(w) for w in args.workers.split(",")]
     os.environ.pop("POBO_DASK_SCHEDULER", None)  # each server starts its own local cluster of POBO_JOB_WORKERS
@@ -147,15 +151,19 @@ def main() -> None:
         started = time.perf_counter()
         write_table(csv, args.n, args.d)
         print(f"wrote {csv} ({csv.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.0f} s")
-    data = args.work / f"data_{args.n}x{args.d}_{time.strftime('%Y%m%dT%H%M%S')}"
+    data = args.data or args.work / f"data_{args.n}x{args.d}_{time.strftime('%Y%m%dT%H%M%S')}"
     env = {"POBO_IMPORT_ROOT": str(root), "POBO_MODE": "production", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "false",
            "POBO_MAX_UPLOAD_BYTES": str(max(csv.stat().st_size + 1, 200 * 1024 * 1024))}
     with LocalCurator(data, env={**env, "POBO_JOB_WORKERS": str(counts[0])}, startup_timeout=600.0) as curator:
         started = time.perf_counter()
-        dataset_id = register(curator, csv, args.d)
-        print(f"registered dataset {dataset_id} by path in {time.perf_counter() - started:.0f} s")
+        known = [dataset.id for dataset in curator.datasets() if dataset.name == csv.stem]
+        dataset_id = known[0] if known else register(curator, csv, args.d)
+        print(f"dataset {dataset_id} registered by path ({time.perf_counter() - started:.0f} s)")
     name = "release_scale" if (args.n, args.d) == (1_000_000, 20) else f"release_scale_{args.n}x{args.d}"
     payload = {"n": args.n, "d": args.d, "epsilon": EPSILON, "delta": DELTA, "cores": os.cpu_count(), "runs": []}
+    earlier = harness.result_path(name, "json")
+    if args.data is not None and earlier.exists():
+        payload["runs"] = [run for run in json.loads(earlier.read_text())["runs"] if run["workers"] not in counts]
     runs = payload["runs"]
     for workers in counts:
         curator = LocalCurator(data, env={**env, "POBO_JOB_WORKERS": str(workers)}, startup_timeout=600.0)
@@ -168,14 +176,16 @@ def main() -> None:
               f"{run['api_rss_idle_mb']:.0f} MB idle → {run['api_rss_peak_mb']:.0f} MB peak (the table: "
               f"{run['table_mb']:.0f} MB); load average {run['load_average_1min'][0]:.1f} → "
               f"{run['load_average_1min'][1]:.1f} on {os.cpu_count()} cores")
-    base = runs[0]["job_seconds"]
+    runs.sort(key=lambda run: run["workers"])
+    one = next((run["job_seconds"] for run in runs if run["workers"] == 1), None)
     for run in runs:
-        run["speed_up"] = base / run["job_seconds"]
+        run["speed_up"] = None if one is None else one / run["job_seconds"]
     print(f"\n{'workers':>7} {'job s':>8} {'CLI s':>8} {'µs/sample':>10} {'CPU µs':>8} {'speed-up':>8} "
           f"{'API RSS MB':>16}")
     for run in runs:
+        speed_up = "-" if run["speed_up"] is None else f"{run['speed_up']:.2f}"
         print(f"{run['workers']:>7} {run['job_seconds']:>8.1f} {run['cli_seconds']:>8.1f} {run['us_per_sample']:>10.2f} "
-              f"{run['cpu_us_per_sample']:>8.2f} {run['speed_up']:>8.2f} "
+              f"{run['cpu_us_per_sample']:>8.2f} {speed_up:>8} "
               f"{run['api_rss_idle_mb']:>7.0f} → {run['api_rss_peak_mb']:<6.0f}")
     print(f"wrote {harness.write_json(name, payload)}")
 
