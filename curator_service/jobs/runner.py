@@ -69,19 +69,26 @@ class JobRunner:
         return not self._stopping.is_set() and not cluster.embedded_starting()
 
     def recover(self) -> None:
-        """At start: fail running jobs whose worker is gone, send every queued job (again: a claim runs it once)."""
+        """At start: fail running jobs whose worker is gone; then, in the reaper's thread (the service answers
+        meanwhile; connecting may wait for the cluster), send every queued job again (a claim runs it once)."""
         self.reap()
+        self._reaper.start()
+
+    def _send_queued(self) -> None:
         with self.db.read() as session:
             queued = list(session.scalars(select(Job.id).where(Job.status == "queued").order_by(Job.id)))
         for job_id in queued:
             self.submit(job_id)
-        self._reaper.start()
 
     def reap(self) -> list[int]:
         with self.db.write() as session:
             return state.reap(session, charged_at_submission)
 
     def _reap_forever(self) -> None:
+        try:
+            self._send_queued()
+        except Exception as exc:  # noqa: BLE001 - the reaper must outlive a database hiccup
+            log_unexpected(exc)
         while not self._stopping.wait(REAP_EVERY_SECONDS):
             try:
                 self.reap()
