@@ -4,7 +4,8 @@
   jobs any key submits), on every dataset; a charge that would take it past the cap is refused (409
   ``budget_exceeded``) and nothing is stored. Composition is basic (sums), like the datasets' budgets.
 * **Jobs.** A modeler key runs only the job kinds its policy lists (none by default: it cannot spend a dataset's
-  budget); a curator key runs every kind unless its policy lists fewer. Anything else is a 403.
+  budget); a curator key runs every kind unless its policy lists fewer. Anything else is a 403. Kinds created by
+  their own endpoint (releases) are outside the list: their endpoint and the kind's roles decide.
 * **Expiry.** From ``expires_at`` on the key authenticates nothing (401), like a revoked key
   (:func:`curator_service.services.policy.live_key`).
 
@@ -116,8 +117,15 @@ def policy_out(session: Session, key: ApiKey) -> KeyPolicyOut:
 
 def check_may_run(session: Session, key_id: int, kind: str) -> None:
     """403 unless the key's policy lets it run ``kind``. The same sentence whatever the job's parameters, dataset
-    or budget, so a key without the permission learns nothing from a submission (review F9)."""
+    or budget, so a key without the permission learns nothing from a submission (review F9).
+
+    A kind created by its own endpoint (``JobKind.endpoint``: releases) is governed by that endpoint's rules and the
+    kind's roles, not by the ``jobs`` list: a curator key listing ``dp-mean`` still releases, as before releases were
+    jobs (review V F3). The ε/δ cap applies to its charges all the same (:func:`_check_cap`)."""
     key = session.get(ApiKey, key_id)
+    job_kind = KINDS.get(kind)
+    if job_kind is not None and job_kind.endpoint is not None and key.role in job_kind.roles:
+        return
     allowed = allowed_jobs(key.role, session.get(PolicyRow, key.id))
     if kind not in allowed:
         raise ApiError(403, "forbidden", f"this key may not run job kind {kind!r} (it may run: "
