@@ -50,9 +50,13 @@ class JobTask:
     time_limit_seconds: float
 
 
+SECRET_QUERY_KEYS = ("password", "sslpassword")  # libpq also takes a password in the URL's query
+
+
 def without_password(url: str) -> str:
     # URL.set(password=None) would keep the password ("None: unchanged"); the named tuple's _replace drops it.
-    return make_url(url)._replace(password=None).render_as_string(hide_password=False)
+    parsed = make_url(url)._replace(password=None).difference_update_query(SECRET_QUERY_KEYS)
+    return parsed.render_as_string(hide_password=False)
 
 
 def with_password(url: str) -> str:

@@ -9,6 +9,8 @@ BARE = "postgresql+psycopg://pobo@db.internal:5432/pobo"
 
 def test_the_task_url_has_no_password():
     assert without_password(URL) == BARE and "s3cret" not in without_password(URL)
+    in_query = "postgresql+psycopg://pobo@db.internal:5432/pobo?password=s3cret&sslpassword=k3y&sslmode=require"
+    assert without_password(in_query) == BARE + "?sslmode=require"
 
 
 def test_the_worker_reads_its_password_file(monkeypatch, tmp_path):
