@@ -29,6 +29,9 @@ from shared.api.schemas import (
 )
 
 NPY_MEDIA_TYPE = "application/x-npy"
+# The server's limit on a query's request_id, read from the wire model so the two cannot drift apart.
+REQUEST_ID_MAX_LENGTH = next(rule.max_length for rule in QueryRequest.model_fields["request_id"].metadata
+                             if hasattr(rule, "max_length"))
 
 
 class PendingTimeout(TimeoutError):
@@ -116,10 +119,19 @@ class ModelerClient:
         Every call carries a ``request_id`` (a fresh UUID unless given), so the HTTP client may retry it
         after a timeout or a 5xx: the service returns the stored results of a repeated id, uncharged. More than
         :data:`~shared.api.schemas.MAX_INDICES_PER_REQUEST` indices go in several requests, the k-th (from 2 on)
-        with ``<request_id>.k``, so repeating the call repeats every part under its own id.
+        with ``<request_id>.k``, so repeating the call repeats every part under its own id. A ``request_id`` too long
+        for its last part's suffix is a ValueError before anything is sent.
+
+        A split ask is not atomic: each part is charged when it is answered, so if part k is refused (the query
+        budget ran out, say) the call raises with parts 1…k−1 charged; repeat the call with the same
+        ``request_id`` to get their results back uncharged.
         """
         indices, request_id = [int(i) for i in indices], request_id or uuid.uuid4().hex
         parts = range(0, max(len(indices), 1), MAX_INDICES_PER_REQUEST)  # no index: QueryRequest refuses it, as before
+        longest = request_id if len(parts) == 1 else f"{request_id}.{len(parts)}"
+        if len(longest) > REQUEST_ID_MAX_LENGTH:
+            raise ValueError(f"request_id is {len(request_id)} characters; with the suffix '.{len(parts)}' of this "
+                             f"ask's last part it passes the limit of {REQUEST_ID_MAX_LENGTH}: use a shorter one")
         return [result for k, start in enumerate(parts, start=1) for result in self.api.post(
             f"{API_PREFIX}/sessions/{session_id}/queries",
             QueryRequest(indices=indices[start:start + MAX_INDICES_PER_REQUEST],
@@ -128,9 +140,14 @@ class ModelerClient:
 
     # --- curator-side jobs (Kusner, Ding, DPareto) ------------------------------------------------------
 
-    def submit_job(self, kind: str, dataset_id: int | None, params: dict) -> JobOut:
-        """Submit a curator-side job; its (ε, δ) is charged to the dataset's ledger at submission."""
-        return self.api.post(f"{API_PREFIX}/jobs", JobCreate(kind=kind, dataset_id=dataset_id, params=params), model=JobOut)
+    def submit_job(self, kind: str, dataset_id: int | None, params: dict, *, request_id: str | None = None) -> JobOut:
+        """Submit a curator-side job; its (ε, δ) is charged to the dataset's ledger at submission.
+
+        It is sent under ``request_id`` (a fresh UUID unless given), so the HTTP client retries a dropped connection
+        or a restart with the same id and the curator creates and charges the job once; submitting again with the
+        same id and body returns that job, uncharged."""
+        body = JobCreate(kind=kind, dataset_id=dataset_id, params=params, request_id=request_id or str(uuid.uuid4()))
+        return self.api.post(f"{API_PREFIX}/jobs", body, model=JobOut)
 
     def job(self, job_id: int) -> JobOut:
         return self.api.get(f"{API_PREFIX}/jobs/{job_id}", model=JobOut)

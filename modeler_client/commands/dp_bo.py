@@ -18,7 +18,17 @@ from shared.api.jobs import DpBoParams, DpBoResult
 from shared.api.schemas import JobOut
 
 from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors
-from modeler_client.commands.jobs import Dataset, LabelColumn, Poll, Release, Wait, job_dataset, job_params, run_job
+from modeler_client.commands.jobs import (
+    Dataset,
+    LabelColumn,
+    Poll,
+    Release,
+    RequestId,
+    Wait,
+    job_dataset,
+    job_params,
+    run_job,
+)
 
 
 @reports_api_errors
@@ -37,6 +47,7 @@ def dp_bo(
     validation_fraction: Annotated[float, typer.Option(help="Share of rows in the validation part.")] = 0.5,
     poll: Poll = 0.5,
     wait: Wait = 3600.0,
+    request_id: RequestId = None,
     timeout: Timeout = 30.0,
     retries: Retries = 3,
 ) -> None:
@@ -49,7 +60,7 @@ def dp_bo(
     params = job_params(DpBoParams, label_column=label_column, epsilon=epsilon, delta=delta, iterations=iterations,
                         log10_lambda=np.linspace(log10_lambda_min, log10_lambda_max, grid_points).tolist(),
                         validation_fraction=validation_fraction)
-    job = run_job(client, "dp-bo", dataset_id, params, poll=poll, wait=wait)
+    job = run_job(client, "dp-bo", dataset_id, params, poll=poll, wait=wait, request_id=request_id)
     console.print(result_table(job))
 
 

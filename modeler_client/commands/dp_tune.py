@@ -24,7 +24,17 @@ from shared.api.schemas import JobOut
 from modeler_client.commands.common import (
     Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors,
 )
-from modeler_client.commands.jobs import Dataset, LabelColumn, Poll, Release, Wait, job_dataset, job_params, run_job
+from modeler_client.commands.jobs import (
+    Dataset,
+    LabelColumn,
+    Poll,
+    Release,
+    RequestId,
+    Wait,
+    job_dataset,
+    job_params,
+    run_job,
+)
 
 
 def _numbers(text: str, kind: type) -> list:
@@ -67,6 +77,7 @@ def dp_tune(
     test_fraction: Annotated[float, typer.Option(help="Share of rows held out to score the model (0.05–0.5).")] = 0.2,
     poll: Poll = 0.5,
     wait: Wait = 3600.0,
+    request_id: RequestId = None,
     timeout: Timeout = 30.0,
     retries: Retries = 3,
 ) -> None:
@@ -87,7 +98,7 @@ def dp_tune(
                         max_iterations=max_iterations, final_epsilon=final_epsilon, final_delta=final_delta,
                         evaluation_epsilon=evaluation_epsilon, test_fraction=test_fraction)
     console.print(f"{len(grid)} candidates; the selection costs {max_iterations} × {epsilon:g} whatever their number")
-    console.print(result_table(run_job(client, "dp-tune", dataset_id, params, poll=poll, wait=wait), params))
+    console.print(result_table(run_job(client, "dp-tune", dataset_id, params, poll=poll, wait=wait, request_id=request_id), params))
 
 
 def result_table(job: JobOut, params: DpTuneParams) -> Table:

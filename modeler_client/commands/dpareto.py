@@ -17,7 +17,7 @@ from rich.table import Table
 from shared.api.jobs import DparetoParams, DparetoResult
 
 from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, reports_api_errors
-from modeler_client.commands.jobs import LabelColumn, Poll, Wait, job_params, run_job
+from modeler_client.commands.jobs import LabelColumn, Poll, RequestId, Wait, job_params, run_job
 
 
 @reports_api_errors
@@ -38,6 +38,7 @@ def dpareto(
         help="Where to save the front plot (PNG); the JSON goes beside it.")] = Path("dpareto.png"),
     poll: Poll = 0.5,
     wait: Wait = 3600.0,
+    request_id: RequestId = None,
     timeout: Timeout = 30.0,
     retries: Retries = 3,
 ) -> None:
@@ -46,7 +47,7 @@ def dpareto(
     params = job_params(DparetoParams, label_column=label_column, loss=loss, optimizer=optimizer,
                         initial_points=initial_points, iterations=iterations, max_epochs=max_epochs, delta=delta,
                         seed=seed)
-    job = run_job(client, "dpareto", dataset, params, poll=poll, wait=wait)
+    job = run_job(client, "dpareto", dataset, params, poll=poll, wait=wait, request_id=request_id)
     result = DparetoResult.model_validate(job.result)
     console.print(f"[bold yellow]{result.warning}[/]")
     table = Table(title=f"dpareto job {job.id}: front ({len(result.front)} of {len(result.points)} points, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -22,6 +23,9 @@ Dataset = Annotated[int | None, typer.Option(help="The dataset id (instead of --
 LabelColumn = Annotated[str, typer.Option(help="The curator's column of 0/1 labels.")]
 Poll = Annotated[float, typer.Option(help="Seconds between status checks.")]
 Wait = Annotated[float, typer.Option(help="Give up waiting after this many seconds (the job keeps running).")]
+RequestId = Annotated[str | None, typer.Option(
+    help="Submit under this id, 1 to 200 characters (a fresh one is printed otherwise): rerunning with it returns "
+         "the same job, charged once.")]
 
 
 def job_dataset(client: ModelerClient, release: int | None, dataset: int | None) -> int:
@@ -45,11 +49,12 @@ def job_params(model: type[Params], **values) -> Params:
 
 
 def run_job(client: ModelerClient, kind: str, dataset_id: int | None, params: BaseModel | dict[str, Any], *,
-            poll: float, wait: float) -> JobOut:
+            poll: float, wait: float, request_id: str | None = None) -> JobOut:
     """Submit a ``kind`` job, follow it to the end with a progress bar and return it if it succeeded.
 
     ``params`` is the kind's wire model (``shared.api.jobs``), or a plain dict for a kind registered without
-    one (the curator validates it either way).
+    one (the curator validates it either way). The request id is printed before the job is sent: if the command
+    is cut off, rerunning it with ``--request-id`` finds the job instead of charging the dataset again.
 
     Exits 1 when the job failed or was cancelled and 3 when it is still running after ``wait`` seconds
     (the job keeps running on the curator; its charge stays on the ledger either way). The server's
@@ -57,7 +62,14 @@ def run_job(client: ModelerClient, kind: str, dataset_id: int | None, params: Ba
     """
     if isinstance(params, BaseModel):
         params = params.model_dump(mode="json", exclude_none=True)
-    job = client.submit_job(kind, dataset_id, params)
+    request_id = request_id or str(uuid.uuid4())
+    console.print(f"submitting {kind} under request id {request_id} (rerun with --request-id {request_id} to get "
+                  "this job back without a second charge)")
+    try:
+        job = client.submit_job(kind, dataset_id, params, request_id=request_id)
+    except ValidationError as exc:  # built before anything is sent: only the request id can be wrong here
+        err_console.print(f"[bold red]error[/]: --request-id: {exc.errors()[0]['msg']}")
+        raise typer.Exit(2) from None
     target = f"dataset {dataset_id}" if dataset_id is not None else "the curator"
     console.print(f"{kind} job {job.id} submitted; charged ε = {job.epsilon:g}, δ = {job.delta:g} to {target}")
     deadline = time.monotonic() + wait
