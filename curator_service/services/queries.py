@@ -89,8 +89,8 @@ _batches, _queries = QueryBatch.__table__, Query.__table__
 QUERY_CONTEXT = (
     select(_sessions.c.key_id, _sessions.c.status, _keys.c.max_queries, _keys.c.used_queries, _releases.c.id,
            _releases.c.n, _releases.c.mechanism, _releases.c.seeded,
-           _releases.c.measurements.is_not(None).label("private"), _releases.c.dataset_id, _datasets.c.evaluator,
-           _datasets.c.simulation_key)
+           _releases.c.measurements.is_not(None).label("private"), _releases.c.created_at, _releases.c.dataset_id,
+           _datasets.c.evaluator, _datasets.c.simulation_key)
     .select_from(_sessions.join(_keys, _keys.c.id == _sessions.c.key_id)
                  .join(_releases, _releases.c.id == _sessions.c.release_id)
                  .join(_datasets, _datasets.c.id == _releases.c.dataset_id))
@@ -105,6 +105,10 @@ STORED_BATCH = (
     .order_by(_queries.c.id)
 )
 PRIVATE_MEASUREMENTS = select(_releases.c.measurements).where(_releases.c.id == bindparam("release_id"))
+DECODED_PRIVATE_MEASUREMENTS = TableCache(capacity=4)
+"""Decoded ỹ of recently queried releases (decoding is O(n) per query otherwise: 8 MB at n = 10⁶). A release never
+changes; the key is its identity (id, creation time, n), not its id alone, so a database replaced behind the same
+URL never serves another release's ỹ. TableCache's bounded, thread-safe LRU, here keyed by that tuple."""
 INSERT_BATCH = _batches.insert().returning(_batches.c.id)
 INSERT_QUERIES = _queries.insert().returning(_queries.c.id, sort_by_parameter_order=True)
 CHARGE_KEY = (update(_keys).where(_keys.c.id == bindparam("key_id"))
@@ -179,8 +183,8 @@ def answers(session: Session, tables: TableCache, context: Row, indices: list[in
     runs, so no error, pending state or timing depends on y); otherwise the dataset's evaluator (None: pending).
     A column evaluator's time does not depend on y (an array lookup); a python evaluator is the curator's code."""
     if context.private:
-        blob = session.connection().execute(PRIVATE_MEASUREMENTS, {"release_id": context.id}).scalar_one()
-        private_y = decode_matrix(blob)
+        private_y = DECODED_PRIVATE_MEASUREMENTS.get((context.id, context.created_at, context.n), lambda: decode_matrix(
+            session.connection().execute(PRIVATE_MEASUREMENTS, {"release_id": context.id}).scalar_one()))
         return [float(private_y[i]) for i in indices]
     # The dataset's ORM row (and its table blob) is read only when the decoded table is not cached.
     table = tables.get(context.dataset_id, lambda: cached_table(tables, session.get(Dataset, context.dataset_id)))
