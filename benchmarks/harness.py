@@ -1,4 +1,5 @@
-"""What every benchmark script shares: one BLAS thread, the results folder, `--quick`, JSON and figures.
+"""What every benchmark script shares: one BLAS thread, the results folder, `--quick`, JSON and figures, and the
+previous code of a git ref to measure beside this tree's.
 
 Import it first (``import harness``): it pins BLAS to one thread before numpy loads (the machine's two cores
 are shared; threaded BLAS only spins) and puts the repository root on ``sys.path`` so scripts run as
@@ -16,12 +17,14 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import shlex  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPOSITORY = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPOSITORY))
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -54,6 +57,27 @@ def save_figure(fig, name: str, *, quick: bool = False, dpi: int = 110) -> Path:
     path = result_path(name, "png", quick=quick)
     fig.savefig(path, dpi=dpi)
     return path
+
+
+def worktree(ref: str) -> Path:
+    """A detached ``git worktree`` of ``ref`` at ``build/worktree-<commit>`` (made once, reused): the previous code,
+    measured without keeping a copy of it here. One tree per commit, so benchmarks of different refs never move
+    each other's checkout."""
+    commit = subprocess.run(["git", "-C", str(REPOSITORY), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    tree = REPOSITORY / "build" / f"worktree-{commit[:12]}"
+    if not (tree / ".git").exists():
+        subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "add", "--detach", str(tree), commit],
+                       capture_output=True, text=True, check=True)
+    return tree
+
+
+def run_at(ref: str, script: str, *arguments: str) -> dict:
+    """Runs ``script`` (a benchmark) with the arguments and ``--tree <worktree of ref>`` and returns the JSON its last
+    output line holds: the script puts the tree first on ``sys.path``, so it measures the code at ``ref``."""
+    output = subprocess.run([sys.executable, script, *arguments, "--tree", str(worktree(ref))],
+                            check=True, capture_output=True, text=True).stdout
+    return json.loads(output.splitlines()[-1])
 
 
 def _plain(value):

@@ -41,7 +41,6 @@ from sqlalchemy.engine import make_url  # noqa: E402
 from curator_service.testing import LocalCurator  # noqa: E402
 
 ROWS, FEATURES, IN_FLIGHT, BLOCK = 500, 3, 50, 100
-REPOSITORY = Path(__file__).resolve().parents[1]
 BASELINE_REF = "68ecd302f441523516c9f93f0defa151fca1e0f6"
 """main before the one-transaction query path: auth in its own read transaction, then the ORM write transaction."""
 DPARETO = {"label_column": "label", "initial_points": 64, "iterations": 256, "max_epochs": 200}
@@ -123,17 +122,6 @@ class Server:
 
     def stop(self) -> None:
         self.curator.stop()
-
-
-def baseline_tree(ref: str) -> Path:
-    """A detached ``git worktree`` of ``ref`` under build/ (made once, reused)."""
-    commit = subprocess.run(["git", "-C", str(REPOSITORY), "rev-parse", "--verify", f"{ref}^{{commit}}"],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    tree = REPOSITORY / "build" / f"service-latency-{commit[:12]}"
-    if not (tree / "curator_service").is_dir():
-        subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "add", "--detach", str(tree), commit],
-                       capture_output=True, text=True, check=True)
-    return tree
 
 
 def fsync_p50_ms(directory: str, count: int = 200) -> float:
@@ -239,8 +227,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.sequential, args.concurrent, args.during_job = 100, 100, min(args.during_job, 50)
-    trees = {"old": baseline_tree(args.baseline_ref)} if args.baseline_ref else {}
-    trees["new"] = REPOSITORY
+    trees = {"old": harness.worktree(args.baseline_ref)} if args.baseline_ref else {}
+    trees["new"] = harness.REPOSITORY
     print(f"one-index queries against pobo-curator serve on loopback (load average {os.getloadavg()[0]:.1f}; "
           f"old = {args.baseline_ref[:12] or '-'}, new = this tree):")
     results = {"load_average_1min": os.getloadavg()[0], "baseline_ref": args.baseline_ref,

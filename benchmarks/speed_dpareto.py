@@ -2,8 +2,8 @@
 
 The paper (Avent et al. 2020, §4.3) reports ~45 s of DPareto overhead for a whole run: fitting the GPs to
 16 seed points and proposing 256 more, i.e. 45 / 272 = 0.165 s a point. Three measurements, each made by
-this code and by the previous code (``--baseline``, a git ref checked out as a worktree under
-build/dpareto-baseline and imported in a subprocess, so no old code is kept here):
+this code and by the previous code (``--baseline``, a git ref checked out as a worktree under build/
+by :func:`harness.run_at` and imported in a subprocess, so no old code is kept here):
 
 1. One proposal at t = 256 observed points of a synthetic 4-D problem (a fresh proposer, so the
    hyperparameters are searched from all starts; the current code also times a warm proposal, which in a
@@ -22,18 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import harness  # noqa: I001  (first: pins BLAS to one thread)
 import numpy as np  # noqa: E402
 from scipy.special import expit  # noqa: E402
 
 PAPER_SECONDS_PER_POINT = 45.0 / 272
-REPOSITORY = Path(__file__).resolve().parents[1]
-BASELINE_TREE = REPOSITORY / "build" / "dpareto-baseline"
 
 
 def observations(t: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,22 +88,9 @@ def measure(spec: dict) -> dict:
     }
 
 
-def run_at(ref: str, script: str, *arguments: str) -> dict:
-    """Runs ``script`` (a benchmark) with ``--tree <worktree of ref>`` and the arguments and returns the JSON
-    its last output line holds: the script puts the worktree first on sys.path, so it measures the code at
-    ``ref`` (the previous code) without keeping a copy of it here. The worktree lives in build/."""
-    if not BASELINE_TREE.exists():
-        subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "add", "--detach", str(BASELINE_TREE), ref], check=True,
-                       capture_output=True)
-    subprocess.run(["git", "-C", str(BASELINE_TREE), "checkout", "--detach", "--quiet", ref], check=True)
-    output = subprocess.run([sys.executable, script, *arguments, "--tree", str(BASELINE_TREE)],
-                            check=True, capture_output=True, text=True).stdout
-    return json.loads(output.splitlines()[-1])
-
-
 def baseline(ref: str, spec: dict) -> dict:
     """:func:`measure` on the code at ``ref``."""
-    return run_at(ref, __file__, "--measure", json.dumps(spec))
+    return harness.run_at(ref, __file__, "--measure", json.dumps(spec))
 
 
 def main() -> None:

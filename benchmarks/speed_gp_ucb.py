@@ -32,8 +32,6 @@ from rich.console import Console  # noqa: E402
 from rich.progress import track  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from speed_dpareto import run_at  # noqa: E402  (the previous code from a git worktree)
-
 LENGTHSCALE, SIGNAL_VARIANCE, NOISE_VARIANCE, DELTA = 1.25, 1.0, 1e-5, 0.05  # the paper's synthetic GP
 ISSUE_SKLEARN_SECONDS, ISSUE_NUMPY_SECONDS = 1.7, 0.12  # the issue's reference numbers at n=36,000
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -304,7 +302,7 @@ def run(args: argparse.Namespace) -> None:
     ]
     console.print("[dim]large runs …[/dim]")
     results["large"] = [large_run(*large, args.seed, bw_mb, workers) for large in larges for workers in (1, 2)]
-    results["previous_large"] = [run_at(args.baseline, __file__, "--steps-only", f"{n} {r} {T} {args.seed}")
+    results["previous_large"] = [harness.run_at(args.baseline, __file__, "--steps-only", f"{n} {r} {T} {args.seed}")
                                  for n, r, T in larges] if args.baseline else []
     results["transform"] = []
     if not args.skip_transform:
