@@ -435,7 +435,8 @@ def test_a_restart_fails_only_jobs_whose_worker_stopped_beating(make_client, mon
     wait(before, dead["id"])
     with before.app.state.db.write() as session:
         session.execute(update(Job).where(Job.id == dead["id"]).values(
-            status="running", heartbeat_at=utcnow() - timedelta(seconds=STALE_SECONDS + 1), cancel_requested=False))
+            status="running", claimed_by="a worker that died", cancel_requested=False,
+            heartbeat_at=utcnow() - timedelta(seconds=STALE_SECONDS + 1)))
     after = make_client()  # a replica starting now: its recovery reaps
     assert after.get(f"/v1/jobs/{dead['id']}").json()["status"] == "failed"
     assert "stopped while this job was running" in after.get(f"/v1/jobs/{dead['id']}").json()["message"]
