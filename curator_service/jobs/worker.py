@@ -31,6 +31,7 @@ from curator_service.jobs import state
 from curator_service.persistence.blobs import TableCache
 from curator_service.persistence.db import Database
 from curator_service.persistence.models import Dataset, Job
+from curator_service.services import key_policy  # noqa: F401  (registers the flush-time key-policy guard: a release's commit here charges the ledger, and a key's ε/δ cap must hold there too)
 from curator_service.services.datasets import cached_table
 from curator_service.settings import read_secret
 from shared.api.errors import ApiError

@@ -3,8 +3,10 @@ the query path; its failure charges nothing; migration 0005; the public paramete
 
 from __future__ import annotations
 
-import importlib
 import json
+import os
+import tempfile
+from pathlib import Path
 
 import numpy as np
 from alembic import command
@@ -21,12 +23,15 @@ from shared.api.schemas import ReleaseParameters
 from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
 
 THIS = "tests.curator_service.test_measured_releases"
-CALLS: list[float] = []
+# A release's measurements run on a job worker, queries in the API process: calls are counted in a file both see
+# (set while the tests are collected, before the suite's cluster starts its workers, which inherit it).
+CALLS_FILE = Path(os.environ.setdefault("POBO_TEST_EVALUATOR_CALLS", tempfile.mkdtemp())) / "calls"
 
 
 def score(row: dict) -> float:
     """A deterministic curator-side measurement that counts its calls."""
-    CALLS.append(row["a"])
+    with CALLS_FILE.open("a") as calls_file:
+        calls_file.write(f"{row['a']}\n")
     return row["a"] + row["b"]
 
 
@@ -34,22 +39,22 @@ def broken(row: dict) -> float:
     raise RuntimeError(f"cannot score {row}")
 
 
-def calls() -> list[float]:
-    return importlib.import_module(THIS).CALLS  # the module the service imported (pytest may load this file twice)
+def calls() -> int:
+    return len(CALLS_FILE.read_text().splitlines()) if CALLS_FILE.exists() else 0
 
 
 def test_a_python_evaluator_is_called_once_per_row_at_release_time_and_never_by_a_query(client):
     dataset = register(client, n=25, evaluator={"kind": "python", "target": f"{THIS}:score"})
-    calls().clear()
+    CALLS_FILE.unlink(missing_ok=True)
     made = client.post(f"/v1/datasets/{dataset['id']}/releases", json={
         "mechanism": "gaussian", "epsilon": 1.0, "delta": 1e-5, "measurements": {"clip": [0, 2], "share": 0.5}})
     assert made.status_code == 201, made.text
-    assert len(calls()) == 25
+    assert calls() == 25
     key = modeler_key(client, [made.json()["id"]], max_queries=20)
     session = client.post(f"/v1/releases/{made.json()['id']}/sessions", headers=bearer(key["token"])).json()
     answers = client.post(f"/v1/sessions/{session['id']}/queries", json={"indices": [0, 1, 0]},
                           headers=bearer(key["token"])).json()["results"]
-    assert len(calls()) == 25  # the query path only reads the stored ỹ
+    assert calls() == 25  # the query path only reads the stored ỹ
     assert answers[0]["value"] == answers[2]["value"] != answers[1]["value"]
 
 
