@@ -69,6 +69,23 @@ def chromium():
     driver.quit()
 
 
+def replaced(element) -> bool:
+    """Whether ``element`` has left the document (the next page replaced it). Chromium answers a query on a node of
+    a page being replaced either as stale or, mid-navigation, with an inspector error saying the node no longer
+    belongs to the document: both mean gone."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
+    return False
+
+
 class ConsoleBrowser:
     """The browser on one curator's console: go to pages, fill forms, read what they show, take screenshots."""
 
@@ -113,12 +130,11 @@ class ConsoleBrowser:
     def submit(self, button_id: str) -> None:
         """Clicks a form's button and waits until the next page has replaced this one."""
         from selenium.webdriver.common.by import By
-        from selenium.webdriver.support import expected_conditions
         from selenium.webdriver.support.ui import WebDriverWait
 
         page = self.driver.find_element(By.TAG_NAME, "html")
         self.by_id(button_id).click()
-        WebDriverWait(self.driver, 60).until(expected_conditions.staleness_of(page))
+        WebDriverWait(self.driver, 60).until(lambda driver: replaced(page))
 
     def flash(self) -> str:
         return self.by_id("flash").text

@@ -75,7 +75,10 @@ def test_past_the_wait_the_answer_is_202_with_the_job_which_then_stores_the_rele
     job = response.json()
     assert job["kind"] == "release" and job["status"] in ("queued", "running")
     assert response.headers["location"] == f"/v1/jobs/{job['id']}"
-    assert client.get("/v1/ledger").json() == []  # charged when stored, not at submission
+    # Charged when stored, not at submission: a charge read now means the job had already stored the release (on an
+    # idle machine a 40-row release may be done by the time the ledger is read).
+    ledger = client.get("/v1/ledger").json()
+    assert ledger == [] or client.get(f"/v1/jobs/{job['id']}").json()["status"] == "succeeded"
     done = finished(client, job["id"])
     assert (done["status"], done["progress"]) == ("succeeded", 1.0)
     made = client.get(f"/v1/releases/{done['result']['release_id']}").json()

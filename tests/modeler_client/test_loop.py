@@ -69,7 +69,13 @@ def test_a_resumed_run_makes_exactly_the_choices_of_an_uninterrupted_one(bowl, c
     assert len(RunRecord.load(tmp_path / "broken.json").done()) == 5
     resumed = RemoteGPUCB.resume(client, tmp_path / "broken.json").run()
     assert [q.index for q in resumed.queries] == [q.index for q in whole.queries]
-    assert resumed.hyperparameter_history == whole.hyperparameter_history
+    # The refits see the same observations at the same moments. Their optima agree to the optimizer's tolerance, not
+    # bit for bit: L-BFGS-B stops at a relative change of 1e-6, and numpy's SIMD reductions may differ in the last
+    # bits with the arrays' memory alignment (a CI run differed by 7e-7 relatively).
+    assert [h["observations"] for h in resumed.hyperparameter_history] == \
+        [h["observations"] for h in whole.hyperparameter_history]
+    for again, first in zip(resumed.hyperparameter_history, whole.hyperparameter_history, strict=True):
+        assert again == pytest.approx(first, rel=1e-4)
     assert len(client.queries(resumed.session_id)) == 10
     assert charged(client, curator, bowl) - charged_before == 20  # two runs of 10, none paid twice
 
