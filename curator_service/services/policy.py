@@ -65,7 +65,11 @@ def principal_for_token(session: Session, token: str, admin_token: str | None, *
     is locked ``FOR UPDATE`` (a write transaction that then charges the key: the query path)."""
     if admin_token and hmac.compare_digest(token.encode(), admin_token.encode()):
         return ADMIN
-    key = live_key(session, token, lock=lock)
+    return principal_of_key(live_key(session, token, lock=lock))
+
+
+def principal_of_key(key: ApiKey | SqlRow) -> Principal:
+    """The caller a key stands for (an ORM row or a Core row with its id, name, role and release ids)."""
     return Principal(role=key.role, key_id=key.id, name=key.name, release_ids=frozenset(key.release_ids))
 
 

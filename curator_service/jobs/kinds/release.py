@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind
 from curator_service.persistence.models import ApiKey, Job
 from curator_service.services.evaluators import measure_all
-from curator_service.services.policy import ADMIN, Principal
+from curator_service.services.policy import ADMIN, Principal, principal_of_key
 from curator_service.services.releases import (
     ComputedRelease,
     check_gaussian_options,
@@ -70,7 +70,7 @@ def submitter(session: Session, job: Job) -> Principal:
     if key.revoked:
         raise JobFailed(f"key {key.id} that asked for this release was revoked before it was stored; nothing was "
                         "stored or charged")
-    return Principal(role=key.role, key_id=key.id, name=key.name)
+    return principal_of_key(key)
 
 
 def commit(session: Session, job: Job, computed: ComputedRelease) -> dict[str, Any]:
