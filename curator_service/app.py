@@ -7,8 +7,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Response
-from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
 
 from curator_service import __version__
 from curator_service.console import install_console
@@ -74,12 +72,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def ready(response: Response) -> Ready:
         """Readiness for a load balancer or orchestrator: 200 when the database answers a query and the job
         workers accept work, else 503 naming the dependency (never the error, which can name a host or user)."""
-        checks = {"database": "ok", "jobs": "ok" if app.state.jobs.accepting else "unavailable"}
-        try:
-            with db.read() as session:
-                session.execute(text("SELECT 1"))
-        except SQLAlchemyError:
-            checks["database"] = "unavailable"
+        checks = {"database": "ok" if db.answers() else "unavailable",
+                  "jobs": "ok" if app.state.jobs.accepting else "unavailable"}
         ok = all(value == "ok" for value in checks.values())
         response.status_code = 200 if ok else 503
         return Ready(status="ready" if ok else "unavailable", checks=checks)

@@ -177,7 +177,9 @@ class RemoteGPUCB:
         self._emit("started", f"{len(record.queries)} of {record.settings.iterations} queries already made")
         self.reconcile()
         self.wait_for_pending()
-        surrogate = Surrogate(Z, record.release, record.settings, kernel_hook=self.kernel_hook, **self.surrogate_options)
+        last_fit = record.hyperparameter_history[-1] if record.hyperparameter_history else None
+        surrogate = Surrogate(Z, record.release, record.settings, kernel_hook=self.kernel_hook, last_fit=last_fit,
+                              **self.surrogate_options)
         orientation = -1.0 if record.goal == "minimize" else 1.0
         while len(record.queries) < record.settings.iterations:
             done = record.done()

@@ -15,7 +15,7 @@ release's public metadata unless the modeler sets them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,6 +92,11 @@ class Surrogate:
     that value's scale; from two answers on, GPUCB's marginal-likelihood refit runs at the first chance
     and then every ``refit_every`` answers, seeded by (seed, t) so a resumed run refits exactly as an
     uninterrupted one would. The observation noise variance is never below ``measurement_noise_std``².
+
+    ``last_fit``: the newest refit a run file recorded (``{"observations": t, **hyperparameters}``). A resumed
+    run starts from it, so its next refit warm-starts from the same point and falls due at the same answer
+    as in the uninterrupted run; starting afresh would refit at the first chance from the start values and
+    can land in another optimum of a flat likelihood.
     """
 
     def __init__(
@@ -104,6 +109,7 @@ class Surrogate:
         requery: bool = True,
         measurement_noise_std: float | None = None,
         public_box_width: float | None = None,
+        last_fit: Mapping[str, float | int] | None = None,
     ) -> None:
         if uses_expected_kernel(settings, release) and settings.kernel != "se":
             raise ValueError("the expected-kernel input-noise correction is defined for the 'se' kernel only")
@@ -121,6 +127,7 @@ class Surrogate:
         self.ucb: GPUCB | None = None
         self._fitted_at = -1
         self._observed = 0
+        self._last_fit = last_fit
 
     def base_kernel(self, h: Hyperparameters) -> FittableKernel:
         """The kernel before the hook: its kind is also what refits keep."""
@@ -169,6 +176,12 @@ class Surrogate:
         s = self.settings
         t = len(y)
         changed = False
+        if self._fitted_at < 0 and self._last_fit is not None and self._last_fit["observations"] <= t:
+            fit = dict(self._last_fit)
+            self._fitted_at = int(fit.pop("observations"))
+            self._last_fit = None
+            h = Hyperparameters(**fit)
+            self._rebuild(h, self.kernel(h), indices[: self._observed], y[: self._observed])  # restored, not changed
         if self._fitted_at < 0:  # fixed, or fit before its first refit
             start = self._start_values(y)
             if start != self.hyperparameters:

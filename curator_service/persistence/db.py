@@ -123,6 +123,25 @@ class Database:
                 session.rollback()
                 raise
 
+    def answers(self) -> bool:
+        """Whether a new connection opens and reads the schema's revision: what a readiness probe needs to know.
+        A fresh connection, not a pooled one, because a pooled SQLite connection answers from its cache even
+        after its file was replaced or corrupted (and a pool that cannot connect any more is not ready)."""
+        pool = self.engine.pool.recreate()  # same creator and connect-time PRAGMAs, none of the pooled connections
+        try:
+            connection = pool.connect()
+            try:
+                cursor = connection.cursor()
+                cursor.execute("SELECT version_num FROM alembic_version")
+                cursor.fetchall()
+            finally:
+                connection.close()
+        except Exception:  # noqa: BLE001 -- any DBAPI error means not ready; its text may name a host or user
+            return False
+        finally:
+            pool.dispose()
+        return True
+
     def dispose(self) -> None:
         self.engine.dispose()
 

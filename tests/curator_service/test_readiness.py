@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqlalchemy import text
+
 
 def test_ready_when_the_database_answers_and_the_workers_run(client):
     response = client.get("/ready", headers={})  # no token needed: an orchestrator probes it
@@ -15,7 +17,11 @@ def test_unavailable_names_the_database_and_never_its_error(make_client):
     client = make_client()
     db = client.app.state.db
     path = Path(db.engine.url.database)
-    db.dispose()
+    db.dispose()  # its connections would write their cached pages back on closing
+    # The race a CI run lost (200): the job runner's reaper pools a connection after the dispose, and a pooled
+    # connection answers from its cache after the file is replaced. Make it certain; the probe must connect afresh.
+    with db.read() as session:
+        session.execute(text("SELECT 1"))
     path.write_bytes(b"this is not a database " * 512)  # a corrupted or replaced file
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
