@@ -25,6 +25,9 @@ from curator_service.testing import free_port
 
 ADMIN = "test-admin-token"
 ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN}"}
+# How long a test app's release POST waits for its job: the service's 2 s default answers 202 on a loaded machine
+# (the tests of the 202 path set release_wait_seconds=0).
+RELEASE_WAIT_SECONDS = 120.0
 
 
 def reset_postgres(url: str) -> None:
@@ -51,10 +54,8 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
         # Research mode (seeds accepted from the curator) and po-gp-ucb enabled, explicitly: the service's
         # defaults are production mode with uncertified mechanisms disabled.
-        # A release POST waits up to 120 s for its job (the service's 2 s default answers 202 on a loaded machine);
-        # the tests of the 202 path set release_wait_seconds=0.
         values: dict[str, Any] = {"data_dir": tmp_path, "admin_token": ADMIN, "allow_uncertified_mechanisms": True,
-                                  "mode": "research", "release_wait_seconds": 120.0}
+                                  "mode": "research", "release_wait_seconds": RELEASE_WAIT_SECONDS}
         values.update(overrides)
         return Settings.from_env({}, **values)
 

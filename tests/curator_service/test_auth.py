@@ -8,7 +8,16 @@ from fastapi.testclient import TestClient
 
 from curator_service.app import create_app
 from curator_service.settings import Settings
-from tests.curator_service.conftest import ADMIN, ADMIN_HEADERS, assert_error, bearer, modeler_key, register, release
+from tests.curator_service.conftest import (
+    ADMIN,
+    ADMIN_HEADERS,
+    RELEASE_WAIT_SECONDS,
+    assert_error,
+    bearer,
+    modeler_key,
+    register,
+    release,
+)
 
 CURATOR_ONLY = [
     ("POST", "/v1/datasets"),
@@ -42,7 +51,8 @@ MODELER_ONLY = [("POST", "/v1/releases/{release}/sessions"), ("POST", "/v1/sessi
 @pytest.fixture(scope="module")
 def shared_client(tmp_path_factory):
     """One app for the whole module (these tests change nothing that the others look at)."""
-    settings = Settings.from_env({}, data_dir=tmp_path_factory.mktemp("auth"), admin_token=ADMIN)
+    settings = Settings.from_env({}, data_dir=tmp_path_factory.mktemp("auth"), admin_token=ADMIN,
+                                 release_wait_seconds=RELEASE_WAIT_SECONDS)
     with TestClient(create_app(settings)) as client:
         yield client
 
