@@ -75,7 +75,9 @@ class Settings(BaseSettings):
     # (one thread each) beside the service; "tcp://host:8786" sends jobs to that Dask scheduler instead.
     dask_scheduler: str | None = Field(default=None, pattern=r"^(tcp|tls)://\S+$")
     job_workers: PositiveInt = 2
-    job_limit_per_key: PositiveInt = 2  # queued + running jobs of one API key at a time (the admin token: no limit)
+    # Queued + running jobs of one API key at a time (the admin token: no limit). However many, a key runs at most
+    # all the cluster's worker threads but one at once (curator_service.jobs.worker.running_share).
+    job_limit_per_key: PositiveInt = 2
     job_time_limit_seconds: float = Field(default=6 * 3600.0, gt=0, allow_inf_nan=False)  # each kind may bound its jobs lower
     release_wait_seconds: float = Field(default=2.0, ge=0, allow_inf_nan=False)  # how long a release POST waits for its job before answering 202
     import_root: Path | None = None

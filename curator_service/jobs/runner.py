@@ -99,10 +99,12 @@ class JobRunner:
     def resend_waiting(self) -> list[int]:
         """Sends again the jobs queued for over :data:`RESEND_AFTER_SECONDS` (at most that often each): a task the
         cluster lost (a restarted scheduler drops fire-and-forget tasks) must not leave its job queued, holding its
-        reservation, until the next start. A job sent twice still runs once (the claim)."""
+        reservation, until the next start. A job sent twice still runs once (the claim). A job whose task waits for its
+        key's turn is not sent again: that task beats (:func:`~.state.waiting_for_turn`)."""
         cutoff = utcnow() - timedelta(seconds=RESEND_AFTER_SECONDS)
         with self.db.read() as session:
-            waiting = list(session.scalars(select(Job.id).where(Job.status == "queued", Job.created_at < cutoff)))
+            waiting = list(session.scalars(select(Job.id).where(Job.status == "queued", Job.created_at < cutoff,
+                                                                ~state.waiting_for_turn())))
         now = time.monotonic()
         with self._lock:
             self._sent_at = {job_id: self._sent_at[job_id] for job_id in waiting if job_id in self._sent_at}

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import Enum
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.models import Dataset, Job, utcnow
@@ -46,16 +47,57 @@ def dataset_info(session: Session, dataset: Dataset):
     )
 
 
-def claim(session: Session, job_id: int, claimant: str, time_limit_seconds: float) -> bool:
-    """queued → running for ``claimant``, with its deadline; False when another claimant (or a cancel) was first."""
+class Claim(Enum):
+    CLAIMED = "claimed"  # queued → running: the claimant runs it
+    GONE = "gone"  # another claimant (or a cancel) was first
+    WAITING = "waiting"  # its key already runs its share of the workers: still queued, try again later
+
+
+def claim(session: Session, job_id: int, claimant: str, time_limit_seconds: float, share: int | None = None) -> Claim:
+    """queued → running for ``claimant``, with its deadline, unless the job's API key already has ``share`` jobs
+    running (None: no share, e.g. the admin's jobs): then the job stays queued, its ``heartbeat_at`` saying a task is
+    waiting for it (:func:`waiting_for_turn`). On PostgreSQL the key's lock (:func:`unfinished_jobs`) serialises the count and
+    the claim, so two workers cannot both take a key's last place."""
     now = utcnow()
+    if share is not None:
+        queued = session.execute(select(Job.key_id).where(Job.id == job_id, Job.status == "queued")).one_or_none()
+        if queued is None:
+            return Claim.GONE
+        if queued.key_id is not None and unfinished_jobs(session, queued.key_id, ("running",)) >= share:
+            waiting = session.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
+                                      .values(heartbeat_at=now).execution_options(synchronize_session=False))
+            return Claim.WAITING if waiting.rowcount == 1 else Claim.GONE
+    return _claim(session, job_id, claimant, now, time_limit_seconds)
+
+
+def _claim(session: Session, job_id: int, claimant: str, now, time_limit_seconds: float) -> Claim:
     claimed = session.execute(
         update(Job).where(Job.id == job_id, Job.status == "queued")
         .values(status="running", claimed_by=claimant, started_at=now, heartbeat_at=now,
                 deadline_at=now + timedelta(seconds=time_limit_seconds))
         .execution_options(synchronize_session=False)
     )
-    return claimed.rowcount == 1
+    return Claim.CLAIMED if claimed.rowcount == 1 else Claim.GONE
+
+
+def waiting_for_turn(stale_seconds: float = STALE_SECONDS):
+    """The condition on queued jobs whose task is alive and waiting for its key's turn (it beat recently): sending
+    such a job again would only add a second waiting task."""
+    return and_(Job.status == "queued", Job.heartbeat_at.is_not(None),
+                Job.heartbeat_at >= utcnow() - timedelta(seconds=stale_seconds))
+
+
+KEY_LOCK_SPACE = 0x6A6F6273  # "jobs": the advisory-lock space of a key's job limit and running share
+
+
+def unfinished_jobs(session: Session, key_id: int, statuses: tuple[str, ...]) -> int:
+    """How many of this API key's jobs have one of ``statuses``, not counting those being cancelled. On PostgreSQL an
+    advisory lock on the key, held until the transaction ends, makes the count and what the caller then adds or
+    claims atomic (SQLite's write transactions are serial already)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:space, :key)"), {"space": KEY_LOCK_SPACE, "key": key_id})
+    return session.scalar(select(func.count()).select_from(Job).where(
+        Job.key_id == key_id, Job.status.in_(statuses), Job.cancel_requested.is_(False)))
 
 
 def _mine(job_id: int, claimant: str):

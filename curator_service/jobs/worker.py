@@ -7,7 +7,8 @@ cached for the worker's life. While the job runs, a heartbeat thread writes ``he
 :data:`~.state.HEARTBEAT_SECONDS` and reads the cancel flag, so ``ctx.cancelled()`` costs no query. The heartbeat
 gives the verdict itself: a cancelled job is marked cancelled, one past its deadline failed, within a heartbeat;
 the job's thread stops at its next check (a thread cannot be killed), and whatever it writes later is refused by
-the claimant check, so a late result or commit never lands.
+the claimant check, so a late result or commit never lands. A job whose API key already runs its share of the workers
+waits queued, its task holding no worker slot (:func:`running_share`), so one key can never starve another's jobs.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import json
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from distributed import get_worker
+from distributed import get_client, get_worker, rejoin, secede
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
@@ -173,16 +175,43 @@ def run_job(task: JobTask) -> None:
         log_unexpected(exc)
 
 
-def _run_job(task: JobTask) -> None:
-    db, me, kind = database(task.database_url), claimant(), task.kind
-    with db.write() as session:
-        if not state.claim(session, task.job_id, me, task.time_limit_seconds):
-            if session.get(Job, task.job_id) is None:  # not the database the API wrote it to: say so
+def running_share(kind: JobKind) -> int | None:
+    """How many jobs one API key may run at once: all the cluster's worker threads but one (at least one), so a key
+    can never hold every worker while another key's job waits; None (no share) for kinds outside the per-key limit."""
+    if not kind.limited:
+        return None
+    return max(1, sum(get_client().nthreads().values()) - 1)
+
+
+def _claim_in_turn(db: Database, task: JobTask, me: str) -> tuple[bool, bool]:
+    """Claims the job, waiting while its key runs its share of the workers (:func:`running_share`): the task leaves
+    its worker thread meanwhile (``secede``: it holds no slot another key's job could use) and asks again every
+    heartbeat. Returns whether it claimed the job (not: someone else's, cancelled, or not in this database) and whether
+    it waited (then it is outside the thread pool, and rejoins it once its heartbeat runs)."""
+    share, waited = running_share(task.kind), False
+    while True:
+        with db.write() as session:
+            turn = state.claim(session, task.job_id, me, task.time_limit_seconds, share)
+            if turn is state.Claim.GONE and session.get(Job, task.job_id) is None:  # not the API's database: say so
                 logger.warning("job %d is not in the database at %s; its task was dropped", task.job_id,
                                task.database_url)
-            return  # another replica's worker has it, or it was cancelled while queued
+        if turn is not state.Claim.WAITING:
+            return turn is state.Claim.CLAIMED, waited
+        if not waited:
+            secede()
+            waited = True
+        time.sleep(state.HEARTBEAT_SECONDS)
+
+
+def _run_job(task: JobTask) -> None:
+    db, me, kind = database(task.database_url), claimant(), task.kind
+    claimed, waited = _claim_in_turn(db, task, me)
+    if not claimed:
+        return  # another replica's worker has it, or it was cancelled while queued
     note = state.budget_note(kind.commit is None)
     with Heartbeat(db, task.job_id, me, kind) as beat:
+        if waited:
+            rejoin()  # a slot for the job's own work (the heartbeat keeps the claim alive while it frees)
         try:
             ctx = _context(db, task, beat)
             result = kind.run(ctx)

@@ -11,14 +11,14 @@ import math
 import time
 
 from pydantic import ValidationError
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from curator_service.errors import api_error_from_validation
 from curator_service.jobs import KINDS, DatasetInfo, JobKind, UnknownColumn
 from curator_service.jobs.runner import charged_at_submission
-from curator_service.jobs.state import budget_note, dataset_info
+from curator_service.jobs.state import budget_note, dataset_info, unfinished_jobs
 from curator_service.persistence.db import Database, get_or_404
 from curator_service.persistence.models import Dataset, Job, utcnow
 from curator_service.services.audit import record
@@ -183,24 +183,18 @@ def check_affordable_with_reservations(session: Session, dataset_id: int, epsilo
 
 
 def check_job_limit(session: Session, settings: Settings, principal: Principal) -> None:
-    """At most ``POBO_JOB_LIMIT_PER_KEY`` queued or running jobs (releases included) per API key, so no key can fill
-    the cluster; a job being cancelled no longer counts. The admin token, the operator's own, is not limited. On
-    PostgreSQL an advisory lock per key serialises the count and the insert (SQLite's write transactions are serial
-    already)."""
+    """At most ``POBO_JOB_LIMIT_PER_KEY`` queued or running jobs (releases included) per API key, so no key can flood
+    the queue (how many of them run at once is the key's share of the workers: :func:`curator_service.jobs.state.claim`);
+    a job being cancelled no longer counts. The admin token, the operator's own, is not limited. The count and the
+    insert are atomic (:func:`~curator_service.jobs.state.unfinished_jobs`)."""
     if principal.key_id is None:
         return
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:space, :key)"), {"space": JOB_LIMIT_LOCK,
-                                                                             "key": principal.key_id})
-    unfinished = session.scalar(select(func.count()).select_from(Job).where(
-        Job.key_id == principal.key_id, Job.status.in_(UNFINISHED), Job.cancel_requested.is_(False)))
+    unfinished = unfinished_jobs(session, principal.key_id, UNFINISHED)
     if unfinished >= settings.job_limit_per_key:
         raise ApiError(409, "conflict", f"this key already has {unfinished} jobs queued or running, the most it may "
                        f"have (POBO_JOB_LIMIT_PER_KEY = {settings.job_limit_per_key}); wait for one to finish or "
                        "cancel one, then submit again")
 
-
-JOB_LIMIT_LOCK = 0x6A6F6273  # "jobs": the advisory-lock space of the per-requester job limit
 
 
 def list_jobs(session: Session, principal: Principal, status: str | None = None) -> list[JobOut]:

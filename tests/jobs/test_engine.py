@@ -250,6 +250,50 @@ def test_each_key_may_have_two_unfinished_jobs(client, monkeypatch):
     assert len([e for e in client.get("/v1/ledger").json() if e["job_id"]]) == 4  # the refused one paid nothing
 
 
+def status_of(client, jobs):
+    return [client.get(f"/v1/jobs/{job['id']}").json()["status"] for job in jobs]
+
+
+def wait_for_one_running(client, jobs, timeout=60.0):
+    """The one job of ``jobs`` that runs, once one does; fails if two ever run at once."""
+    deadline = time.monotonic() + timeout
+    while (states := status_of(client, jobs)).count("running") == 0:
+        assert time.monotonic() < deadline, states
+        time.sleep(0.05)
+    assert states.count("running") == 1, states
+    return jobs[states.index("running")]
+
+
+def test_a_key_never_holds_every_worker_so_another_keys_job_starts(make_client, database_url, monkeypatch):
+    """Review F11 (issue 15: a job cannot starve other jobs): on the two-worker cluster key A submits three jobs that
+    work until cancelled. A runs one at a time (its share: every worker but one), the others wait queued, so key B's
+    job starts on the worker left free; when A's running job ends, A's next one starts. (With A's jobs on both
+    workers, B's would wait for one to end: a minute here, hours for a real job.) On PostgreSQL the claim counts
+    under the key's advisory lock."""
+    client = make_client(job_limit_per_key=3, database_url=database_url)
+    use(monkeypatch, "busy", until_cancelled, cost=CHARGED, roles=frozenset({"curator", "modeler"}))
+    dataset = register(client)
+    release_id = release(client, dataset["id"])["id"]
+    key_a, key_b = (bearer(modeler_key(client, [release_id], jobs=["busy"])["token"]) for _ in range(2))
+
+    def busy(headers):
+        return client.post("/v1/jobs", json={"kind": "busy", "dataset_id": dataset["id"]}, headers=headers).json()
+
+    jobs = [busy(key_a) for _ in range(3)]
+    try:
+        running = wait_for_one_running(client, jobs)
+        jobs.append(busy(key_b))
+        wait(client, jobs[3]["id"], timeout=45.0, until=("running",))
+        assert sorted(status_of(client, jobs[:3])) == ["queued", "queued", "running"]
+        client.post(f"/v1/jobs/{running['id']}/cancel")
+        wait(client, running["id"], until=("cancelled",))
+        wait_for_one_running(client, [job for job in jobs[:3] if job is not running])
+        assert status_of(client, jobs[3:]) == ["running"]
+    finally:  # free the shared cluster for the next tests
+        for job in jobs:
+            client.post(f"/v1/jobs/{job['id']}/cancel")
+
+
 def test_a_retried_request_id_returns_the_same_job_and_is_charged_once(client):
     dataset = register(client, budget={"epsilon": 0.15, "delta": 1e-4})
     params = {"column": "y", "lower": -2, "upper": 2, "epsilon": 0.1}
@@ -382,17 +426,21 @@ def test_a_database_replaced_at_the_same_url_is_never_served_from_a_workers_cach
 
 
 def test_a_job_whose_task_was_lost_is_sent_again(client, monkeypatch):
-    """Review F5: a queued job the cluster lost (never sent here) is re-sent after a minute, not left queued."""
+    """Review F5: a queued job the cluster lost (never sent here) is re-sent after a minute, not left queued; one whose
+    task beats while it waits for its key's turn is not (a second waiting task every minute otherwise)."""
     use(monkeypatch, "pid", report_pid)
+    old = utcnow() - timedelta(minutes=2)
     with client.app.state.db.write() as session:
-        lost = Job(kind="pid", params={}, status="queued", progress=0.0, created_at=utcnow() - timedelta(minutes=2))
-        fresh = Job(kind="pid", params={}, status="queued", progress=0.0)
-        session.add_all([lost, fresh])
+        jobs = [Job(kind="pid", params={}, status="queued", progress=0.0, created_at=old),  # lost
+                Job(kind="pid", params={}, status="queued", progress=0.0),  # fresh
+                Job(kind="pid", params={}, status="queued", progress=0.0, created_at=old, heartbeat_at=utcnow()),
+                Job(kind="pid", params={}, status="queued", progress=0.0, created_at=old, heartbeat_at=old)]
+        session.add_all(jobs)
         session.flush()
-        lost_id, fresh_id = lost.id, fresh.id
-    assert client.app.state.jobs.resend_waiting() == [lost_id]  # the fresh one may still be on its way
-    assert wait(client, lost_id)["status"] == "succeeded"
-    assert client.get(f"/v1/jobs/{fresh_id}").json()["status"] == "queued"
+        lost, fresh, waiting, waited_and_lost = (job.id for job in jobs)
+    assert client.app.state.jobs.resend_waiting() == [lost, waited_and_lost]  # the fresh one may be on its way
+    assert wait(client, lost)["status"] == wait(client, waited_and_lost)["status"] == "succeeded"
+    assert [client.get(f"/v1/jobs/{i}").json()["status"] for i in (fresh, waiting)] == ["queued", "queued"]
 
 
 def test_the_reaper_never_overwrites_a_verdict_committed_while_it_looked(make_client, database_url):
