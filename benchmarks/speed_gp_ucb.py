@@ -4,10 +4,12 @@
    and by scikit-learn's GaussianProcessRegressor (ConstantKernel(σ², fixed) · RBF(l, fixed),
    alpha = σ_n², optimizer=None) refitted and predicted with return_std=True every iteration, at
    n = 10,000 / r = 10 / T = 100 and n = 36,000 / r = 15 / T = 50: both times, the ratio, identical picks?
-2. Our engine alone at n = 10⁶ / r = 20 / T = 100 and n = 10⁷ / r = 20 / T = 16: time per iteration and
-   peak memory, beside the memory-bandwidth bound of a step, which must read the t × n posterior factor and
-   the r × n candidates once (bandwidth measured here, STREAM-like copy and triad on arrays far larger
-   than the caches), and the ratio of the two. A step is one chunked pass (``CandidatePosterior.observe``).
+2. Our engine alone at n = 10⁶ / r = 20 / T = 100 and n = 10⁷ / r = 20 / T = 16, with 1 and 2 threads: time
+   per iteration and peak memory, beside the memory-bandwidth bound of a step, which must read the t × n
+   posterior factor and the r × n candidates once, at the fastest of three streams measured here with as
+   many threads on arrays far larger than the caches (a read-only dot, STREAM's copy and triad), and the
+   ratio of the two. A step is one chunked pass (``CandidatePosterior.observe``). The previous engine
+   (``--baseline``, from a git worktree) runs the same steps in a subprocess with as many threads.
 3. The PO-GP-UCB transform (``shared.releases.po_gp_ucb_release``) at n = 10⁶ and 10⁷ × d = 10.
 
 Data: X with d = 10 standard-normal rows rescaled to a maximal norm of 25 (as in the paper), projected
@@ -97,10 +99,11 @@ def run_sklearn(Z: np.ndarray, f: np.ndarray, T: int) -> tuple[list[int], tuple[
 
 
 def measure_bandwidth(megabytes: int, threads: int = 1) -> dict[str, tuple[float, float]]:
-    """STREAM-like bytes per second (wall, CPU of all threads), best of 5 on arrays far larger than the
-    caches, each of ``threads`` threads on its own slice: ``copy`` (a = b: 16 bytes an element) and
-    ``triad`` (a = b + s·c: 24 bytes an element, in cache-sized chunks as numpy needs two passes). The
-    bound below uses the faster, as STREAM reports its best."""
+    """Bytes per second (wall, CPU of all threads), best of 5 on arrays far larger than the caches, each of
+    ``threads`` threads on its own slice: ``read`` (b·c, a dot product: 16 bytes read an element, nothing
+    written: the peer of a step, which reads V and the candidates and writes one row), and STREAM's ``copy``
+    (a = b: 16 bytes an element) and ``triad`` (a = b + s·c: 24 bytes an element, in cache-sized chunks as
+    numpy needs two passes). The bound below uses the fastest, as STREAM reports its best: the strictest."""
     elements = megabytes * 2**20 // 8
     a, b, c = np.empty(elements), np.ones(elements), np.full(elements, 2.0)
     slices = [slice(k * elements // threads, (k + 1) * elements // threads) for k in range(threads)]
@@ -108,6 +111,9 @@ def measure_bandwidth(megabytes: int, threads: int = 1) -> dict[str, tuple[float
 
     def copy(part: slice) -> None:
         np.copyto(a[part], b[part])
+
+    def read(part: slice) -> None:
+        np.dot(b[part], c[part])
 
     def triad(part: slice) -> None:
         for lo in range(part.start, part.stop, chunk):
@@ -117,7 +123,7 @@ def measure_bandwidth(megabytes: int, threads: int = 1) -> dict[str, tuple[float
 
     rates = {}
     with ThreadPoolExecutor(threads) as pool:
-        for name, kernel, moved in [("copy", copy, 16), ("triad", triad, 24)]:
+        for name, kernel, moved in [("read", read, 16), ("copy", copy, 16), ("triad", triad, 24)]:
             best = np.array([np.inf, np.inf])
             for _ in range(5):
                 clock = Clock()
@@ -158,8 +164,8 @@ def compare_with_sklearn(n: int, r: int, T: int, seed: int, repeats: int) -> dic
 
 def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int, workers: int) -> dict:
     """Our engine alone (``workers`` threads): per-step time against the memory bound of the bytes a step
-    must read, the t × n factor V and the r × n candidates (8 bytes a number), at the STREAM-like bandwidth
-    of as many threads, measured right before."""
+    must read, the t × n factor V and the r × n candidates (8 bytes a number), at the fastest stream of as
+    many threads, measured right before."""
     rates = measure_bandwidth(bandwidth_megabytes, workers)  # before the problem is built: the arrays are large
     bandwidth = {clock: max(rate[k] for rate in rates.values()) for k, clock in enumerate(("wall", "cpu"))}
     Z, f = projected_problem(n, r, seed)
@@ -194,10 +200,10 @@ def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int, worke
     }
 
 
-def steps_only(n: int, r: int, T: int, seed: int) -> dict:
-    """The large run's GP-UCB steps alone, one thread (what the previous code is measured on)."""
+def steps_only(n: int, r: int, T: int, seed: int, workers: int = 1) -> dict:
+    """The large run's GP-UCB steps alone (what the previous code is measured on)."""
     Z, f = projected_problem(n, r, seed)
-    picks, _, step_times = run_ours(Z, f, T)
+    picks, _, step_times = run_ours(Z, f, T, workers)
     return {"picks": picks, "seconds_per_iteration": float(np.mean([w for w, _ in step_times])),
             "cpu_seconds_per_iteration": float(np.mean([c for _, c in step_times]))}
 
@@ -255,7 +261,7 @@ def plot(results: dict, quick: bool) -> str:
         bw = big["bandwidth_bytes_per_second"][clock]
         line = ax2.plot(t + 1, np.array(big[f"step_{clock}_seconds"]) * 1e3, label=f"pobo step, {clock} time", **style)
         ax2.plot(t + 1, 8 * big["n"] * (t + big["r"]) / bw * 1e3, "--", color=line[0].get_color(),
-                 label=f"bound: the t × n factor and the candidates at STREAM bandwidth ({clock})")
+                 label=f"bound: the t × n factor and the candidates at the fastest stream ({clock})")
     ax2.set_xlabel("iteration t")
     ax2.set_ylabel("milliseconds per iteration (log)")
     ax2.set_yscale("log")
@@ -274,9 +280,12 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="BLAS threads for both engines (1: stable timings on a shared machine)"
     )
-    parser.add_argument("--baseline", default="68ecd30",
+    parser.add_argument("--large", default="1000000:1,1000000:2,10000000:1,10000000:2",
+                        help="the large runs, n:threads separated by commas (a subset when time is short)")
+    parser.add_argument("--skip-comparison", action="store_true", help="leave out the runs beside scikit-learn")
+    parser.add_argument("--baseline", default="66934de",
                         help="git ref of the previous engine, timed on the large runs ('' to skip: needs git and the ref)")
-    parser.add_argument("--steps-only", help=argparse.SUPPRESS)  # the previous code's subprocess: "n r T seed"
+    parser.add_argument("--steps-only", help=argparse.SUPPRESS)  # the previous code's subprocess: "n r T seed workers"
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.steps_only:
@@ -291,19 +300,25 @@ def main() -> None:
 def run(args: argparse.Namespace) -> None:
 
     if args.quick:
-        comparisons, larges, transforms, bw_mb = [(2_000, 10, 30), (5_000, 15, 20)], [(50_000, 20, 30)], [10**5], 128
+        comparisons, transforms, bw_mb = [(2_000, 10, 30), (5_000, 15, 20)], [10**5], 128
+        larges = [(50_000, 20, 30, workers) for workers in (1, 2)]
     else:
         comparisons, transforms, bw_mb = [(10_000, 10, 100), (36_000, 15, 50)], [10**6, 10**7], 256
-        larges = [(10**6, 20, 100), (10**7, 20, 16)]  # 10⁷ × 16 rows of V is 1.3 GB, the candidates 1.6 GB
+        # 10⁷ × 16 rows of V is 1.3 GB, the candidates 1.6 GB
+        larges = [(n, 20, 100 if n <= 10**6 else 16, workers)
+                  for n, workers in (map(int, run.split(":")) for run in args.large.split(","))]
     results: dict = {"quick": args.quick, "blas_threads": args.threads}
-    results["comparisons"] = [
+    results["comparisons"] = [] if args.skip_comparison else [
         compare_with_sklearn(n, r, T, args.seed, args.repeats)
         for n, r, T in track(comparisons, description="vs scikit-learn")
     ]
     console.print("[dim]large runs …[/dim]")
-    results["large"] = [large_run(*large, args.seed, bw_mb, workers) for large in larges for workers in (1, 2)]
-    results["previous_large"] = [harness.run_at(args.baseline, __file__, "--steps-only", f"{n} {r} {T} {args.seed}")
-                                 for n, r, T in larges] if args.baseline else []
+    results["large"], results["previous_large"] = [], []
+    for n, r, T, workers in larges:  # each beside the previous engine, one after the other: the same load
+        results["large"].append(large_run(n, r, T, args.seed, bw_mb, workers))
+        if args.baseline:
+            results["previous_large"].append(harness.run_at(
+                args.baseline, __file__, "--steps-only", f"{n} {r} {T} {args.seed} {workers}"))
     results["transform"] = []
     if not args.skip_transform:
         results["transform"] = [transform_run(n, 10, 15, args.seed) for n in track(transforms, description="transform")]
@@ -322,8 +337,8 @@ def run(args: argparse.Namespace) -> None:
         )  # fmt: skip
     console.print(table)
     large_table = Table(title="pobo alone, fixed SE hyperparameters (ms per iteration; bound: the t × n factor "
-                              "and the r × n candidates read once at STREAM bandwidth)")
-    for col in ["n", "r", "T", "threads", "clock", "measured", "bound", "ratio", "copy", "triad", "peak MiB"]:
+                              "and the r × n candidates read once at the fastest stream)")
+    for col in ["n", "r", "T", "threads", "clock", "measured", "bound", "ratio", "read", "copy", "triad", "peak MiB"]:
         large_table.add_column(col)
     for big in results["large"]:
         streams = big["stream_bytes_per_second"]
@@ -331,18 +346,21 @@ def run(args: argparse.Namespace) -> None:
             large_table.add_row(
                 f"{big['n']:,}", str(big["r"]), str(big["T"]), str(big["workers"]), clock, f"{measured * 1e3:.1f}",
                 f"{big['bound_seconds_per_iteration'][clock] * 1e3:.1f}", f"{big['ratio_to_bound'][clock]:.2f}×",
-                f"{streams['copy'][clock] / 1e9:.1f} GB/s", f"{streams['triad'][clock] / 1e9:.1f} GB/s",
+                *(f"{streams[name][clock] / 1e9:.1f} GB/s" for name in ("read", "copy", "triad")),
                 f"{big['peak_engine_bytes'] / 2**20:.0f}",
             )  # fmt: skip
-    for big, previous in zip(results["large"][::2], results["previous_large"]):
+    for big, previous in zip(results["large"], results["previous_large"]):
         for clock, key in [("wall", "seconds_per_iteration"), ("cpu", "cpu_seconds_per_iteration")]:
             bound = big["bound_seconds_per_iteration"][clock]
-            large_table.add_row(f"{big['n']:,}", str(big["r"]), str(big["T"]), f"1, {args.baseline}", clock,
-                                f"{previous[key] * 1e3:.1f}", f"{bound * 1e3:.1f}", f"{previous[key] / bound:.2f}×",
-                                "", "", "")
+            large_table.add_row(f"{big['n']:,}", str(big["r"]), str(big["T"]), f"{big['workers']}, {args.baseline}",
+                                clock, f"{previous[key] * 1e3:.1f}", f"{bound * 1e3:.1f}",
+                                f"{previous[key] / bound:.2f}×", "", "", "", "")
         big["previous_same_picks"] = previous["picks"] == big["picks"]
-    same = all(a["picks"] == b["picks"] for a, b in zip(results["large"][::2], results["large"][1::2]))
-    previous_same = all(big.get("previous_same_picks", True) for big in results["large"][::2])
+    picks_by_size: dict[int, list] = {}
+    for big in results["large"]:
+        picks_by_size.setdefault(big["n"], []).append(big["picks"])
+    same = all(all(p == picks[0] for p in picks) for picks in picks_by_size.values())
+    previous_same = all(big.get("previous_same_picks", True) for big in results["large"])
     large_table.caption = ("peak: the engine's own allocations (the factor and the chunked candidates), not the caller's Z; "
                            f"CPU time sums the threads; 1 and 2 threads made the same picks: {same}; the previous code "
                            f"({args.baseline}, its bound is this run's) made the same picks: "

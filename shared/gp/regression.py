@@ -20,7 +20,6 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
-from scipy.linalg.blas import daxpy, dgemv
 from scipy.linalg.lapack import dpotrf, dpotri, dpotrs
 from scipy.optimize import minimize
 from threadpoolctl import ThreadpoolController
@@ -130,7 +129,7 @@ class CandidatePosterior:
         prior_mean: float = 0.0,
         *,
         jitter: float = 1e-10,
-        block_rows: int = 16,
+        block_rows: int = 15,
         chunk: int = 65536,
         workers: int = 1,
     ):
@@ -150,17 +149,18 @@ class CandidatePosterior:
         self.prior_variance = np.asarray(kernel.diag(C), dtype=float).copy()
         self._chunks = [(lo, min(lo + chunk, len(C))) for lo in range(0, len(C), chunk)]
         if isinstance(kernel, StationaryKernel):
-            # Fast path: scaled, centred candidates and their squared norms, so a kernel column is one
-            # matrix-vector product plus elementwise work. Stored r × (chunk) per chunk, for which the
-            # product streams contiguous rows (about twice as fast as n × r with small r).
+            # Fast path: per chunk an (r + 1) × (chunk) array, the scaled centred candidates c with −½‖c‖² as
+            # the last row, so one matrix-vector product with (c_i, 1) gives c·c_i − ½‖c‖² and the exponent
+            # −½ d² = that − ½‖c_i‖². Rows of the chunk are contiguous: the product streams them.
             kernel.scale(C[:1])  # validates the dimensions without an n × r temporary
             lengths = np.reshape(kernel.distance_lengthscale, (-1, 1))
             centre = C.mean(axis=0)[:, None] / lengths
-            self._scaled = [np.empty((C.shape[1], hi - lo)) for lo, hi in self._chunks]  # C order, as BLAS reads its .T
+            self._scaled = [np.empty((C.shape[1] + 1, hi - lo)) for lo, hi in self._chunks]
             for S, (lo, hi) in zip(self._scaled, self._chunks):
-                np.divide(C[lo:hi].T, lengths, out=S)  # fresh arrays: the caller's C is never modified
-                S -= centre
-            self._sq_norms = np.concatenate([np.einsum("ij,ij->j", S, S) for S in self._scaled])
+                np.divide(C[lo:hi].T, lengths, out=S[:-1])  # fresh arrays: the caller's C is never modified
+                S[:-1] -= centre
+                np.einsum("ij,ij->j", S[:-1], S[:-1], out=S[-1])
+                S[-1] *= -0.5
         self._variance = self.prior_variance.copy()  # unclipped
         self._mean = np.full(len(C), self.prior_mean)  # m + Vᵀ w
         self._blocks: list[list[NDArray]] = []  # V: blocks of block_rows rows, each stored chunk by chunk
@@ -215,26 +215,26 @@ class CandidatePosterior:
         w = np.array(self._w)
         return _gaussian_log_likelihood(self._L, w, w) if len(w) else 0.0
 
-    def _kernel_column(self, index: int, c: int, scaled_index: NDArray | None, out: NDArray) -> NDArray:
-        """k(C[lo:hi], c_index) for the c-th chunk [lo, hi), written into ``out`` (length hi − lo)."""
+    def _kernel_column(self, index: int, c: int, query: NDArray | None, out: NDArray) -> float:
+        """k(C[lo:hi], c_index) for the c-th chunk [lo, hi), written into ``out`` (length hi − lo) up to the
+        returned scale (k = scale · out); ``query`` is (c_i, 1, −½‖c_i‖²) on the fast path."""
         lo, hi = self._chunks[c]
-        if scaled_index is not None:
-            # ‖c‖² + ‖c_i‖² − 2 c·c_i: one add pass, then BLAS accumulates −2 C c_i into it in place.
-            np.add(self._sq_norms[lo:hi], self._sq_norms[index], out=out)
-            dgemv(-2.0, self._scaled[c].T, scaled_index, beta=1.0, y=out, overwrite_y=True)
-            np.maximum(out, 0.0, out=out)
+        if query is not None:
+            np.matmul(query[:-1], self._scaled[c], out=out)  # c·c_i − ½‖c‖², streaming the chunk once
+            out += query[-1]
+            np.minimum(out, 0.0, out=out)  # d² ≥ 0
             if lo <= index < hi:
                 out[index - lo] = 0.0
-            return self.kernel.profile(out, out=out)
+            return self.kernel.profile_from_exponent(out, out=out)[1]
         out[:] = np.asarray(self.kernel(self.candidates[lo:hi], self.candidates[index : index + 1]), dtype=float).ravel()
-        return out
+        return 1.0
 
     def _new_row(self) -> list[NDArray]:
-        """Row t of V, chunk by chunk (each a contiguous view into its block)."""
+        """Row t of V, chunk by chunk (each a contiguous view into its block, after the block's carry row)."""
         t = self.n_observations
         if t == len(self._blocks) * self.block_rows:
-            self._blocks.append([np.empty((self.block_rows, hi - lo)) for lo, hi in self._chunks])
-        return [chunk[t % self.block_rows] for chunk in self._blocks[t // self.block_rows]]
+            self._blocks.append([np.empty((1 + self.block_rows, hi - lo)) for lo, hi in self._chunks])
+        return [chunk[1 + t % self.block_rows] for chunk in self._blocks[t // self.block_rows]]
 
     def _filled_blocks(self) -> Iterator[list[NDArray]]:
         t = self.n_observations
@@ -242,7 +242,7 @@ class CandidatePosterior:
             rows = min(self.block_rows, t - b * self.block_rows)
             if rows <= 0:
                 return
-            yield [chunk[:rows] for chunk in block]
+            yield [chunk[: 1 + rows] for chunk in block]  # with the carry row
 
     def observe(self, index: int, y: float, *, next_beta: float | None = None, excluded: NDArray | None = None) -> None:
         """Condition on y = f(c_index) + noise: one rank-one step, O(n·(r + t)), in one chunked pass.
@@ -259,32 +259,40 @@ class CandidatePosterior:
         t = self.n_observations
         filled = list(self._filled_blocks())
         home, offset = divmod(index, self.chunk)
-        parts = [block[home][:, offset].copy() for block in filled]  # the new row of L, block by block
+        parts = [block[home][1:, offset].copy() for block in filled]  # the new row of L, block by block
         l = np.concatenate(parts) if t else np.zeros(0)
         pivot2 = max(self._variance[index], 0.0) + self.noise_variance
         pivot = np.sqrt(max(pivot2, self.jitter * self.prior_variance[index]))
         w = (y - self.mean_at(index)) / pivot
-        scaled_index = self._scaled[home][:, offset].copy() if isinstance(self.kernel, StationaryKernel) else None
+        query = None
+        if isinstance(self.kernel, StationaryKernel):
+            S = self._scaled[home]
+            query = np.append(S[:-1, offset], [1.0, S[-1, offset]])
+        # Block b's product takes its carry row with weight 1 (block 0's: the kernel column, weight scale/d)
+        # and its rows with −l_b/d, and writes the next carry row (the last block: the new row of V).
+        weights = [np.append(1.0, -part / pivot) for part in parts]
 
         row = self._new_row()
         sqrt_beta = None if next_beta is None else np.sqrt(next_beta)
         excluded = np.zeros(0, dtype=int) if excluded is None else excluded
 
         def update(c: int) -> tuple[float, int]:
-            """The step on chunk c, in cache: returns its best (score, index), or (−∞, −1)."""
+            """The step on chunk c, in cache: returns its best (score, index), or (−∞, −1). Only numpy calls,
+            which release the GIL (scipy's BLAS wrappers hold it), so threads overlap."""
             lo, hi = self._chunks[c]
             v, scratch = row[c], np.empty(hi - lo)
-            self._kernel_column(index, c, scaled_index, out=v)
-            # v = (k − Vᵀ l) / d, accumulated in place by BLAS: the one pass over V (the first block's call
-            # also applies the 1/d).
-            scale = 1.0 / pivot
-            for block, part in zip(filled, parts):
-                dgemv(-1.0 / pivot, block[c].T, part, beta=scale, y=v, overwrite_y=True)
-                scale = 1.0
-            if not filled:
-                v /= pivot
+            # v = (k − Vᵀ l)/d: one product per block of V, chained through the carry rows
+            carries = [block[c][0] for block in filled] + [v]
+            scale = self._kernel_column(index, c, query, out=carries[0])
+            if filled:
+                first = weights[0].copy()
+                first[0] = scale / pivot
+                for b, block in enumerate(filled):
+                    np.matmul(first if b == 0 else weights[b], block[c], out=carries[b + 1])
+            else:
+                v *= scale / pivot
             mean, variance = self._mean[lo:hi], self._variance[lo:hi]
-            daxpy(v, mean, a=w)  # μ += w v, in place
+            mean += np.multiply(v, w, out=scratch)
             variance -= np.multiply(v, v, out=scratch)
             if sqrt_beta is None:
                 return -np.inf, -1
