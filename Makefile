@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # Two cores: a threaded BLAS fighting a server subprocess made small GP fits 3-4x slower.
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: install demo test test-slow test-postgres bench fuzz image lock clean
+.PHONY: install install-botorch demo test test-slow test-postgres bench fuzz image lock clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,11 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+## The BoTorch extra (its example then runs in `make test`): torch's CPU build pinned, since an unpinned torch
+## pulls a CUDA build of several GB. Optuna is already in the dev extra.
+install-botorch: $(STAMP)
+	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[curator,dev,postgres,botorch]"
 
 ## Starts a curator on embedded SQLite (loopback), runs the modeler on each release, prints a table, writes a plot.
 demo: $(STAMP)

@@ -75,41 +75,58 @@ def answers_per_query(admin) -> dict[int, int]:
     return counts
 
 
-def test_batch_5_on_a_manual_evaluator_killed_and_resumed_answers_and_charges_each_query_once(curator, tmp_path):
+def answer_until_exit(admin, dataset_id: int, process: subprocess.Popen, timeout: float = 300) -> str:
+    """The lab answers whatever is pending until the client exits; returns its output."""
+    deadline = time.monotonic() + timeout
+    while process.poll() is None:
+        assert time.monotonic() < deadline, f"the client did not finish within {timeout} s"
+        answer(admin, pending_of(admin, dataset_id))
+        time.sleep(0.1)
+    return process.stdout.read() if process.stdout else ""
+
+
+# T = 20 is four batches of five: the kill comes while the third is pending, so the resumed client must both
+# collect what the lab answered while it was down and propose new queries (in both modes).
+@pytest.mark.parametrize("mode", ["synchronous", "asynchronous"])
+def test_batch_5_on_a_manual_evaluator_killed_and_resumed_answers_and_charges_each_query_once(curator, tmp_path, mode):
     dataset, release, key = manual_release(curator, 1)
     out = tmp_path / "batch.json"
-    run = pobo_modeler("run", "--url", curator.url, "--release", str(release.id), "-T", "15", "--batch", "5",
+    run = pobo_modeler("run", "--url", curator.url, "--release", str(release.id), "-T", "20", "--batch", "5",
                        "--hyperparameters", "fixed", "--out", str(out), token=key.token)
+    if mode == "asynchronous":
+        run.append("--asynchronous")
     process = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     with curator.admin() as admin:
         try:
-            for _ in range(2):  # the lab answers two whole batches of five
+            for _ in range(2):  # the lab answers five at a time, twice
                 batch = wait_for_pending(admin, dataset.id, 5, process)
-                assert len(batch) == 5  # synchronous: the next batch waits for the whole previous one
+                assert len(batch) == 5  # never more than q pending
                 answer(admin, batch)
             third = wait_for_pending(admin, dataset.id, 5, process)
         finally:
-            process.kill()  # SIGKILL while the third batch is pending
+            process.kill()  # SIGKILL while five are pending
             process.wait(timeout=30)
         answer(admin, third)  # the lab answers while the modeler's client is down
-        resumed = subprocess.run(pobo_modeler("resume", str(out), token=key.token), capture_output=True, text=True,
-                                 timeout=300)
-        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        resumed = subprocess.Popen(pobo_modeler("resume", str(out), token=key.token), stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+        output = answer_until_exit(admin, dataset.id, resumed)
+        assert resumed.returncode == 0, output
 
         record = RunRecord.load(out)
         server = {q["query_id"]: q for q in admin.get(f"{API_PREFIX}/sessions/{record.session_id}/queries")["queries"]}
         session = admin.get(f"{API_PREFIX}/sessions/{record.session_id}")
         answered = answers_per_query(admin)
-    assert record.finished and len(record.queries) == 15 and not record.pending()
+    assert record.finished and len(record.queries) == 20 and not record.pending()
     assert {q.query_id for q in record.queries} == set(server)  # the run file and the server agree
     assert all(q["status"] == "done" for q in server.values())
-    assert session["used"] == 15  # charged once per query, the kill and the resume cost nothing
+    assert session["used"] == 20  # charged once per query, the kill and the resume cost nothing
     assert all(answered[query_id] == 1 for query_id in server)  # answered once each
-    batches = {}
-    for query in record.queries:
-        batches.setdefault(query.request_id, []).append(query.index)
-    assert sorted(len(b) for b in batches.values()) == [5, 5, 5]  # three requests of five indices
-    assert all(len(set(b)) == 5 for b in batches.values())  # GP-BUCB spreads a batch over distinct rows
+    assert len({q.index for q in record.queries}) == 20  # no row asked twice, before or after the kill
+    if mode == "synchronous":
+        batches = {}
+        for query in record.queries:
+            batches.setdefault(query.request_id, []).append(query.index)
+        assert sorted(len(b) for b in batches.values()) == [5, 5, 5, 5]  # four requests of five indices
 
 
 def test_asynchronous_mode_keeps_q_pending_and_proposes_when_any_answer_arrives(curator, tmp_path):
