@@ -10,7 +10,8 @@ PostgreSQL the same sequences lock the row they depend on with ``SELECT … FOR 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections import namedtuple
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,8 +19,8 @@ from typing import Any, TypeVar
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, event, select
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import Connection, Insert, Select, Update, create_engine, event, select
+from sqlalchemy.engine import Dialect, Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.api.errors import ApiError
@@ -144,6 +145,70 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+class Prepared:
+    """A hot-path statement (the query path's, issue 15): on SQLite it is compiled once to SQL and run on the DBAPI
+    cursor of the caller's transaction (the sqlite3 module keeps it prepared in its per-connection cache), with the
+    columns' own SQLAlchemy type processing for parameters and results; elsewhere it runs as the Core statement.
+
+    Measured on SQLite: a Core ``execute`` of the query path's context select costs ~160 µs against ~15 µs on the
+    cursor (most of it SQLAlchemy's per-execution bookkeeping, not SQL), and the path runs six of them.
+    :meth:`run` answers a select's rows (named tuples), an insert's new id, or None for an update. An insert names
+    its ``columns`` and must be given every one of them (no Python-side defaults are applied here)."""
+
+    def __init__(self, statement: Select | Insert | Update, columns: Sequence[str] = ()) -> None:
+        self.statement = statement
+        self.columns = tuple(columns)
+        self._core = (statement.returning(*statement.table.primary_key, sort_by_parameter_order=True)
+                      if isinstance(statement, Insert) else statement)
+        self._sqlite: _CompiledForSqlite | None = None
+
+    def run(self, connection: Connection, parameters: dict[str, Any]) -> Any:
+        if connection.dialect.name != "sqlite":
+            result = connection.execute(self._core, parameters)
+            return result.all() if isinstance(self.statement, Select) else (
+                result.scalar_one() if isinstance(self.statement, Insert) else None)
+        compiled = self._sqlite or self._compile(connection.dialect)
+        cursor = connection.connection.driver_connection.cursor()
+        try:
+            cursor.execute(compiled.sql, [process(parameters[name]) if process else parameters[name]
+                                          for name, process in compiled.parameters])
+            if compiled.row is None:
+                return cursor.lastrowid if isinstance(self.statement, Insert) else None
+            return [compiled.row._make(process(value) if process else value
+                                       for value, process in zip(raw, compiled.results, strict=True))
+                    for raw in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    def run_many(self, connection: Connection, rows: list[dict[str, Any]]) -> list[int]:
+        """The new ids of an insert of ``rows``, in their order (one statement elsewhere, prepared rows on SQLite)."""
+        if connection.dialect.name != "sqlite":
+            return list(connection.execute(self._core, rows).scalars())
+        return [self.run(connection, row) for row in rows]
+
+    def _compile(self, dialect: Dialect) -> _CompiledForSqlite:
+        compiled = self.statement.compile(dialect=dialect, column_keys=list(self.columns) or None)
+        if compiled.insert_prefetch or compiled.update_prefetch:
+            raise ValueError("a prepared statement must be given every column; it applies no Python defaults")
+        binds = compiled.binds
+
+        def processor(type_: Any, kind: str) -> Callable[[Any], Any] | None:
+            impl = type_.dialect_impl(dialect)
+            return impl.bind_processor(dialect) if kind == "bind" else impl.result_processor(dialect, None)
+
+        parameters = tuple((name, processor(binds[name].type, "bind")) for name in compiled.positiontup)
+        row, results = None, ()
+        if isinstance(self.statement, Select):
+            selected = self.statement.selected_columns
+            row = namedtuple("PreparedRow", selected.keys())  # noqa: PYI024 - its fields are the statement's
+            results = tuple(processor(column.type, "result") for column in selected)
+        self._sqlite = _CompiledForSqlite(compiled.string, parameters, row, results)
+        return self._sqlite
+
+
+_CompiledForSqlite = namedtuple("_CompiledForSqlite", "sql parameters row results")
 
 
 def not_found(model: type, row_id: int) -> ApiError:

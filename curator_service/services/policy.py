@@ -17,7 +17,7 @@ from typing import TypeVar
 from sqlalchemy import ColumnElement, Row as SqlRow, bindparam, false, select, true
 from sqlalchemy.orm import Session
 
-from curator_service.persistence.db import get_or_404, not_found
+from curator_service.persistence.db import Prepared, get_or_404, not_found
 from curator_service.persistence.governance import KeyPolicy
 from curator_service.persistence.models import ApiKey, Dataset, Job, ModelingSession, Release, utcnow
 from curator_service.settings import Settings
@@ -80,14 +80,15 @@ LIVE_KEY = (select(_keys.c.id, _keys.c.name, _keys.c.role, _keys.c.release_ids, 
             .where(_keys.c.token_hash == bindparam("token_hash")))
 """A key and its policy's expiry in one statement, built once (SQLAlchemy Core: no ORM objects, and per request only
 the parameters change)."""
-LOCKED_LIVE_KEY = LIVE_KEY.with_for_update(of=_keys)
+PREPARED_LIVE_KEY, LOCKED_LIVE_KEY = Prepared(LIVE_KEY), Prepared(LIVE_KEY.with_for_update(of=_keys))
 
 
 def live_key(session: Session, token: str, *, lock: bool = False) -> SqlRow:
     """The key whose stored SHA-256 matches the token (looked up by that hash, so nothing is compared character by
     character against a secret), if it is live; 401 with a sentence otherwise."""
-    statement = LOCKED_LIVE_KEY if lock else LIVE_KEY
-    key = session.connection().execute(statement, {"token_hash": hash_token(token)}).one_or_none()
+    found = (LOCKED_LIVE_KEY if lock else PREPARED_LIVE_KEY).run(session.connection(),
+                                                                 {"token_hash": hash_token(token)})
+    key = found[0] if found else None
     if key is None:
         raise ApiError(401, "unauthorized", "the token is not valid; check it or ask the curator for a new key")
     if key.revoked:

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Row, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.blobs import TableCache, decode_matrix
-from curator_service.persistence.db import get_or_404, not_found
+from curator_service.persistence.db import Prepared, get_or_404, not_found
 from curator_service.persistence.models import ApiKey, Dataset, ModelingSession, Query, QueryBatch, Release, utcnow
 from curator_service.services.audit import record
 from curator_service.services.datasets import cached_table
@@ -79,14 +79,15 @@ def list_session_queries(session: Session, principal: Principal, session_id: int
 
 
 # --- queries: create_queries and its steps ---------------------------------------------------------------------
-# The hot path (issue 15): SQLAlchemy Core statements built once, run on the caller's one write transaction's
-# connection, no ORM objects (the ORM's identity map and unit-of-work flush cost more than the statements).
+# The hot path (issue 15): SQLAlchemy Core statements built once and prepared (:class:`Prepared`), run on the
+# caller's one write transaction's connection, no ORM objects (the ORM's identity map and unit-of-work flush cost
+# more than the statements).
 
 _sessions, _keys, _releases, _datasets = (ModelingSession.__table__, ApiKey.__table__, Release.__table__,
                                           Dataset.__table__)
 _batches, _queries = QueryBatch.__table__, Query.__table__
 
-QUERY_CONTEXT = (
+QUERY_CONTEXT = Prepared(
     select(_sessions.c.key_id, _sessions.c.status, _keys.c.max_queries, _keys.c.used_queries, _releases.c.id,
            _releases.c.n, _releases.c.mechanism, _releases.c.seeded,
            _releases.c.measurements.is_not(None).label("private"), _releases.c.created_at, _releases.c.dataset_id,
@@ -98,7 +99,7 @@ QUERY_CONTEXT = (
 )
 """What a query needs of its session, key, release and dataset, in one statement. Its ``id``, ``n``, ``mechanism``
 and ``seeded`` are the release's, so the row serves :func:`check_served` and :func:`check_indices` as a release."""
-STORED_BATCH = (
+STORED_BATCH = Prepared(
     select(_queries.c.id, _queries.c.row_index, _queries.c.status, _queries.c.value)
     .select_from(_queries.join(_batches, _batches.c.id == _queries.c.batch_id))
     .where(_batches.c.session_id == bindparam("session_id"), _batches.c.request_id == bindparam("request_id"))
@@ -109,10 +110,11 @@ DECODED_PRIVATE_MEASUREMENTS = TableCache(capacity=4)
 """Decoded ỹ of recently queried releases (decoding is O(n) per query otherwise: 8 MB at n = 10⁶). A release never
 changes; the key is its identity (id, creation time, n), not its id alone, so a database replaced behind the same
 URL never serves another release's ỹ. TableCache's bounded, thread-safe LRU, here keyed by that tuple."""
-INSERT_BATCH = _batches.insert().returning(_batches.c.id)
-INSERT_QUERIES = _queries.insert().returning(_queries.c.id, sort_by_parameter_order=True)
-CHARGE_KEY = (update(_keys).where(_keys.c.id == bindparam("key_id"))
-              .values(used_queries=_keys.c.used_queries + bindparam("count")))
+INSERT_BATCH = Prepared(_batches.insert(), ("session_id", "request_id", "created_at"))
+INSERT_QUERY = Prepared(_queries.insert(), ("session_id", "batch_id", "row_index", "value", "status", "answered_at",
+                                            "created_at"))
+CHARGE_KEY = Prepared(update(_keys).where(_keys.c.id == bindparam("key_id"))
+                      .values(used_queries=_keys.c.used_queries + bindparam("count")))
 
 
 def create_queries(session: Session, tables: TableCache, settings: Settings, principal: Principal, session_id: int,
@@ -128,7 +130,7 @@ def create_queries(session: Session, tables: TableCache, settings: Settings, pri
     check_indices(context, body.indices)
     check_query_budget(context, len(body.indices))
     results = store_answers(connection, session_id, body, answers(session, tables, context, body.indices))
-    connection.execute(CHARGE_KEY, {"key_id": principal.key_id, "count": len(results)})
+    CHARGE_KEY.run(connection, {"key_id": principal.key_id, "count": len(results)})
     record(session, principal, "query.create", f"session:{session_id} ({len(results)} queries)")
     return QueryResponse(results=results)
 
@@ -136,17 +138,17 @@ def create_queries(session: Session, tables: TableCache, settings: Settings, pri
 def query_context(connection: Connection, principal: Principal, session_id: int) -> Row:
     """The session's context, or the same 404 whether it does not exist or is another key's (the caller is a modeler
     key: only modeler keys query, so :func:`~curator_service.services.policy.may_see` reduces to the key's id)."""
-    context = connection.execute(QUERY_CONTEXT, {"session_id": session_id}).one_or_none()
-    if context is None or context.key_id != principal.key_id:
+    found = QUERY_CONTEXT.run(connection, {"session_id": session_id})
+    if not found or found[0].key_id != principal.key_id:
         raise not_found(ModelingSession, session_id)
-    return context
+    return found[0]
 
 
 def replayed(connection: Connection, session_id: int, body: QueryRequest) -> QueryResponse | None:
     """The stored results of a repeated ``request_id`` (None: a new request); 409 if it named other indices."""
     if body.request_id is None:
         return None
-    stored = connection.execute(STORED_BATCH, {"session_id": session_id, "request_id": body.request_id}).all()
+    stored = STORED_BATCH.run(connection, {"session_id": session_id, "request_id": body.request_id})
     if not stored:  # a batch always holds at least one query
         return None
     if [q.row_index for q in stored] != body.indices:
@@ -195,13 +197,13 @@ def store_answers(connection: Connection, session_id: int, body: QueryRequest,
                   values: list[float | None]) -> list[QueryResult]:
     """One batch (keyed by ``request_id``) holding a query per index, done or pending."""
     now = utcnow()
-    batch_id = connection.execute(INSERT_BATCH, {"session_id": session_id, "request_id": body.request_id,
-                                                 "created_at": now}).scalar_one()
+    batch_id = INSERT_BATCH.run(connection, {"session_id": session_id, "request_id": body.request_id,
+                                             "created_at": now})
     rows = [{"session_id": session_id, "batch_id": batch_id, "row_index": index, "value": value,
              "status": "pending" if value is None else "done", "answered_at": None if value is None else now,
              "created_at": now}
             for index, value in zip(body.indices, values, strict=True)]
-    ids = connection.execute(INSERT_QUERIES, rows).scalars()
+    ids = INSERT_QUERY.run_many(connection, rows)
     return [QueryResult(query_id=query_id, index=row["row_index"], status=row["status"], value=row["value"])
             for query_id, row in zip(ids, rows, strict=True)]
 
