@@ -52,7 +52,7 @@ class LocalCurator(CuratorAdmin):
         *,
         port: int | None = None,
         env: Mapping[str, str] | None = None,
-        startup_timeout: float = 60.0,
+        startup_timeout: float = 300.0,  # a poll, so it costs nothing when the server is up: a start took 34 s at load 18
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
@@ -82,13 +82,14 @@ class LocalCurator(CuratorAdmin):
             if self.process.poll() is not None:
                 raise RuntimeError(f"pobo-curator serve exited with {self.process.returncode}:\n{self.log_tail()}")
             try:
-                if httpx.get(f"{self.url}/health", timeout=1.0).status_code == 200:
+                # /ready, not /health: the database answers and the job workers accept work (a release is a job)
+                if httpx.get(f"{self.url}/ready", timeout=5.0).status_code == 200:
                     return self
             except httpx.TransportError:
                 pass
             time.sleep(0.1)
         self.stop()
-        raise TimeoutError(f"pobo-curator did not answer /health within {self.startup_timeout} s:\n{self.log_tail()}")
+        raise TimeoutError(f"pobo-curator was not ready within {self.startup_timeout} s:\n{self.log_tail()}")
 
     def kill(self) -> None:
         """SIGKILL: no shutdown hooks, no flushing; what was committed is all that survives."""
