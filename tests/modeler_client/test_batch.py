@@ -50,7 +50,7 @@ def pending_of(admin, dataset_id: int) -> list[dict]:
     return [q for q in admin.get(f"{API_PREFIX}/queries", params={"dataset_id": dataset_id})["queries"]]
 
 
-def wait_for_pending(admin, dataset_id: int, count: int, process: subprocess.Popen, timeout: float = 90) -> list[dict]:
+def wait_for_pending(admin, dataset_id: int, count: int, process: subprocess.Popen, timeout: float = 300) -> list[dict]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pending = pending_of(admin, dataset_id)
@@ -146,7 +146,7 @@ def test_asynchronous_mode_keeps_q_pending_and_proposes_when_any_answer_arrives(
                 answer(admin, pending[:1])  # the lab finishes one sample at a time
                 answered += 1
                 if expected == 3 and answered + 2 < 7:  # a free place: a new query appears, back to three
-                    deadline = time.monotonic() + 60
+                    deadline = time.monotonic() + 300
                     while len(pending_of(admin, dataset.id)) < 3 and time.monotonic() < deadline:
                         time.sleep(0.1)
         output, _ = process.communicate(timeout=120)
