@@ -49,6 +49,8 @@ class GPUCB:
     * ``noise_variance_floor``: σ_n² never goes below it, in the start value or a refit (private
       measurements' public σ_y²).
     * ``workers``: threads sharing each posterior update's chunks (large n); the picks do not depend on it.
+    * ``reserve``: observations to allocate the posterior's factor for up front (with a known budget at
+      large n: no step then pays for fresh memory; see :class:`CandidatePosterior`).
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class GPUCB:
         requery: bool = True,
         noise_variance_floor: float = 0.0,
         workers: int = 1,
+        reserve: int = 0,
     ):
         if kernel is None:
             if lengthscale is None or signal_variance is None:
@@ -93,7 +96,10 @@ class GPUCB:
         self.bounds = bounds
         self.jitter = jitter
         self.workers = positive_int(workers, "workers (threads of a posterior update)")
-        self.posterior = CandidatePosterior(candidates, kernel, noise_variance, prior_mean, jitter=jitter, workers=workers)
+        self.reserve = reserve
+        self.posterior = CandidatePosterior(
+            candidates, kernel, noise_variance, prior_mean, jitter=jitter, workers=workers, reserve=reserve
+        )
         n = self.posterior.n_candidates
         if not 0 <= n_init <= n:
             raise ValueError(f"n_init must lie in 0..{n} (the number of candidates)")
@@ -210,7 +216,7 @@ class GPUCB:
         )
         rebuilt = CandidatePosterior(
             post.candidates, fitted.kernel, fitted.noise_variance, fitted.prior_mean, jitter=self.jitter,
-            workers=self.workers,
+            workers=self.workers, reserve=self.reserve,
         )
         for index, y in zip(indices, values):
             rebuilt.observe(index, y)

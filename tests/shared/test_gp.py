@@ -101,6 +101,24 @@ def test_threads_sharing_the_chunks_give_the_same_posterior_and_argmax():
         np.testing.assert_array_equal(posteriors[0].variance, posteriors[1].variance)
 
 
+def test_a_reserved_factor_is_allocated_up_front_and_changes_no_number():
+    # reserve=T: every block of V exists (touched) before the first step, none is added by T steps, and the
+    # chained pass over those blocks (carry rows included) gives the same posterior as growing them.
+    rng = np.random.default_rng(7)
+    C = rng.normal(size=(500, 3))
+    grown = CandidatePosterior(C, SquaredExponential(0.8, 1.3), 0.01, chunk=128, block_rows=3)
+    reserved = CandidatePosterior(C, SquaredExponential(0.8, 1.3), 0.01, chunk=128, block_rows=3, reserve=10)
+    blocks = [id(block) for block in reserved._blocks]
+    assert len(blocks) == 4
+    for i, value in zip([4, 250, 499, 4, 100, 101, 102, 7, 8, 9], rng.normal(size=10)):
+        grown.observe(i, value, next_beta=4.0)
+        reserved.observe(i, value, next_beta=4.0)
+        assert reserved.ucb_argmax == grown.ucb_argmax
+        np.testing.assert_array_equal(reserved.mean, grown.mean)
+        np.testing.assert_array_equal(reserved.variance, grown.variance)
+    assert [id(block) for block in reserved._blocks] == blocks
+
+
 def test_tied_scores_across_chunks_go_to_the_lowest_index():
     # Before any data every candidate has the same score: the argmax over chunks of 4 must be index 0,
     # and, with rows 0..5 excluded, 6 (the first of the second chunk).
