@@ -133,7 +133,7 @@ class CandidatePosterior:
         prior_mean: float = 0.0,
         *,
         jitter: float = 1e-10,
-        block_rows: int = 15,
+        block_rows: int = 19,  # with the carry row 20, a multiple of 4: no leftover column in OpenBLAS's gemv
         chunk: int = 65536,
         workers: int = 1,
         reserve: int = 0,
@@ -170,9 +170,10 @@ class CandidatePosterior:
         self._mean = np.full(len(C), self.prior_mean)  # m + Vᵀ w
         self._blocks: list[list[NDArray]] = []  # V: blocks of a carry row and block_rows rows, chunk by chunk
         while len(self._blocks) * block_rows < reserve:
+            rows = 1 + min(block_rows, reserve - len(self._blocks) * block_rows)  # with the carry row
             self._blocks.append(self._allocate_block())
             for chunk_rows in self._blocks[-1]:
-                chunk_rows.fill(0.0)  # touched now: fresh pages are slow (the OS zeroes and maps each on first write)
+                chunk_rows[:rows].fill(0.0)  # touched now: the OS zeroes and maps a fresh page on its first write
         self.ucb_argmax: tuple[float, int] | None = None  # (β, argmax of μ + √β σ) after the last observe
         self._L = np.zeros((0, 0))
         self._w: list[float] = []
