@@ -6,9 +6,9 @@
    n = 10,000 / r = 10 / T = 100 and n = 36,000 / r = 15 / T = 50: both times, the ratio, identical picks?
 2. Our engine alone at n = 10⁶ / r = 20 / T = 100 and n = 10⁷ / r = 20 / T = 16, with 1 and 2 threads: time
    per iteration and peak memory, beside the memory-bandwidth bound of a step, which must read the t × n
-   posterior factor and the r × n candidates once, at the fastest of three streams measured here with as
-   many threads on arrays far larger than the caches (a read-only dot, STREAM's copy and triad), and the
-   ratio of the two. A step is one chunked pass (``CandidatePosterior.observe``). The previous engine
+   posterior factor and the r × n candidates once, at the bandwidth of a read-only stream (a dot product)
+   measured here with as many threads on arrays far larger than the caches (STREAM's copy and triad are
+   printed beside it), and the ratio of the two. A step is one chunked pass (``CandidatePosterior.observe``). The previous engine
    (``--baseline``, from a git worktree) runs the same steps in a subprocess with as many threads.
 3. The PO-GP-UCB transform (``shared.releases.po_gp_ucb_release``) at n = 10⁶ and 10⁷ × d = 10.
 
@@ -106,9 +106,12 @@ def run_sklearn(Z: np.ndarray, f: np.ndarray, T: int) -> tuple[list[int], tuple[
 def measure_bandwidth(megabytes: int, threads: int = 1) -> dict[str, tuple[float, float]]:
     """Bytes per second (wall, CPU of all threads), best of 5 on arrays far larger than the caches, each of
     ``threads`` threads on its own slice: ``read`` (b·c, a dot product: 16 bytes read an element, nothing
-    written: the peer of a step, which reads V and the candidates and writes one row), and STREAM's ``copy``
-    (a = b: 16 bytes an element) and ``triad`` (a = b + s·c: 24 bytes an element, in cache-sized chunks as
-    numpy needs two passes). The bound below uses the fastest, as STREAM reports its best: the strictest."""
+    written), STREAM's ``copy`` (a = b: 16 bytes an element) and ``triad`` (a = b + s·c: 24 bytes an
+    element, in cache-sized chunks as numpy needs two passes), and the ``first touch`` of a fresh array.
+
+    The bound uses ``read``: a step reads V and the candidates and writes one row, and a core's reads are
+    limited by the cache misses it can keep in flight, which a copy's non-temporal stores do not use, so
+    the copy moves more bytes a second (up to 1.3× here) than any read-only stream can."""
     elements = megabytes * 2**20 // 8
     a, b, c = np.empty(elements), np.ones(elements), np.full(elements, 2.0)
     slices = [slice(k * elements // threads, (k + 1) * elements // threads) for k in range(threads)]
@@ -128,7 +131,7 @@ def measure_bandwidth(megabytes: int, threads: int = 1) -> dict[str, tuple[float
 
     rates = {}
     with ThreadPoolExecutor(threads) as pool:
-        fresh = Clock()  # not a bandwidth: the first write to fresh pages, which the OS zeroes and maps
+        fresh = Clock()  # the first write to fresh pages, which the OS zeroes and maps: what reserve= avoids
         np.empty(elements).fill(1.0)
         rates["first touch"] = tuple(8 * elements / np.array(fresh.read()))
         for name, kernel, moved in [("read", read, 16), ("copy", copy, 16), ("triad", triad, 24)]:
@@ -173,11 +176,10 @@ def compare_with_sklearn(n: int, r: int, T: int, seed: int, repeats: int) -> dic
 def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int, workers: int) -> dict:
     """Our engine alone (``workers`` threads; V reserved, so fresh memory is paid for when the engine is
     built, not in the steps): per-step time against the memory bound of the bytes a step
-    must read, the t × n factor V and the r × n candidates (8 bytes a number), at the fastest stream of as
-    many threads, measured right before."""
+    must read, the t × n factor V and the r × n candidates (8 bytes a number), at the read-only bandwidth of
+    as many threads, measured right before."""
     rates = measure_bandwidth(bandwidth_megabytes, workers)  # before the problem is built: the arrays are large
-    bandwidth = {clock: max(rate[k] for name, rate in rates.items() if name != "first touch")
-                 for k, clock in enumerate(("wall", "cpu"))}
+    bandwidth = dict(zip(("wall", "cpu"), rates["read"]))
     Z, f = projected_problem(n, r, seed)
     tracemalloc.start()
     picks, (seconds, cpu_seconds), step_times = run_ours(Z, f, T, workers, reserve=True)
@@ -272,7 +274,7 @@ def plot(results: dict, quick: bool) -> str:
         bw = big["bandwidth_bytes_per_second"][clock]
         line = ax2.plot(t + 1, np.array(big[f"step_{clock}_seconds"]) * 1e3, label=f"pobo step, {clock} time", **style)
         ax2.plot(t + 1, 8 * big["n"] * (t + big["r"]) / bw * 1e3, "--", color=line[0].get_color(),
-                 label=f"bound: the t × n factor and the candidates at the fastest stream ({clock})")
+                 label=f"bound: the t × n factor and the candidates at read-only bandwidth ({clock})")
     ax2.set_xlabel("iteration t")
     ax2.set_ylabel("milliseconds per iteration (log)")
     ax2.set_yscale("log")
@@ -348,7 +350,7 @@ def run(args: argparse.Namespace) -> None:
         )  # fmt: skip
     console.print(table)
     large_table = Table(title="pobo alone, fixed SE hyperparameters (ms per iteration; bound: the t × n factor "
-                              "and the r × n candidates read once at the fastest stream)")
+                              "and the r × n candidates read once at the read-only bandwidth)")
     for col in ["n", "r", "T", "threads", "clock", "measured", "bound", "ratio", "read", "copy", "triad", "first touch",
                 "build s", "peak MiB"]:
         large_table.add_column(col)
