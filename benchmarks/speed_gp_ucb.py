@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import tracemalloc
@@ -320,7 +321,7 @@ def run(args: argparse.Namespace) -> None:
         # 10⁷ × 16 rows of V is 1.3 GB, the candidates 1.6 GB
         larges = [(n, 20, 100 if n <= 10**6 else 16, workers)
                   for n, workers in (map(int, run.split(":")) for run in args.large.split(","))]
-    results: dict = {"quick": args.quick, "blas_threads": args.threads}
+    results: dict = {"quick": args.quick, "blas_threads": args.threads, "load_average_at_start": os.getloadavg()}
     results["comparisons"] = [] if args.skip_comparison else [
         compare_with_sklearn(n, r, T, args.seed, args.repeats)
         for n, r, T in track(comparisons, description="vs scikit-learn")
@@ -387,6 +388,7 @@ def run(args: argparse.Namespace) -> None:
             f"{tr['seconds']:.2f} s, peak {tr['peak_bytes'] / 2**20:.0f} MiB "
             f"(input {tr['input_bytes'] / 2**20:.0f} MiB not counted, output {tr['output_bytes'] / 2**20:.0f} MiB)"
         )
+    results["load_average_at_end"] = os.getloadavg()
     console.print(f"wrote {harness.write_json('speed_gp_ucb', results, quick=args.quick)} and {plot(results, args.quick)}")
 
 
