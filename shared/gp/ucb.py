@@ -254,10 +254,11 @@ def run_gp_ucb(
     """Run GP-UCB for ``iterations`` steps against a table of values: observing index i yields
     values[i] + N(0, noise_std²) (simulation noise from ``rng``, which also draws the initial points), or
     answers[i] on every query when ``answers`` is given (memoised measurements, e.g. private ones).
-    ``gpucb_options`` go to ``GPUCB`` (lengthscale, signal_variance, noise_variance, delta, …)."""
+    ``gpucb_options`` go to ``GPUCB`` (lengthscale, signal_variance, noise_variance, delta, …; ``reserve``
+    defaults to ``iterations``)."""
     values = np.asarray(values, dtype=float).ravel()
     rng = np.random.default_rng(rng)
-    engine = GPUCB(candidates, rng=rng, **gpucb_options)
+    engine = GPUCB(candidates, rng=rng, **{"reserve": iterations, **gpucb_options})  # the budget is known
     if len(values) != engine.n_candidates or (answers is not None and np.shape(answers) != values.shape):
         raise ValueError("values (and answers) must hold one entry per candidate")
     indices = np.empty(iterations, dtype=int)
