@@ -8,6 +8,7 @@ from sqlalchemy.engine import make_url
 from shared.datasets.paths import DatasetUnavailable, data_file
 
 JOB_WORKERS = 2
+WORKER_STOP_SECONDS = 120.0  # Dask gives a worker 5 s to stop, which a loaded machine exceeded (an error at teardown)
 NO_JOBS_UNDER = ("tests/shared/",)  # a run of only these tests starts no cluster
 
 
@@ -36,6 +37,8 @@ def job_cluster(request):
     yield cluster
     for variable in ("POBO_DASK_SCHEDULER", "POBO_RELEASE_WAIT_SECONDS"):
         os.environ.pop(variable, None)
+    for nanny in list(cluster.workers.values()):  # stopped first, each with time to spare; close() then finds none
+        cluster.sync(nanny.kill, timeout=WORKER_STOP_SECONDS)
     cluster.close()
 
 
