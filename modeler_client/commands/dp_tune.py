@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shared.api.jobs import DpTuneParams
+from shared.api.jobs import DpTuneParams, DpTuneResult
 from shared.api.schemas import JobOut
 
 from modeler_client.commands.common import (
@@ -104,24 +104,23 @@ def dp_tune(
 def result_table(job: JobOut, params: DpTuneParams) -> Table:
     """The released numbers, and the charge split as the ledger took it (from the parameters: the final
     training is charged even when no candidate passed and it did not run)."""
-    result, grid = job.result or {}, params.candidates
-    held_out, model = result["held_out"], result.get("model")
+    result, grid = DpTuneResult.model_validate(job.result), params.candidates
+    held_out, model, selected = result.held_out, result.model, result.selected
     table = Table(title=f"dp-tune job {job.id}: released", show_header=False)
-    selected = result.get("selected")
     table.add_row("selected candidate",
                   "none passed the threshold" if selected is None else f"#{selected}: {grid[selected].model_dump()}")
-    table.add_row("sparse-vector iterations", f"{result['iterations']} of at most {result['max_iterations']}"
-                  + (" (stopped by the cap)" if result["truncated"] else ""))
-    accuracy = "no model" if held_out["accuracy"] is None else f"{held_out['accuracy']:.3f}"
+    table.add_row("sparse-vector iterations", f"{result.iterations} of at most {result.max_iterations}"
+                  + (" (stopped by the cap)" if result.truncated else ""))
+    accuracy = "no model" if held_out.accuracy is None else f"{held_out.accuracy:.3f}"
     table.add_row("held-out accuracy", f"{accuracy} against the majority-class baseline "
-                  f"{held_out['majority_baseline']:.3f} on {held_out['rows']} rows (Laplace noise scale "
-                  f"{held_out['noise_scale']:.3g} on each)")
-    table.add_row("privacy cost", f"ε = {job.epsilon:g} = selection {result['selection_epsilon']:g} + final training "
+                  f"{held_out.majority_baseline:.3f} on {held_out.rows} rows (Laplace noise scale "
+                  f"{held_out.noise_scale:.3g} on each)")
+    table.add_row("privacy cost", f"ε = {job.epsilon:g} = selection {result.selection_epsilon:g} + final training "
                   f"{params.final_epsilon:g}{'' if model else ' (charged, not run)'} + held-out evaluation "
-                  f"{held_out['epsilon']:g}; δ = {job.delta:g}")
+                  f"{held_out.epsilon:g}; δ = {job.delta:g}")
     if model:
-        table.add_row("model", f"{len(model['coef'])} coefficients, noise multiplier {model['noise_multiplier']:.3g}, "
-                      f"on {model['features']} (in the job's result)")
+        table.add_row("model", f"{len(model.coef)} coefficients, noise multiplier {model.noise_multiplier:.3g}, "
+                      f"on {model.features} (in the job's result)")
     return table
 
 

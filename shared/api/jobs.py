@@ -128,6 +128,43 @@ class DpTuneParams(_Params):
     seed: Seed | None = None
 
 
+class HeldOutScores(_Result):
+    """The selected model's accuracy (None when nothing was selected) and the majority-class baseline on the
+    held-out rows, each a Laplace release at ε/2 with the noise scale shown."""
+
+    rows: int
+    accuracy: float | None
+    majority_baseline: float
+    epsilon: float
+    noise_scale: float
+
+
+class DpTuneModel(_Result):
+    """The DP-SGD model trained on the selected candidate (a charged (ε, δ) release)."""
+
+    coef: list[float]
+    intercept: float
+    noise_multiplier: float
+    feature_columns: list[str]
+    features: str
+    scaling: dict
+
+
+class DpTuneResult(_Result):
+    """The private selection (capped elastic-step sparse vector), the model and its held-out scores."""
+
+    selected: int | None
+    iterations: int
+    max_iterations: int
+    truncated: bool
+    selection_epsilon: float
+    final_epsilon: float
+    final_delta: float
+    hyperparameters: Candidate | None = None
+    model: DpTuneModel | None
+    held_out: HeldOutScores
+
+
 # --- dpareto (Avent et al.) ---------------------------------------------------------------------------
 
 DPARETO_RANGE_LIMITS = {"batch_size": 65_536, "learning_rate": 10.0, "noise_variance": 1e4, "clip_norm": 1000.0}

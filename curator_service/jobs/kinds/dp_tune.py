@@ -56,7 +56,7 @@ from curator_service.jobs import (
     training_features,
 )
 from shared.algorithms.ding.dptune import PrivateLogisticRegression, tune_and_train
-from shared.api.jobs import DpTuneParams
+from shared.api.jobs import DpTuneModel, DpTuneParams, DpTuneResult, HeldOutScores
 
 MAX_STEPS = 2_000_000
 
@@ -103,25 +103,25 @@ def run(ctx: JobContext) -> dict[str, Any]:
     )
     ctx.check_cancelled()
     selection = tuned.selection
-    result: dict[str, Any] = {
-        "selected": selection.index,
-        "iterations": selection.iterations,
-        "max_iterations": selection.max_iterations,
-        "truncated": selection.truncated,
-        "selection_epsilon": selection.epsilon_spent,
-        "final_epsilon": params.final_epsilon if tuned.model is not None else 0.0,
-        "final_delta": params.final_delta if tuned.model is not None else 0.0,
-        "model": None,
-        "held_out": release_held_out_scores(tuned.model, X[test], labels[test], params.evaluation_epsilon, ctx.noise),
-    }
-    if tuned.model is not None:
-        result["hyperparameters"] = params.candidates[selection.index].model_dump()
-        result["model"] = {"coef": tuned.model.coef_.tolist(), "intercept": tuned.model.intercept_,
-                           "noise_multiplier": tuned.model.noise_multiplier,
-                           "feature_columns": list(ctx.table.feature_columns),
-                           "features": "the dataset's public scaling, then rows clipped to l2 norm 1",
-                           "scaling": ctx.dataset.scaling.model_dump()}
-    return result
+    model = tuned.model
+    return DpTuneResult(
+        selected=selection.index,
+        iterations=selection.iterations,
+        max_iterations=selection.max_iterations,
+        truncated=selection.truncated,
+        selection_epsilon=selection.epsilon_spent,
+        final_epsilon=params.final_epsilon if model is not None else 0.0,
+        final_delta=params.final_delta if model is not None else 0.0,
+        hyperparameters=params.candidates[selection.index] if model is not None else None,
+        model=None if model is None else DpTuneModel(
+            coef=model.coef_.tolist(), intercept=model.intercept_, noise_multiplier=model.noise_multiplier,
+            feature_columns=list(ctx.table.feature_columns),
+            features="the dataset's public scaling, then rows clipped to l2 norm 1",
+            scaling=ctx.dataset.scaling.model_dump(),
+        ),
+        held_out=HeldOutScores(**release_held_out_scores(model, X[test], labels[test], params.evaluation_epsilon,
+                                                          ctx.noise)),
+    ).model_dump(exclude_none=False)
 
 
 KIND = JobKind(
