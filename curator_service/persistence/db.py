@@ -58,7 +58,8 @@ def make_engine(url: str) -> Engine:
     @event.listens_for(engine, "begin")
     def _begin(connection: Any) -> None:
         immediate = connection.get_execution_options().get(_WRITE, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        # On the driver's connection: through exec_driver_sql this statement cost a fifth of an empty transaction.
+        connection.connection.driver_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
 
