@@ -28,6 +28,9 @@ ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN}"}
 # How long a test app's release POST waits for its job: the service's 2 s default answers 202 on a loaded machine
 # (the tests of the 202 path set release_wait_seconds=0).
 RELEASE_WAIT_SECONDS = 120.0
+# A test kind that runs until cancelled gives up after this: a test that failed before its cancel must not hold one
+# of the session's two Dask workers for a job's 6 h limit (every later job would queue behind it).
+UNCANCELLED_LIMIT_SECONDS = 300.0
 
 
 def reset_postgres(url: str) -> None:

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine
 from curator_service import __version__
 from curator_service.jobs import KINDS, JobCancelled, JobKind
 from curator_service.persistence.db import schema_revision
-from tests.curator_service.conftest import ADMIN_HEADERS, bearer, flat
+from tests.curator_service.conftest import ADMIN_HEADERS, UNCANCELLED_LIMIT_SECONDS, bearer, flat
 
 
 def add_dataset_and_release(run, evaluator: str = "column:y") -> None:
@@ -123,7 +123,11 @@ def test_budget_raise_is_a_ledger_entry(curator_cli):
 
 
 def _waits_for_cancel(ctx) -> dict:
+    """Until cancelled or UNCANCELLED_LIMIT_SECONDS."""
+    deadline = time.monotonic() + UNCANCELLED_LIMIT_SECONDS
     while not ctx.cancelled():
+        if time.monotonic() > deadline:
+            raise RuntimeError("never cancelled")
         time.sleep(0.02)
     raise JobCancelled
 
