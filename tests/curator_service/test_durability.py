@@ -22,7 +22,7 @@ def _serve(data_dir: Path, port: int) -> subprocess.Popen:
     env.pop("POBO_DATABASE_URL", None)
     process = subprocess.Popen([str(CLI), "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60  # a loaded 2-core machine takes tens of seconds to start it
+    deadline = time.monotonic() + 300  # a poll: a loaded 2-core machine took 34 s at load 18, and more at 25
     while True:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
