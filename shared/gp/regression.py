@@ -10,7 +10,7 @@ posterior at x is (PO-GP-UCB paper, eq. 1, with a constant prior mean added):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import cache
@@ -307,18 +307,9 @@ class CandidatePosterior:
             mean, variance = self._mean[lo:hi], self._variance[lo:hi]
             mean += np.multiply(v, w, out=scratch)
             variance -= np.multiply(v, v, out=scratch)
-            if sqrt_beta is None:
-                return -np.inf, -1
-            scores = _upper_confidence_bound(mean, variance, sqrt_beta, scratch)
-            scores[excluded[np.searchsorted(excluded, lo) : np.searchsorted(excluded, hi)] - lo] = -np.inf
-            best = int(np.argmax(scores))
-            return scores[best], lo + best
+            return (-np.inf, -1) if sqrt_beta is None else self._best_in_chunk(c, sqrt_beta, excluded, scratch)
 
-        best_index, best_score = -1, -np.inf
-        chunks = range(len(self._chunks))
-        for score, candidate in (_thread_pool(self.workers).map(update, chunks) if self.workers > 1 else map(update, chunks)):
-            if score > best_score:  # strictly, in chunk order: an equal score in a later chunk loses the tie
-                best_index, best_score = candidate, score
+        best_index = self._best_of_chunks(update)
         self.ucb_argmax = None if next_beta is None else (float(next_beta), best_index)
 
         L = np.zeros((t + 1, t + 1))
@@ -329,6 +320,34 @@ class CandidatePosterior:
         self._w.append(w)
         self._indices.append(index)
         self._values.append(y)
+
+    def best_upper_confidence_bound(self, beta: float, excluded: NDArray) -> int:
+        """argmax of μ + √β σ over the candidates not in ``excluded`` (sorted indices), ties to the lowest
+        index, −1 when every candidate is excluded: one chunked pass, no length-n temporary."""
+        sqrt_beta = np.sqrt(beta)
+
+        def chunk_best(c: int) -> tuple[float, int]:
+            lo, hi = self._chunks[c]
+            return self._best_in_chunk(c, sqrt_beta, excluded, np.empty(hi - lo))
+
+        return self._best_of_chunks(chunk_best)
+
+    def _best_in_chunk(self, c: int, sqrt_beta: float, excluded: NDArray, scratch: NDArray) -> tuple[float, int]:
+        """The best (score, index) of μ + √β σ in chunk c outside ``excluded``, scored into ``scratch``."""
+        lo, hi = self._chunks[c]
+        scores = _upper_confidence_bound(self._mean[lo:hi], self._variance[lo:hi], sqrt_beta, scratch)
+        scores[excluded[np.searchsorted(excluded, lo) : np.searchsorted(excluded, hi)] - lo] = -np.inf
+        best = int(np.argmax(scores))
+        return scores[best], lo + best
+
+    def _best_of_chunks(self, chunk_best: Callable[[int], tuple[float, int]]) -> int:
+        """Runs ``chunk_best`` on every chunk (on ``workers`` threads) and returns the best index, −1 if none."""
+        best_index, best_score = -1, -np.inf
+        chunks = range(len(self._chunks))
+        for score, candidate in (_thread_pool(self.workers).map(chunk_best, chunks) if self.workers > 1 else map(chunk_best, chunks)):
+            if score > best_score:  # strictly, in chunk order: an equal score in a later chunk loses the tie
+                best_index, best_score = candidate, score
+        return best_index
 
     @contextmanager
     def hallucinating(self) -> Iterator[CandidatePosterior]:

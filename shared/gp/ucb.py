@@ -145,9 +145,7 @@ class GPUCB:
         if self.posterior.ucb_argmax is not None and self.posterior.ucb_argmax[0] == beta:
             best = self.posterior.ucb_argmax[1]  # ranked by the last observation's own pass
         else:
-            scores = self.posterior.upper_confidence_bound(beta)
-            scores[self._never_suggested(self.posterior)] = -np.inf
-            best = -1 if np.all(scores == -np.inf) else int(np.argmax(scores))
+            best = self.posterior.best_upper_confidence_bound(beta, self._never_suggested(self.posterior))
         if best < 0:
             raise ValueError("every candidate has been queried (requery=False) or excluded: nothing is left to suggest")
         return best

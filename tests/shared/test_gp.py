@@ -129,6 +129,10 @@ def test_tied_scores_across_chunks_go_to_the_lowest_index():
     assert posterior.ucb_argmax == (2.0, 0)
     posterior.observe(10, 0.0, next_beta=2.0, excluded=np.array([0, 1, 2, 3, 4, 5, 10]))
     assert posterior.ucb_argmax == (2.0, 6)
+    # The chunked argmax without an observation (the first pick, after a refit or an exclusion) agrees.
+    assert posterior.best_upper_confidence_bound(2.0, np.array([0, 1, 2, 3, 4, 5, 10])) == 6
+    assert posterior.best_upper_confidence_bound(2.0, np.array([0, 10])) == 1
+    assert posterior.best_upper_confidence_bound(2.0, np.arange(11)) == -1
 
 
 def test_variances_stay_non_negative_with_tiny_noise_and_repeats():
