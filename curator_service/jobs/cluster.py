@@ -21,6 +21,10 @@ POLL_SECONDS = 0.25  # how often a job waiting on its pieces looks at its cancel
 
 # Workers hold raw rows (a job's table, a release's chunks and M): never spilled to the worker's local disk.
 NO_SPILLING = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False}
+# The embedded workers run at nice 10 beside the API: on a loaded machine a worker busy with a job can miss its
+# heartbeats for minutes, and the scheduler would then remove it for good (a test session lost both workers so).
+# A worker that really dies is replaced by its nanny; one that hangs is failed by the job's own heartbeat and limit.
+NO_WORKER_TTL = {"distributed.scheduler.worker-ttl": None}
 
 _embedded: LocalCluster | None = None
 _embedded_lock = threading.Lock()
@@ -32,7 +36,7 @@ def embedded_cluster(workers: int) -> LocalCluster:
     global _embedded
     with _embedded_lock:
         if _embedded is None:
-            with warnings.catch_warnings(), dask.config.set(NO_SPILLING):
+            with warnings.catch_warnings(), dask.config.set({**NO_SPILLING, **NO_WORKER_TTL}):
                 warnings.filterwarnings("ignore", message="Port 8787 is already in use")  # loopback HTTP endpoint
                 _embedded = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                          scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR,

@@ -213,7 +213,9 @@ def test_dp_tune_cells_on_the_cluster_are_the_cells_computed_in_one_process(clie
     tables = [wait(client, submit(client, "utilities", dataset["id"], {"seed": 5, "loop": loop}).json()["id"],
                    timeout=120.0)["result"]["table"] for loop in (False, True)]
     assert tables[0] == tables[1]
-    assert len({round(u, 9) for row in tables[0] for u in row}) > 5  # real utilities, not a constant
+    # Real utilities, not a constant. (Accuracies on parts of 48 rows take few values, and the registration's secret
+    # row order changes them each run: a run with only 5 distinct values among the 15 failed a "> 5".)
+    assert len({round(u, 9) for row in tables[0] for u in row}) > 1
 
 
 # --- cancel and time limits -------------------------------------------------------------------------------------
