@@ -8,8 +8,10 @@
    per iteration and peak memory, beside the memory-bandwidth bound of a step, which must read the t × n
    posterior factor and the r × n candidates once, at the bandwidth of a read-only stream (a dot product)
    measured here with as many threads on arrays far larger than the caches (STREAM's copy and triad are
-   printed beside it), and the ratio of the two. A step is one chunked pass (``CandidatePosterior.observe``). The previous engine
-   (``--baseline``, from a git worktree) runs the same steps in a subprocess with as many threads.
+   printed beside it), and the ratio of the two. A step is one chunked pass (``CandidatePosterior.observe``);
+   the engine is built with ``reserve=T``, so fresh memory is paid for in the build, not in the steps. The
+   previous engine (``--baseline``, from a git worktree) runs the same steps in a subprocess with as many
+   threads.
 3. The PO-GP-UCB transform (``shared.releases.po_gp_ucb_release``) at n = 10⁶ and 10⁷ × d = 10.
 
 Data: X with d = 10 standard-normal rows rescaled to a maximal norm of 25 (as in the paper), projected
