@@ -42,6 +42,14 @@ def job_cluster(request):
     cluster.close()
 
 
+def missing_on_ci(reason: str) -> None:
+    """A test whose dependency (a browser, an optional extra) is absent: skipped here with ``reason``, failed on CI
+    (``CI=true``), whose `.ci/run` installs it, so that a test cannot go silently unrun there."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}; CI installs it (.ci/run)")
+    pytest.skip(reason)
+
+
 @pytest.fixture
 def shared_data_file():
     """Returns a function that finds a real dataset file, skipping the test with a clear message when absent."""

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from curator_service.testing import LocalCurator
+from tests.conftest import missing_on_ci
 
 CHROMIUM = os.environ.get("POBO_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("POBO_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -52,9 +53,7 @@ def screenshot_dir(tmp_path_factory) -> Path:
 def chromium():
     missing = _browser_missing()
     if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the console's browser tests need Chromium on CI: {missing}")
-        pytest.skip(missing)
+        missing_on_ci(f"the console's browser tests need Chromium: {missing}")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

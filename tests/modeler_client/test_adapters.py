@@ -18,6 +18,7 @@ from modeler_client.batch import run_batched
 from modeler_client.client import ModelerClient
 from modeler_client.remote import RemoteRelease, RemoteSession
 from modeler_client.runfile import RunRecord, RunSettings
+from tests.conftest import missing_on_ci
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -26,9 +27,8 @@ def require(module: str) -> None:
     try:
         __import__(module)
     except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{module} is not installed; CI installs it (.ci/run's 'extras' step)")
-        pytest.skip(f"{module} is not installed: make install-botorch (or pip install '.[{module}]')")
+        missing_on_ci(f"{module} is not installed: pip install '.[{module}]'"
+                      + (" (or make install-botorch: torch's CPU build)" if module == "botorch" else ""))
 
 
 def run_example(name: str, bowl, curator, tmp_path, *args: str) -> RunRecord:
