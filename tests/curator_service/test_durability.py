@@ -23,15 +23,20 @@ def _serve(data_dir: Path, port: int) -> subprocess.Popen:
     process = subprocess.Popen([str(CLI), "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300  # a poll: a loaded 2-core machine took 34 s at load 18, and more at 25
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        assert process.poll() is None, "pobo-curator serve exited"
-        assert time.monotonic() < deadline, "pobo-curator serve did not start"
-        time.sleep(0.1)
+    try:
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    return process
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, "pobo-curator serve exited"
+            assert time.monotonic() < deadline, "pobo-curator serve did not start"
+            time.sleep(0.1)
+    except BaseException:  # a server that never answered must not outlive the test
+        process.kill()
+        process.wait(10)
+        raise
 
 
 def test_sigkill_loses_nothing(tmp_path):
