@@ -130,12 +130,6 @@ class StationaryKernel:
         """σ² ρ(d²) evaluated elementwise on squared scaled distances."""
         raise NotImplementedError
 
-    def profile_from_exponent(self, exponent: NDArray, out: NDArray) -> tuple[NDArray, float]:
-        """(column, scale) with scale · column = σ² ρ(d²), from exponent = −d²/2 ≤ 0 (the form the GP engine's
-        fused product yields), the column written into ``out`` (which may be ``exponent``). The scale lets
-        the engine fold σ² into its next product instead of making a pass for it."""
-        return self.profile(np.multiply(exponent, -2.0, out=out), out=out), 1.0
-
     def __call__(self, A: ArrayLike, B: ArrayLike) -> NDArray:
         As = self.scale(A)
         sq = squared_distances(As, As if B is A else self.scale(B))
@@ -207,9 +201,6 @@ class SquaredExponential(StationaryKernel):
         np.exp(out, out=out)
         out *= self.variance
         return out
-
-    def profile_from_exponent(self, exponent: NDArray, out: NDArray) -> tuple[NDArray, float]:
-        return np.exp(exponent, out=out), self.variance  # ρ = exp(−d²/2): the exponent itself, no pass to form it
 
     def log_lengthscale_parts(self, sq: NDArray) -> tuple[NDArray, NDArray, float, float]:
         # ∂/∂log l_j of exp(−½ Σ Δ_i²/l_i²) = exp(·) · Δ_j²/l_j²: g = K.

@@ -24,9 +24,14 @@ from scipy.linalg.lapack import dpotrf, dpotri, dpotrs
 from scipy.optimize import minimize
 from threadpoolctl import ThreadpoolController
 
-from shared.gp.kernels import KERNELS, FittableKernel, Kernel, StationaryKernel
+from shared.gp.fused_step import (
+    GIVEN_COLUMN, MATERN52, SQUARED_EXPONENTIAL, append_block, best_upper_confidence_bound, fused_step, new_block_list,
+)
+from shared.gp.kernels import KERNELS, FittableKernel, Kernel, Matern52, SquaredExponential, StationaryKernel
 
 LOG_2PI = np.log(2.0 * np.pi)
+# kernels whose column the compiled step makes itself (exactly these types: a subclass may change the profile)
+COMPILED_PROFILES = {SquaredExponential: SQUARED_EXPONENTIAL, Matern52: MATERN52}
 
 
 def cholesky_with_jitter(K: NDArray, jitter: float = 1e-10, max_tries: int = 8) -> NDArray:
@@ -109,19 +114,19 @@ class CandidatePosterior:
     A new observation at index i has l = V[:, i] (the new row of L) and pivot
     d² = k(c_i, c_i) + σ_n² − ‖l‖² = σ²(c_i) + σ_n², so the update needs no triangular solve:
     v = (K(c_i, C) − Vᵀ l) / d, w_t = (y − μ(c_i)) / d, μ += w_t v, σ² −= v². That is O(n·r) for the
-    kernel column plus O(n·t) for one pass over V, never a refit. V lives in preallocated blocks of
-    ``block_rows`` rows (after a carry row each) so appending never copies it; ``reserve`` allocates and
-    touches the blocks for that many observations up front, so no step pays for fresh memory (the OS
-    zeroes and maps a page on its first write: 0.3–1.2 GB/s on the VM we measured, against ~20 GB/s for
-    a read). Repeated indices are fine when σ_n² > 0; the pivot
-    is floored at ``jitter`` · k(c_i, c_i) so even σ_n² = 0 stays finite (exact only when that floor is
-    not hit).
+    kernel column plus O(n·t) for one pass over V, never a refit. V's rows live in preallocated blocks of
+    ``block_rows`` full-length rows so appending never copies it; ``reserve`` allocates and touches the
+    blocks for that many observations up front, so no step pays for fresh memory (the OS zeroes and maps a
+    page on its first write: 0.3–1.2 GB/s on the VM we measured, against ~20 GB/s for a read). Repeated
+    indices are fine when σ_n² > 0; the pivot is floored at ``jitter`` · k(c_i, c_i) so even σ_n² = 0 stays
+    finite (exact only when that floor is not hit).
 
-    A step is memory-bound at large n, so :meth:`observe` makes its passes over the candidates in one:
-    chunk by chunk of ``chunk`` candidates (small enough to stay in cache) it computes the kernel column,
-    subtracts Vᵀ l, updates μ and σ² and, when given the next β, scores μ + √β σ and keeps the argmax, so
-    the next GP-UCB suggestion costs no further pass (:attr:`ucb_argmax`). Chunks are independent, so
-    ``workers`` > 1 threads share them (numpy and its BLAS calls release the GIL); results do not depend
+    A step is memory-bound at large n, so :meth:`observe` is one compiled pass over the candidates
+    (:func:`shared.gp.fused_step.fused_step`), tile by tile of ``chunk`` candidates (small enough to stay in
+    cache): kernel column, Vᵀ l, μ, σ² and, when given the next β, the argmax of μ + √β σ, so the next
+    GP-UCB suggestion costs no further pass (:attr:`ucb_argmax`). The SE and Matérn-5/2 columns are made in
+    that pass; any other kernel's column is computed by the kernel first (one more pass). ``workers`` > 1
+    threads share contiguous candidate ranges (the compiled pass releases the GIL); results do not depend
     on it.
     """
 
@@ -133,8 +138,8 @@ class CandidatePosterior:
         prior_mean: float = 0.0,
         *,
         jitter: float = 1e-10,
-        block_rows: int = 19,  # with the carry row 20, a multiple of 4: no leftover column in OpenBLAS's gemv
-        chunk: int = 65536,
+        block_rows: int = 32,
+        chunk: int = 4096,
         workers: int = 1,
         reserve: int = 0,
     ):
@@ -152,28 +157,29 @@ class CandidatePosterior:
         self.chunk = chunk
         self.workers = workers
         self.prior_variance = np.asarray(kernel.diag(C), dtype=float).copy()
-        self._chunks = [(lo, min(lo + chunk, len(C))) for lo in range(0, len(C), chunk)]
-        if isinstance(kernel, StationaryKernel):
-            # Fast path: per chunk an (r + 1) × (chunk) array, the scaled centred candidates c with −½‖c‖² as
-            # the last row, so one matrix-vector product with (c_i, 1) gives c·c_i − ½‖c‖² and the exponent
-            # −½ d² = that − ½‖c_i‖². Rows of the chunk are contiguous: the product streams them.
-            kernel.scale(C[:1])  # validates the dimensions without an n × r temporary
+        n = len(C)
+        edges = [min(n, -(-n * k // workers // chunk) * chunk) for k in range(workers + 1)]  # tile-aligned
+        self._ranges = [(lo, hi) for lo, hi in zip(edges, edges[1:]) if hi > lo]
+        self._profile = COMPILED_PROFILES.get(type(kernel), GIVEN_COLUMN)
+        if self._profile != GIVEN_COLUMN:
+            # (r + 1) × n: the scaled centred candidates c with −½‖c‖² as the last row, so (c_i, 1) · that
+            # gives c·c_i − ½‖c‖² and the exponent −½ d² = that − ½‖c_i‖². Rows are contiguous: the step
+            # streams each one.
             lengths = np.reshape(kernel.distance_lengthscale, (-1, 1))
-            centre = C.mean(axis=0)[:, None] / lengths
-            self._scaled = [np.empty((C.shape[1] + 1, hi - lo)) for lo, hi in self._chunks]
-            for S, (lo, hi) in zip(self._scaled, self._chunks):
-                np.divide(C[lo:hi].T, lengths, out=S[:-1])  # fresh arrays: the caller's C is never modified
-                S[:-1] -= centre
-                np.einsum("ij,ij->j", S[:-1], S[:-1], out=S[-1])
-                S[-1] *= -0.5
+            self._scaled = np.empty((C.shape[1] + 1, n))
+            np.divide(C.T, lengths, out=self._scaled[:-1])  # a fresh array: the caller's C is never modified
+            self._scaled[:-1] -= C.mean(axis=0)[:, None] / lengths
+            np.einsum("ij,ij->j", self._scaled[:-1], self._scaled[:-1], out=self._scaled[-1])
+            self._scaled[-1] *= -0.5
+        else:
+            self._scaled = np.zeros((1, 0))
         self._variance = self.prior_variance.copy()  # unclipped
-        self._mean = np.full(len(C), self.prior_mean)  # m + Vᵀ w
-        self._blocks: list[list[NDArray]] = []  # V: blocks of a carry row and block_rows rows, chunk by chunk
+        self._mean = np.full(n, self.prior_mean)  # m + Vᵀ w
+        self._blocks = new_block_list(np.empty((block_rows, n)))  # V, block_rows full rows a block
         while len(self._blocks) * block_rows < reserve:
-            rows = 1 + min(block_rows, reserve - len(self._blocks) * block_rows)  # with the carry row
-            self._blocks.append(self._allocate_block())
-            for chunk_rows in self._blocks[-1]:
-                chunk_rows[:rows].fill(0.0)  # touched now: the OS zeroes and maps a fresh page on its first write
+            append_block(self._blocks, np.empty((block_rows, n)))
+        for k in range(reserve):
+            self._row(k).fill(0.0)  # touched now: the OS zeroes and maps a fresh page on its first write
         self.ucb_argmax: tuple[float, int] | None = None  # (β, argmax of μ + √β σ) after the last observe
         self._L = np.zeros((0, 0))
         self._w: list[float] = []
@@ -212,8 +218,8 @@ class CandidatePosterior:
         return float(self._mean[index])
 
     def upper_confidence_bound(self, beta: float) -> NDArray:
-        """μ + √β σ over all candidates, with a single n-sized allocation."""
-        return _upper_confidence_bound(self._mean, self._variance, np.sqrt(beta), np.empty(self.n_candidates))
+        """μ + √β σ over all candidates (the reference the compiled pass's scores are tested against)."""
+        return self._mean + np.sqrt(beta) * self.std
 
     @property
     def cholesky_factor(self) -> NDArray:
@@ -225,40 +231,12 @@ class CandidatePosterior:
         w = np.array(self._w)
         return _gaussian_log_likelihood(self._L, w, w) if len(w) else 0.0
 
-    def _kernel_column(self, index: int, c: int, query: NDArray | None, out: NDArray) -> float:
-        """k(C[lo:hi], c_index) for the c-th chunk [lo, hi), written into ``out`` (length hi − lo) up to the
-        returned scale (k = scale · out); ``query`` is (c_i, 1, −½‖c_i‖²) on the fast path."""
-        lo, hi = self._chunks[c]
-        if query is not None:
-            np.matmul(query[:-1], self._scaled[c], out=out)  # c·c_i − ½‖c‖², streaming the chunk once
-            out += query[-1]
-            np.minimum(out, 0.0, out=out)  # d² ≥ 0
-            if lo <= index < hi:
-                out[index - lo] = 0.0
-            return self.kernel.profile_from_exponent(out, out=out)[1]
-        out[:] = np.asarray(self.kernel(self.candidates[lo:hi], self.candidates[index : index + 1]), dtype=float).ravel()
-        return 1.0
-
-    def _allocate_block(self) -> list[NDArray]:
-        return [np.empty((1 + self.block_rows, hi - lo)) for lo, hi in self._chunks]
-
-    def _new_row(self) -> list[NDArray]:
-        """Row t of V, chunk by chunk (each a contiguous view into its block, after the block's carry row)."""
-        t = self.n_observations
-        if t == len(self._blocks) * self.block_rows:
-            self._blocks.append(self._allocate_block())
-        return [chunk[1 + t % self.block_rows] for chunk in self._blocks[t // self.block_rows]]
-
-    def _filled_blocks(self) -> Iterator[list[NDArray]]:
-        t = self.n_observations
-        for b, block in enumerate(self._blocks):
-            rows = min(self.block_rows, t - b * self.block_rows)
-            if rows <= 0:
-                return
-            yield [chunk[: 1 + rows] for chunk in block]  # with the carry row
+    def _row(self, k: int) -> NDArray:
+        """Row k of V (a view into its block)."""
+        return self._blocks[k // self.block_rows][k % self.block_rows]
 
     def observe(self, index: int, y: float, *, next_beta: float | None = None, excluded: NDArray | None = None) -> None:
-        """Condition on y = f(c_index) + noise: one rank-one step, O(n·(r + t)), in one chunked pass.
+        """Condition on y = f(c_index) + noise: one rank-one step, O(n·(r + t)), in one compiled pass.
 
         With ``next_beta`` the same pass finds the argmax of μ + √β σ over the candidates not in
         ``excluded`` (sorted indices), ties to the lowest index, and keeps (β, index) in :attr:`ucb_argmax`
@@ -270,46 +248,31 @@ class CandidatePosterior:
         if not np.isfinite(y):
             raise ValueError("observed value must be finite")
         t = self.n_observations
-        filled = list(self._filled_blocks())
-        home, offset = divmod(index, self.chunk)
-        parts = [block[home][1:, offset].copy() for block in filled]  # the new row of L, block by block
-        l = np.concatenate(parts) if t else np.zeros(0)
+        l = np.array([self._row(k)[index] for k in range(t)])  # the new row of L
         pivot2 = max(self._variance[index], 0.0) + self.noise_variance
         pivot = np.sqrt(max(pivot2, self.jitter * self.prior_variance[index]))
         w = (y - self.mean_at(index)) / pivot
-        query = None
-        if isinstance(self.kernel, StationaryKernel):
-            S = self._scaled[home]
-            query = np.append(S[:-1, offset], [1.0, S[-1, offset]])
-        # Block b's product takes its carry row with weight 1 (block 0's: the kernel column, weight scale/d)
-        # and its rows with −l_b/d, and writes the next carry row (the last block: the new row of V).
-        weights = [np.append(1.0, -part / pivot) for part in parts]
+        if t == len(self._blocks) * self.block_rows:
+            append_block(self._blocks, np.empty((self.block_rows, self.n_candidates)))
+        if self._profile == GIVEN_COLUMN:
+            column = np.asarray(self.kernel(self.candidates, self.candidates[index : index + 1]), dtype=float).ravel()
+            query, kernel_weight = np.zeros(0), 1.0 / pivot
+        else:
+            column = np.zeros(0)
+            query = np.append(self._scaled[:-1, index], 1.0)
+            kernel_weight = self.kernel.variance / pivot
+        excluded = np.zeros(0, dtype=np.int64) if excluded is None else np.asarray(excluded, dtype=np.int64)
+        sqrt_beta = 0.0 if next_beta is None else float(np.sqrt(next_beta))
+        new_row, coefficients = self._row(t), -l / pivot
 
-        row = self._new_row()
-        sqrt_beta = None if next_beta is None else np.sqrt(next_beta)
-        excluded = np.zeros(0, dtype=int) if excluded is None else excluded
+        def step(bounds: tuple[int, int]) -> tuple[float, int]:
+            return fused_step(
+                *bounds, self.chunk, self._profile, self._scaled, query, self._scaled[-1, index] if len(query) else 0.0,
+                column, index, self._blocks, coefficients, kernel_weight, w, self._mean,
+                self._variance, new_row, next_beta is not None, sqrt_beta, excluded,
+            )
 
-        def update(c: int) -> tuple[float, int]:
-            """The step on chunk c, in cache: returns its best (score, index), or (−∞, −1). Only numpy calls,
-            which release the GIL (scipy's BLAS wrappers hold it), so threads overlap."""
-            lo, hi = self._chunks[c]
-            v, scratch = row[c], np.empty(hi - lo)
-            # v = (k − Vᵀ l)/d: one product per block of V, chained through the carry rows
-            carries = [block[c][0] for block in filled] + [v]
-            scale = self._kernel_column(index, c, query, out=carries[0])
-            if filled:
-                first = weights[0].copy()
-                first[0] = scale / pivot
-                for b, block in enumerate(filled):
-                    np.matmul(first if b == 0 else weights[b], block[c], out=carries[b + 1])
-            else:
-                v *= scale / pivot
-            mean, variance = self._mean[lo:hi], self._variance[lo:hi]
-            mean += np.multiply(v, w, out=scratch)
-            variance -= np.multiply(v, v, out=scratch)
-            return (-np.inf, -1) if sqrt_beta is None else self._best_in_chunk(c, sqrt_beta, excluded, scratch)
-
-        best_index = self._best_of_chunks(update)
+        best_index = self._best_of_ranges(step)
         self.ucb_argmax = None if next_beta is None else (float(next_beta), best_index)
 
         L = np.zeros((t + 1, t + 1))
@@ -323,29 +286,18 @@ class CandidatePosterior:
 
     def best_upper_confidence_bound(self, beta: float, excluded: NDArray) -> int:
         """argmax of μ + √β σ over the candidates not in ``excluded`` (sorted indices), ties to the lowest
-        index, −1 when every candidate is excluded: one chunked pass, no length-n temporary."""
-        sqrt_beta = np.sqrt(beta)
+        index, −1 when every candidate is excluded: one compiled pass, no length-n temporary."""
+        sqrt_beta, excluded = float(np.sqrt(beta)), np.asarray(excluded, dtype=np.int64)
+        return self._best_of_ranges(
+            lambda bounds: best_upper_confidence_bound(*bounds, self.chunk, self._mean, self._variance, sqrt_beta, excluded)
+        )
 
-        def chunk_best(c: int) -> tuple[float, int]:
-            lo, hi = self._chunks[c]
-            return self._best_in_chunk(c, sqrt_beta, excluded, np.empty(hi - lo))
-
-        return self._best_of_chunks(chunk_best)
-
-    def _best_in_chunk(self, c: int, sqrt_beta: float, excluded: NDArray, scratch: NDArray) -> tuple[float, int]:
-        """The best (score, index) of μ + √β σ in chunk c outside ``excluded``, scored into ``scratch``."""
-        lo, hi = self._chunks[c]
-        scores = _upper_confidence_bound(self._mean[lo:hi], self._variance[lo:hi], sqrt_beta, scratch)
-        scores[excluded[np.searchsorted(excluded, lo) : np.searchsorted(excluded, hi)] - lo] = -np.inf
-        best = int(np.argmax(scores))
-        return scores[best], lo + best
-
-    def _best_of_chunks(self, chunk_best: Callable[[int], tuple[float, int]]) -> int:
-        """Runs ``chunk_best`` on every chunk (on ``workers`` threads) and returns the best index, −1 if none."""
+    def _best_of_ranges(self, range_best: Callable[[tuple[int, int]], tuple[float, int]]) -> int:
+        """Runs ``range_best`` on every candidate range (one per worker thread) and returns the best index, −1 if none."""
         best_index, best_score = -1, -np.inf
-        chunks = range(len(self._chunks))
-        for score, candidate in (_thread_pool(self.workers).map(chunk_best, chunks) if self.workers > 1 else map(chunk_best, chunks)):
-            if score > best_score:  # strictly, in chunk order: an equal score in a later chunk loses the tie
+        pool = _thread_pool(self.workers).map if len(self._ranges) > 1 else map
+        for score, candidate in pool(range_best, self._ranges):
+            if score > best_score:  # strictly, in range order: an equal score in a later range loses the tie
                 best_index, best_score = candidate, score
         return best_index
 
@@ -368,17 +320,8 @@ def _blas_controller() -> ThreadpoolController:
 
 @cache
 def _thread_pool(workers: int) -> ThreadPoolExecutor:
-    """One pool per size, shared by every posterior (numpy and BLAS release the GIL on each chunk)."""
+    """One pool per size, shared by every posterior (the compiled pass releases the GIL)."""
     return ThreadPoolExecutor(workers, thread_name_prefix="candidate-posterior")
-
-
-def _upper_confidence_bound(mean: NDArray, variance: NDArray, sqrt_beta: float, out: NDArray) -> NDArray:
-    """μ + √β σ into ``out``, σ² clipped at 0 (one formula for the full scores and the chunked pass)."""
-    np.maximum(variance, 0.0, out=out)
-    np.sqrt(out, out=out)
-    out *= sqrt_beta
-    out += mean
-    return out
 
 
 # ----------------------------------------------------------------------------------------------------

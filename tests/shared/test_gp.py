@@ -63,8 +63,8 @@ def test_candidate_posterior_equals_closed_form(kernel):
 @pytest.mark.parametrize("kernel", KERNELS, ids=["se", "matern52-ard", "generic"])
 @pytest.mark.parametrize("chunk", [1, 7, 20, 103])  # one candidate, ragged, n a multiple, one chunk
 def test_the_chunked_pass_equals_the_plain_formulas(kernel, chunk):
-    # observe() computes the kernel column, the update of μ and σ² and the UCB argmax chunk by chunk
-    # (issue 15); with 103 candidates, 20 observations (two blocks of V) and ties placed across chunks.
+    # observe() computes the kernel column, the update of μ and σ² and the UCB argmax tile by tile in one
+    # compiled pass (issue 15); with 103 candidates, 20 observations (two blocks of V) and ties placed across chunks.
     rng = np.random.default_rng(5)
     C = rng.normal(size=(103, 3))
     C[[40, 66, 99]] = C[12]  # duplicates of row 12: equal scores in different chunks
@@ -103,7 +103,7 @@ def test_threads_sharing_the_chunks_give_the_same_posterior_and_argmax():
 
 def test_a_reserved_factor_is_allocated_up_front_and_changes_no_number():
     # reserve=T: every block of V exists (touched) before the first step, none is added by T steps, and the
-    # chained pass over those blocks (carry rows included) gives the same posterior as growing them.
+    # pass over those blocks gives the same posterior as growing them.
     rng = np.random.default_rng(7)
     C = rng.normal(size=(500, 3))
     grown = CandidatePosterior(C, SquaredExponential(0.8, 1.3), 0.01, chunk=128, block_rows=3)

@@ -126,13 +126,3 @@ def test_fused_gradient_contraction_equals_contracting_the_full_derivative(point
         fused_K, contract = kind(lengthscale, 1.4).gram_and_gradient_contraction(X + shift)
         np.testing.assert_allclose(fused_K, K, rtol=1e-12)
         np.testing.assert_allclose(contract(W), np.tensordot(dK, W, axes=2), rtol=1e-9, atol=1e-9)
-
-
-@pytest.mark.parametrize("make", [partial(SquaredExponential, 0.8), partial(Matern52, [0.5, 1.0, 2.0]), partial(NOISY_INPUTS, 0.8)])
-def test_profile_from_the_exponent_is_the_profile_of_the_squared_distance(make):
-    # The GP engine's fused product yields e = −d²/2; scale · column must be σ² ρ(d²), including d = 0.
-    kernel = make(1.7)
-    sq = np.concatenate([[0.0], np.random.default_rng(3).uniform(0, 60, 500)])
-    exponent = -0.5 * sq
-    column, scale = kernel.profile_from_exponent(exponent, out=exponent)
-    np.testing.assert_allclose(scale * column, kernel.profile(sq), rtol=1e-13, atol=0)
