@@ -34,6 +34,9 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
+    access_log: Annotated[bool, typer.Option(help="Log every HTTP request (uvicorn's access log). Off by default: "
+                                             "the audit trail records every query and refusal, and the line costs each "
+                                             "query.")] = False,
 ) -> None:
     """Run the curator service; jobs run on a local Dask cluster of worker processes started beside it
     (POBO_JOB_WORKERS), or on the cluster POBO_DASK_SCHEDULER names."""
@@ -59,7 +62,7 @@ def serve(
         console.print(f"jobs: {settings.job_workers} local Dask worker processes, starting (/ready says when)")
     else:
         console.print(f"jobs: the Dask cluster at {settings.dask_scheduler}")
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
 
 
 def upgrade(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:

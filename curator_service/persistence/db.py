@@ -10,6 +10,7 @@ PostgreSQL the same sequences lock the row they depend on with ``SELECT … FOR 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Insert, Select, Update, create_engine, event, select
 from sqlalchemy.engine import Dialect, Engine, make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.api.errors import ApiError
@@ -33,7 +35,7 @@ _WRITE = "pobo_write"
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> Engine:
     """An engine for ``url``; SQLite files get WAL, ``synchronous=FULL``, foreign keys and a busy timeout."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
@@ -41,7 +43,7 @@ def make_engine(url: str) -> Engine:
     if parsed.database and parsed.database != ":memory:":
         make_private(Path(parsed.database))
     engine = create_engine(
-        url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        url, connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000}
     )
 
     @event.listens_for(engine, "connect")
@@ -52,7 +54,7 @@ def make_engine(url: str) -> Engine:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -98,14 +100,29 @@ def schema_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+class WriteLockBusy(Exception):
+    """Another transaction holds SQLite's write lock, and :meth:`Database.write_without_waiting` did not wait."""
+
+
 class Database:
-    """Session factory with two kinds of transaction: :meth:`read` and :meth:`write`."""
+    """Session factory with three kinds of transaction: :meth:`read`, :meth:`write` and, on an SQLite file,
+    :meth:`write_without_waiting`."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = make_engine(url)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        database = self.engine.url.database
+        self._unwaiting_engine = (make_engine(url, busy_timeout_ms=0)
+                                  if self.is_sqlite and database and database != ":memory:" else None)
+        self._unwaiting_sessions = (sessionmaker(self._unwaiting_engine, expire_on_commit=False)
+                                    if self._unwaiting_engine else None)
+
+    @property
+    def writes_without_waiting(self) -> bool:
+        """Whether :meth:`write_without_waiting` is available (an SQLite file; PostgreSQL's locks always wait)."""
+        return self._unwaiting_sessions is not None
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -118,12 +135,26 @@ class Database:
         """A write transaction, committed when the block ends without an exception, rolled back otherwise."""
         with self._sessions() as session:
             session.connection(execution_options={_WRITE: True})
+            yield from _committed(session)
+
+    @contextmanager
+    def write_without_waiting(self) -> Iterator[Session]:
+        """:meth:`write` for the event loop, which must never wait for a lock: its ``BEGIN IMMEDIATE`` runs on
+        connections with a busy timeout of 0 and raises :class:`WriteLockBusy` at once when another transaction
+        holds SQLite's write lock (the caller then runs :meth:`write` in a worker thread). Once the lock is held, a
+        WAL transaction's statements and commit wait for no other lock (the commit's auto-checkpoint is passive and
+        skips what readers use), so the loop blocks only for the statements and the commit's ``fdatasync``."""
+        if self._unwaiting_sessions is None:
+            raise WriteLockBusy
+        with self._unwaiting_sessions() as session:
             try:
-                yield session
-                session.commit()
-            except BaseException:
-                session.rollback()
+                session.connection(execution_options={_WRITE: True})
+            except (OperationalError, sqlite3.OperationalError) as exc:  # "begin" below raises the driver's own
+                if getattr(getattr(exc, "orig", exc), "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY,
+                                                                                     sqlite3.SQLITE_LOCKED):
+                    raise WriteLockBusy from None
                 raise
+            yield from _committed(session)
 
     def answers(self) -> bool:
         """Whether a new connection opens and reads the schema's revision: what a readiness probe needs to know.
@@ -146,6 +177,18 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._unwaiting_engine is not None:
+            self._unwaiting_engine.dispose()
+
+
+def _committed(session: Session) -> Iterator[Session]:
+    """Yields ``session``, then commits it, or rolls it back if the block raised."""
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
 
 
 class Prepared:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
+from curator_service.persistence.db import WriteLockBusy
 from curator_service.routers.auth import AnyRole, Modeler, ModelerRoute, UncheckedModeler
 from curator_service.routers.params import ReleaseFilter, ReleaseId, SessionId
 from curator_service.services import queries
@@ -53,14 +54,24 @@ async def create_queries(request: Request, caller: Modeler, session_id: SessionI
     """Measures rows by index: the curator measures each preimage row (or returns its private measurement) and stores
     the answer before responding; a manual evaluator's queries stay pending. Each index is charged to the key's query
     budget once; a repeated request_id returns the stored results uncharged. At most 1,000 indices per request."""
+    if request.app.state.db.writes_without_waiting:
+        # On the event loop when SQLite's write lock is free and the answers are cached (no thread hop); the loop
+        # never waits for the lock (see Database.write_without_waiting and docs/performance.md).
+        try:
+            return _create_queries(request, caller, session_id, body, on_event_loop=True)
+        except (WriteLockBusy, queries.NeedsThread):
+            pass  # nothing was written: run it in a worker thread, which may wait for the lock
     return await run_in_threadpool(_create_queries, request, caller, session_id, body)
 
 
-def _create_queries(request: Request, caller: UncheckedModeler, session_id: int, body: QueryRequest) -> QueryResponse:
+def _create_queries(request: Request, caller: UncheckedModeler, session_id: int, body: QueryRequest, *,
+                    on_event_loop: bool = False) -> QueryResponse:
     state = request.app.state
-    with state.db.write() as session:  # the one transaction of the request: the key lookup, answers, charge, audit
+    transaction = state.db.write_without_waiting if on_event_loop else state.db.write
+    with transaction() as session:  # the one transaction of the request: the key lookup, answers, charge, audit
         principal = caller.principal(session)
-        return queries.create_queries(session, state.tables, state.settings, principal, session_id, body)
+        return queries.create_queries(session, state.tables, state.settings, principal, session_id, body,
+                                      on_event_loop=on_event_loop)
 
 
 router.add_api_route("/v1/sessions/{session_id}/queries", create_queries, methods=["POST"],

@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from curator_service.persistence.db import Prepared
 from curator_service.persistence.models import AuditEvent as AuditRow, utcnow
 from curator_service.services.policy import Principal
 from shared.api.schemas import AuditEvent
@@ -23,12 +24,12 @@ def record(session: Session, principal: Principal | str, action: str, target: st
     actor = principal if isinstance(principal, str) else principal.actor
     if target is not None and len(target) > TARGET_LENGTH:
         target = target[:TARGET_LENGTH - 1] + "…"
-    # A Core insert, sent now: an ORM object would cost a unit-of-work flush at commit (the query path's hot spot).
-    session.connection().execute(INSERT_EVENT, {"actor": actor, "action": action, "target": target,
-                                                "created_at": utcnow()})
+    # Prepared and sent now: an ORM object would cost a unit-of-work flush at commit (the query path's hot spot).
+    INSERT_EVENT.run(session.connection(), {"actor": actor, "action": action, "target": target,
+                                            "created_at": utcnow()})
 
 
-INSERT_EVENT = AuditRow.__table__.insert()
+INSERT_EVENT = Prepared(AuditRow.__table__.insert(), ("actor", "action", "target", "created_at"))
 
 
 def list_events(session: Session, *, offset: int = 0, limit: int = 1000, actor: str | None = None,

@@ -9,6 +9,8 @@ repeated ``request_id`` returns the stored results without a new charge.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, select, update
 from sqlalchemy.orm import Session
@@ -117,11 +119,17 @@ CHARGE_KEY = Prepared(update(_keys).where(_keys.c.id == bindparam("key_id"))
                       .values(used_queries=_keys.c.used_queries + bindparam("count")))
 
 
+class NeedsThread(Exception):
+    """A step that may take long (decoding a table or a release's ỹ that is not cached, a python evaluator) was
+    reached on the event loop: the caller rolls its transaction back and runs the request in a worker thread."""
+
+
 def create_queries(session: Session, tables: TableCache, settings: Settings, principal: Principal, session_id: int,
-                   body: QueryRequest) -> QueryResponse:
+                   body: QueryRequest, *, on_event_loop: bool = False) -> QueryResponse:
     """Measures rows by index in the caller's write transaction, which looked up and locked the caller's key
     (:func:`~curator_service.services.policy.principal_for_token` with ``lock``): the answers, the key's charge and
-    the audit event commit together."""
+    the audit event commit together. ``on_event_loop``: :class:`NeedsThread` instead of any step that may take long
+    (raised before anything is written)."""
     connection = session.connection()
     context = query_context(connection, principal, session_id)
     if (stored := replayed(connection, session_id, body)) is not None:
@@ -129,7 +137,8 @@ def create_queries(session: Session, tables: TableCache, settings: Settings, pri
     check_queryable(settings, session_id, context)
     check_indices(context, body.indices)
     check_query_budget(context, len(body.indices))
-    results = store_answers(connection, session_id, body, answers(session, tables, context, body.indices))
+    results = store_answers(connection, session_id, body, answers(session, tables, context, body.indices,
+                                                                         on_event_loop))
     CHARGE_KEY.run(connection, {"key_id": principal.key_id, "count": len(results)})
     record(session, principal, "query.create", f"session:{session_id} ({len(results)} queries)")
     return QueryResponse(results=results)
@@ -180,16 +189,30 @@ def check_query_budget(key: ApiKey | Row, count: int) -> None:
                        f"{count}; ask for fewer or ask the curator for a new key")
 
 
-def answers(session: Session, tables: TableCache, context: Row, indices: list[int]) -> list[float | None]:
+def answers(session: Session, tables: TableCache, context: Row, indices: list[int],
+            on_event_loop: bool = False) -> list[float | None]:
     """The answers for rows ``indices``: with private measurements, the ỹ drawn once at release time (no evaluator
     runs, so no error, pending state or timing depends on y); otherwise the dataset's evaluator (None: pending).
-    A column evaluator's time does not depend on y (an array lookup); a python evaluator is the curator's code."""
+    A column evaluator's time does not depend on y (an array lookup); a python evaluator is the curator's code.
+    ``on_event_loop``: :class:`NeedsThread` instead of decoding what is not cached or running a python evaluator."""
+
+    def unless_on_event_loop(load: Callable[[], Any]) -> Callable[[], Any]:
+        def checked() -> Any:
+            if on_event_loop:
+                raise NeedsThread
+            return load()
+        return checked
+
     if context.private:
-        private_y = DECODED_PRIVATE_MEASUREMENTS.get((context.id, context.created_at, context.n), lambda: decode_matrix(
-            session.connection().execute(PRIVATE_MEASUREMENTS, {"release_id": context.id}).scalar_one()))
+        private_y = DECODED_PRIVATE_MEASUREMENTS.get((context.id, context.created_at, context.n), unless_on_event_loop(
+            lambda: decode_matrix(session.connection().execute(PRIVATE_MEASUREMENTS,
+                                                               {"release_id": context.id}).scalar_one())))
         return [float(private_y[i]) for i in indices]
+    if on_event_loop and context.evaluator["kind"] not in ("column", "manual"):
+        raise NeedsThread
     # The dataset's ORM row (and its table blob) is read only when the decoded table is not cached.
-    table = tables.get(context.dataset_id, lambda: cached_table(tables, session.get(Dataset, context.dataset_id)))
+    table = tables.get(context.dataset_id, unless_on_event_loop(
+        lambda: cached_table(tables, session.get(Dataset, context.dataset_id))))
     return [measure(context.evaluator, table, i, context.simulation_key) for i in indices]
 
 
