@@ -8,7 +8,7 @@
    per iteration and peak memory, beside the memory-bandwidth bound of a step, which must read the t × n
    posterior factor and the r × n candidates once, at the bandwidth of a read-only stream (a dot product)
    measured here with as many threads on arrays far larger than the caches (STREAM's copy and triad are
-   printed beside it), and the ratio of the two. A step is one chunked pass (``CandidatePosterior.observe``);
+   printed beside it), and the ratio of the two. A step is one compiled pass (``CandidatePosterior.observe``);
    the engine is built with ``reserve=T``, so fresh memory is paid for in the build, not in the steps. The
    previous engine (``--baseline``, from a git worktree) runs the same steps in a subprocess with as many
    threads.
@@ -299,7 +299,7 @@ def main() -> None:
     parser.add_argument("--large", default="1000000:1,1000000:2,10000000:1,10000000:2",
                         help="the large runs, n:threads separated by commas (a subset when time is short)")
     parser.add_argument("--skip-comparison", action="store_true", help="leave out the runs beside scikit-learn")
-    parser.add_argument("--baseline", default="66934de",
+    parser.add_argument("--baseline", default="0f0d059",  # session 5: the step in numpy calls, chunk by chunk
                         help="git ref of the previous engine, timed on the large runs ('' to skip: needs git and the ref)")
     parser.add_argument("--steps-only", help=argparse.SUPPRESS)  # the previous code's subprocess: "n r T seed workers"
     parser.add_argument("--tree", help=argparse.SUPPRESS)
@@ -379,7 +379,7 @@ def run(args: argparse.Namespace) -> None:
         picks_by_size.setdefault(big["n"], []).append(big["picks"])
     same = all(all(p == picks[0] for p in picks) for picks in picks_by_size.values())
     previous_same = all(big.get("previous_same_picks", True) for big in results["large"])
-    large_table.caption = ("peak: the engine's own allocations (the factor and the chunked candidates), not the caller's Z; "
+    large_table.caption = ("peak: the engine's own allocations (the factor and the scaled candidates), not the caller's Z; "
                            f"CPU time sums the threads; 1 and 2 threads made the same picks: {same}; the previous code "
                            f"({args.baseline}, its bound is this run's) made the same picks: "
                            f"{previous_same}")

@@ -46,6 +46,16 @@ def append_block(blocks: List, block: np.ndarray) -> None:
     blocks.append(block)
 
 
+@njit(cache=True)
+def stored_column(blocks: List, t: int, index: int) -> np.ndarray:
+    """V[:t, index] (indexing a typed list from Python costs ~10 µs a call)."""
+    block = blocks[0].shape[0]
+    column = np.empty(t)
+    for k in range(t):
+        column[k] = blocks[k // block][k % block, index]
+    return column
+
+
 @njit(nogil=True, cache=True)
 def best_upper_confidence_bound(lo, hi, tile, mean, variance, sqrt_beta, excluded):
     """(score, index) of the largest μ + √β √max(σ², 0) in [lo, hi) outside ``excluded`` (sorted), ties to the
@@ -129,7 +139,7 @@ def _add_rows(buffer, a, m, rows, first, count, weights):
 
 @njit(nogil=True, cache=True)
 def fused_step(
-    lo, hi, tile, profile, scaled, query, query_offset, column, index,
+    lo, hi, tile, profile, scaled, query, query_offset, coincident_exponent, coincident_value, column, index,
     blocks, coefficients, kernel_weight, w, mean, variance, new_row, score, sqrt_beta, excluded,
 ):
     """One rank-one step on candidates [lo, hi), tile by tile; returns the range's best (score, index) when
@@ -138,7 +148,9 @@ def fused_step(
     ``profile``: GIVEN_COLUMN takes the kernel column from ``column`` (length n); otherwise the exponent is
     e = ``query`` · ``scaled``[:, j] + ``query_offset`` (``scaled``: the (r + 1) × n centred, scaled candidates
     with −½‖c‖² as the last row; ``query`` = (c_i, 1)), clipped at 0 and set to 0 at ``index``, and
-    ρ = exp(e) (SQUARED_EXPONENTIAL) or (1 + √5 d + 5 d²/3) exp(−√5 d), d = √(−2e) (MATERN52).
+    ρ = exp(e) (SQUARED_EXPONENTIAL) or (1 + √5 d + 5 d²/3) exp(−√5 d), d = √(−2e) (MATERN52); where
+    e ≥ ``coincident_exponent`` (≤ 0; pass 1 for none) ρ is ``coincident_value`` instead (the expected-SE
+    kernel's own row: σ², not σ² a).
     ``coefficients`` = −l/d over the t rows of V stored in ``blocks`` (a list of equally tall blocks);
     ``kernel_weight`` = scale/d; v goes into ``new_row`` (V's row t)."""
     size = min(tile, hi - lo)
@@ -164,6 +176,10 @@ def fused_step(
                     factors[j] = squared * (5.0 / 3.0) + 1.0 + SQRT5 * math.sqrt(squared)
                     buffer[j] = -SQRT5 * math.sqrt(squared)
             _exp_in_place(buffer, m, shifts, exponents)
+            if coincident_exponent <= 0.0:
+                for j in range(m):
+                    if exponents[j] >= coincident_exponent:
+                        buffer[j] = coincident_value
             if profile == MATERN52:
                 for j in range(m):
                     buffer[j] *= factors[j]

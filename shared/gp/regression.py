@@ -26,12 +26,12 @@ from threadpoolctl import ThreadpoolController
 
 from shared.gp.fused_step import (
     GIVEN_COLUMN, MATERN52, SQUARED_EXPONENTIAL, append_block, best_upper_confidence_bound, fused_step, new_block_list,
+    stored_column,
 )
 from shared.gp.kernels import KERNELS, FittableKernel, Kernel, Matern52, SquaredExponential, StationaryKernel
+from shared.gp.noisy_inputs import SAME_ROW, ExpectedSquaredExponential
 
 LOG_2PI = np.log(2.0 * np.pi)
-# kernels whose column the compiled step makes itself (exactly these types: a subclass may change the profile)
-COMPILED_PROFILES = {SquaredExponential: SQUARED_EXPONENTIAL, Matern52: MATERN52}
 
 
 def cholesky_with_jitter(K: NDArray, jitter: float = 1e-10, max_tries: int = 8) -> NDArray:
@@ -160,11 +160,12 @@ class CandidatePosterior:
         n = len(C)
         edges = [min(n, -(-n * k // workers // chunk) * chunk) for k in range(workers + 1)]  # tile-aligned
         self._ranges = [(lo, hi) for lo, hi in zip(edges, edges[1:]) if hi > lo]
-        self._profile = COMPILED_PROFILES.get(type(kernel), GIVEN_COLUMN)
+        self._profile, self._kernel_scale, *self._coincident = _compiled_profile(kernel)
         if self._profile != GIVEN_COLUMN:
             # (r + 1) × n: the scaled centred candidates c with −½‖c‖² as the last row, so (c_i, 1) · that
             # gives c·c_i − ½‖c‖² and the exponent −½ d² = that − ½‖c_i‖². Rows are contiguous: the step
             # streams each one.
+            kernel.scale(C[:1])  # validates the dimensions without an n × r temporary
             lengths = np.reshape(kernel.distance_lengthscale, (-1, 1))
             self._scaled = np.empty((C.shape[1] + 1, n))
             np.divide(C.T, lengths, out=self._scaled[:-1])  # a fresh array: the caller's C is never modified
@@ -248,7 +249,7 @@ class CandidatePosterior:
         if not np.isfinite(y):
             raise ValueError("observed value must be finite")
         t = self.n_observations
-        l = np.array([self._row(k)[index] for k in range(t)])  # the new row of L
+        l = stored_column(self._blocks, t, index)  # the new row of L
         pivot2 = max(self._variance[index], 0.0) + self.noise_variance
         pivot = np.sqrt(max(pivot2, self.jitter * self.prior_variance[index]))
         w = (y - self.mean_at(index)) / pivot
@@ -256,11 +257,11 @@ class CandidatePosterior:
             append_block(self._blocks, np.empty((self.block_rows, self.n_candidates)))
         if self._profile == GIVEN_COLUMN:
             column = np.asarray(self.kernel(self.candidates, self.candidates[index : index + 1]), dtype=float).ravel()
-            query, kernel_weight = np.zeros(0), 1.0 / pivot
+            query = np.zeros(0)
         else:
             column = np.zeros(0)
             query = np.append(self._scaled[:-1, index], 1.0)
-            kernel_weight = self.kernel.variance / pivot
+        kernel_weight = self._kernel_scale / pivot
         excluded = np.zeros(0, dtype=np.int64) if excluded is None else np.asarray(excluded, dtype=np.int64)
         sqrt_beta = 0.0 if next_beta is None else float(np.sqrt(next_beta))
         new_row, coefficients = self._row(t), -l / pivot
@@ -268,7 +269,7 @@ class CandidatePosterior:
         def step(bounds: tuple[int, int]) -> tuple[float, int]:
             return fused_step(
                 *bounds, self.chunk, self._profile, self._scaled, query, self._scaled[-1, index] if len(query) else 0.0,
-                column, index, self._blocks, coefficients, kernel_weight, w, self._mean,
+                *self._coincident, column, index, self._blocks, coefficients, kernel_weight, w, self._mean,
                 self._variance, new_row, next_beta is not None, sqrt_beta, excluded,
             )
 
@@ -310,6 +311,18 @@ class CandidatePosterior:
         finally:
             self._variance, self._mean, self._L, t, self.ucb_argmax = saved
             del self._w[t:], self._indices[t:], self._values[t:]  # rows past t in V are simply reused
+
+
+def _compiled_profile(kernel: Kernel) -> tuple[int, float, float, float]:
+    """(profile, scale, coincident exponent, coincident value) for :func:`fused_step`: the kernel column is
+    scale · ρ. Exactly these types (a subclass may change the profile); any other kernel's column is given."""
+    if type(kernel) is SquaredExponential:
+        return SQUARED_EXPONENTIAL, kernel.variance, 1.0, 0.0
+    if type(kernel) is Matern52:
+        return MATERN52, kernel.variance, 1.0, 0.0
+    if type(kernel) is ExpectedSquaredExponential:  # σ² a e^e off a row's own position, σ² on it (d² ≤ SAME_ROW)
+        return SQUARED_EXPONENTIAL, kernel.variance * kernel.attenuation, -0.5 * SAME_ROW, 1.0 / kernel.attenuation
+    return GIVEN_COLUMN, 1.0, 1.0, 0.0
 
 
 @cache
