@@ -84,9 +84,20 @@ def _tile_argmax(scores, a, b, excluded, skip, best_score, best_index):
     while skip < len(excluded) and excluded[skip] < b:
         scores[excluded[skip] - a] = -np.inf
         skip += 1
-    for j in range(b - a):
-        if scores[j] > best_score:
-            best_score, best_index = scores[j], a + j
+    m = b - a
+    top0 = top1 = top2 = top3 = -np.inf  # the tile's maximum in four independent lanes (vectorisable)
+    for j in range(0, m - m % 4, 4):
+        top0 = scores[j] if scores[j] > top0 else top0
+        top1 = scores[j + 1] if scores[j + 1] > top1 else top1
+        top2 = scores[j + 2] if scores[j + 2] > top2 else top2
+        top3 = scores[j + 3] if scores[j + 3] > top3 else top3
+    for j in range(m - m % 4, m):
+        top0 = scores[j] if scores[j] > top0 else top0
+    tile_best = max(max(top0, top1), max(top2, top3))
+    if tile_best > best_score:  # strictly: an equal score in a later tile loses the tie
+        for j in range(m):
+            if scores[j] == tile_best:
+                return tile_best, a + j, skip
     return best_score, best_index, skip
 
 
