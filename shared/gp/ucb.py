@@ -48,7 +48,7 @@ class GPUCB:
       gives each row its own nugget; Algorithm 2 itself allows repeats (the default).
     * ``noise_variance_floor``: σ_n² never goes below it, in the start value or a refit (private
       measurements' public σ_y²).
-    * ``workers``: threads sharing each posterior update's chunks (large n); the picks do not depend on it.
+    * ``workers``: threads sharing each posterior update's candidates (large n); the picks do not depend on it.
     * ``reserve``: observations to allocate the posterior's factor for up front (with a known budget at
       large n: no step then pays for fresh memory; see :class:`CandidatePosterior`).
     """
