@@ -115,9 +115,9 @@ class CandidatePosterior:
     d² = k(c_i, c_i) + σ_n² − ‖l‖² = σ²(c_i) + σ_n², so the update needs no triangular solve:
     v = (K(c_i, C) − Vᵀ l) / d, w_t = (y − μ(c_i)) / d, μ += w_t v, σ² −= v². That is O(n·r) for the
     kernel column plus O(n·t) for one pass over V, never a refit. V's rows live in preallocated blocks of
-    ``block_rows`` full-length rows so appending never copies it; ``reserve`` allocates and touches the
-    blocks for that many observations up front, so no step pays for fresh memory (the OS zeroes and maps a
-    page on its first write: 0.3–1.2 GB/s on the VM we measured, against ~20 GB/s for a read). Repeated
+    ``block_rows`` full-length rows (default: ``reserve``, else 32) so appending never copies it; ``reserve``
+    allocates and touches the blocks for that many observations up front, so no step pays for fresh memory
+    (the OS zeroes and maps a page on its first write: 0.3–1.2 GB/s on the VM we measured, against ~20 GB/s for a read). Repeated
     indices are fine when σ_n² > 0; the pivot is floored at ``jitter`` · k(c_i, c_i) so even σ_n² = 0 stays
     finite (exact only when that floor is not hit).
 
@@ -138,7 +138,7 @@ class CandidatePosterior:
         prior_mean: float = 0.0,
         *,
         jitter: float = 1e-10,
-        block_rows: int = 32,
+        block_rows: int | None = None,
         chunk: int = 4096,
         workers: int = 1,
         reserve: int = 0,
@@ -153,7 +153,7 @@ class CandidatePosterior:
         self.noise_variance = float(noise_variance)
         self.prior_mean = float(prior_mean)
         self.jitter = jitter
-        self.block_rows = block_rows
+        self.block_rows = block_rows = block_rows or reserve or 32  # with a known budget V is one block
         self.chunk = chunk
         self.workers = workers
         self.prior_variance = np.asarray(kernel.diag(C), dtype=float).copy()
