@@ -10,6 +10,7 @@ posterior at x is (PO-GP-UCB paper, eq. 1, with a constant prior mean added):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -29,7 +30,6 @@ from shared.gp.fused_step import (
     stored_column,
 )
 from shared.gp.kernels import KERNELS, FittableKernel, Kernel, Matern52, SquaredExponential, StationaryKernel
-from shared.gp.noisy_inputs import SAME_ROW, ExpectedSquaredExponential
 
 LOG_2PI = np.log(2.0 * np.pi)
 
@@ -320,8 +320,11 @@ def _compiled_profile(kernel: Kernel) -> tuple[int, float, float, float]:
         return SQUARED_EXPONENTIAL, kernel.variance, 1.0, 0.0
     if type(kernel) is Matern52:
         return MATERN52, kernel.variance, 1.0, 0.0
-    if type(kernel) is ExpectedSquaredExponential:  # σ² a e^e off a row's own position, σ² on it (d² ≤ SAME_ROW)
-        return SQUARED_EXPONENTIAL, kernel.variance * kernel.attenuation, -0.5 * SAME_ROW, 1.0 / kernel.attenuation
+    # An instance implies its module is loaded: not imported here (its scipy.stats costs 0.6 s an import).
+    noisy_inputs = sys.modules.get("shared.gp.noisy_inputs")
+    if noisy_inputs is not None and type(kernel) is noisy_inputs.ExpectedSquaredExponential:
+        # σ² a e^e off a row's own position, σ² on it (d² ≤ SAME_ROW)
+        return SQUARED_EXPONENTIAL, kernel.variance * kernel.attenuation, -0.5 * noisy_inputs.SAME_ROW, 1.0 / kernel.attenuation
     return GIVEN_COLUMN, 1.0, 1.0, 0.0
 
 
