@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -195,7 +196,7 @@ async def dataset_page(request: Request, api: Console, dataset_id: int) -> HTMLR
     return render(request, "dataset.html", page="datasets", dataset=dataset, ledger=ledger, releases=releases,
                   identifier_column=worklist["identifier_column"] if worklist else None,
                   gauge=charts.gauge(budget["spent_epsilon"], budget["total_epsilon"]),
-                  chart=_epsilon_over_time(dataset, ledger))
+                  chart=_epsilon_over_time(dataset, ledger), release_request_id=f"console-{uuid.uuid4().hex}")
 
 
 @router.post("/datasets/{dataset_id}/releases")
@@ -204,9 +205,11 @@ async def make_release(request: Request, api: Console, dataset_id: int) -> Redir
 
     def body() -> dict[str, Any]:
         dim = field(form, "dim") or "auto"
+        request_id = field(form, "request_id")  # the form's own: its retries return the same release or job
         return {"mechanism": field(form, "mechanism"), "epsilon": number(form, "epsilon", "ε"),
                 "delta": number(form, "delta", "δ"),
-                "dim": dim if dim == "auto" else whole_number(form, "dim", "The dimension r")}
+                "dim": dim if dim == "auto" else whole_number(form, "dim", "The dimension r"),
+                **({"request_id": request_id} if request_id else {})}
 
     back = f"/console/datasets/{dataset_id}"
     try:
