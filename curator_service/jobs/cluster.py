@@ -36,7 +36,11 @@ def embedded_cluster(workers: int) -> LocalCluster:
     global _embedded
     with _embedded_lock:
         if _embedded is None:
-            with warnings.catch_warnings(), dask.config.set({**NO_SPILLING, **NO_WORKER_TTL}):
+            # Set for the process, not in a `with`: each nanny keeps a shallow copy of this configuration and
+            # respawns its worker from it, so a block's exit would give a replaced worker spilling back. The API
+            # process runs no worker of its own.
+            dask.config.set({**NO_SPILLING, **NO_WORKER_TTL})
+            with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Port 8787 is already in use")  # loopback HTTP endpoint
                 _embedded = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                          scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR,
@@ -48,21 +52,23 @@ def embedded_cluster(workers: int) -> LocalCluster:
 WORKER_NICENESS = 10
 
 
-class SpillingWorker(RuntimeError):
-    """A worker configured to spill task data (raw rows, a release's M) to its local disk: it must not start."""
+SPILLING_EXIT_CODE = 78  # EX_CONFIG: the worker's configuration is refused
+SPILLING_REFUSED = ("this Dask worker would spill task data (raw rows) to its disk, so it exits before joining the "
+                    "cluster; start it with DASK_DISTRIBUTED__WORKER__MEMORY__TARGET=False and "
+                    "DASK_DISTRIBUTED__WORKER__MEMORY__SPILL=False")
 
 
 def dask_setup(worker: Any) -> None:
     """Dask's preload hook, run in each worker process as it starts (``dask worker --preload
-    curator_service.jobs.cluster`` does the same on a cluster of your own). It refuses a worker that would spill
-    task data to disk (fail closed: set ``DASK_DISTRIBUTED__WORKER__MEMORY__TARGET=False`` and ``…__SPILL=False``),
-    then lets jobs yield the CPU to the API process beside them (a dpareto job had tripled the query path's p50 on
-    2 cores) and imports the job code now, not in a release's first seconds."""
+    curator_service.jobs.cluster`` does the same on a cluster of your own). It ends a worker that would spill task
+    data to disk (fail closed), then lets jobs yield the CPU to the API process beside them (a dpareto job had
+    tripled the query path's p50 on 2 cores) and imports the job code now, not in a release's first seconds."""
     memory = worker.memory_manager
     if memory.memory_target_fraction is not False or memory.memory_spill_fraction is not False:
-        raise SpillingWorker("this Dask worker would spill task data (raw rows) to its disk; start it with "
-                             "DASK_DISTRIBUTED__WORKER__MEMORY__TARGET=False and "
-                             "DASK_DISTRIBUTED__WORKER__MEMORY__SPILL=False")
+        # Dask logs and ignores an exception raised here (PreloadManager.start) and the preload runs before the
+        # worker registers with its scheduler: ending the process is what keeps it out of the cluster.
+        logging.getLogger(__name__).critical(SPILLING_REFUSED)
+        os._exit(SPILLING_EXIT_CODE)
     import curator_service.jobs.worker  # noqa: F401  (at full priority: a loaded machine would starve it)
 
     os.nice(WORKER_NICENESS)
