@@ -84,8 +84,13 @@ def run(ctx: JobContext) -> dict[str, Any]:
     ctx.progress(0.0, f"fitting the learner at the {len(params.log10_lambda)} grid points")
     task = split_task(training_features(ctx), labels, validation_fraction=params.validation_fraction, rng=ctx.rng)
     m, grid = task.validation_size, np.asarray(params.log10_lambda, dtype=float)
+
+    def fitted(value: float) -> float:
+        ctx.check_cancelled()  # up to 200 fits of seconds each: a cancel stops the job between them
+        return task.at_log10(value)
+
     # Every grid point, in grid order, before GP-UCB: fitting time then does not depend on GP-UCB's path.
-    accuracies = np.array([task.at_log10(value) for value in grid])
+    accuracies = np.array([fitted(value) for value in grid])
     prior = dpbo.GPPrior(params.lengthscale, params.signal_std, params.prior_mean)
     dataset_kernel = params.dataset_kernel
     if dataset_kernel is None:
