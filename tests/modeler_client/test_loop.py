@@ -53,8 +53,9 @@ def test_the_loop_finds_the_best_row_in_the_direction_of_the_goal(curator, tmp_p
     sign = 1.0 if goal == "maximize" else -1.0
     queried = sign * np.array([q.value for q in record.done()])
     # Within 1.5% of the value range of the goal's best row; a loop going the wrong way would end ~29 (the range)
-    # below it. The queries' median above the table's was asserted too: a thin margin under the secret row order,
-    # which no test can seed; it failed in 2 of ~10 runs on 2026-11-24 (not root-caused: the session's closing note).
+    # below it. Not asserted: the queries' median above the table's. The first pick is the argmax of a flat prior,
+    # i.e. the first row of the curator's secret order, which no test can seed, and the path from it varies: over 20
+    # fresh orders (2026-11-27) that margin ranged 0.16–4.17 (p10 0.49) and it failed in 2 of ~10 runs on 2026-11-24.
     assert np.max(queried) > np.max(sign * y) - 0.5
     curve = record.best_so_far()
     assert np.all(np.diff(curve) >= 0) if goal == "maximize" else np.all(np.diff(curve) <= 0)
