@@ -10,8 +10,9 @@ every such module is registered automatically (see docs/curator_service.md, "How
   Dask worker process (:mod:`.worker`), never in the API process. It reads the raw table from ``ctx.table``
   (a learner reads :func:`training_features`: the dataset's public scaling, rows clipped to the unit ball),
   reports progress with ``ctx.progress(fraction, message)``, calls ``ctx.check_cancelled()`` between steps
-  (cancel, the time limit and a lost claim all show there), spreads independent pieces over the cluster with
-  ``ctx.map(fn, items)`` and draws every piece of privacy noise from ``ctx.noise``. Raise :class:`JobFailed`
+  (cancel, the time limit and a lost claim all show there; a DP-SGD training checks by itself every few
+  hundred steps, in the job's thread and in its pieces on the cluster: :mod:`shared.learners.stopping`),
+  spreads independent pieces over the cluster with ``ctx.map(fn, items)`` and draws every piece of privacy noise from ``ctx.noise``. Raise :class:`JobFailed`
   with a sentence for a failure the submitter may read; any other exception is reported by type only (its
   message might quote data).
 * ``commit(session, job, result)``, when given, makes the job charge at the end instead: submission only
@@ -102,9 +103,10 @@ class JobContext:
             progress: Callable[[int, int], None] | None = None) -> list[Any]:
         """``[fn(item) for item in items]``, spread over the Dask cluster when the job runs on a worker (``fn`` and
         what it holds are sent once to each worker that needs them), a plain loop elsewhere; cancellation is
-        checked between items (a loop) or every fraction of a second while they run (the cluster). ``fn`` must
-        be picklable (a module-level function or a :func:`functools.partial` of one) and must not draw privacy
-        noise from ``ctx.noise``, which stays in this process. ``progress(done, total)`` hears as pieces finish."""
+        checked between items (a loop) or every fraction of a second while they run (the cluster; a running
+        piece's DP-SGD training then stops at its next stop check). ``fn`` must be picklable (a module-level
+        function or a :func:`functools.partial` of one) and must not draw privacy noise from ``ctx.noise``, which
+        stays in this process. ``progress(done, total)`` hears as pieces finish."""
         return parallel_map(fn, list(items), self.check_cancelled, progress)
 
 

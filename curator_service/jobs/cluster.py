@@ -17,6 +17,8 @@ from typing import Any
 import dask
 from distributed import Client, LocalCluster, get_worker, wait, worker_client
 
+from shared.learners.stopping import stop_check
+
 POLL_SECONDS = 0.25  # how often a job waiting on its pieces looks at its cancel flag
 
 # Workers hold raw rows (a job's table, a release's chunks and M): never spilled to the worker's local disk.
@@ -131,19 +133,39 @@ class Hidden:
 
 
 def _call_each(fn: Callable[[Any], Any], batch: Hidden) -> list[Any]:
-    """The task of one batch. A failure leaves it as a :class:`~curator_service.jobs.JobFailed` naming the error's
-    type only: Dask logs a failed task's exception with its message, which might quote data (the curator's own log
-    gets the traceback without the message)."""
+    """The task of one batch. A training in it stops at its next stop check once the task is cancelled
+    (:func:`_stop_if_task_cancelled`). A failure leaves it as a :class:`~curator_service.jobs.JobFailed` naming the
+    error's type only: Dask logs a failed task's exception with its message, which might quote data (the curator's
+    own log gets the traceback without the message)."""
     from curator_service.errors import log_unexpected
-    from curator_service.jobs import JobFailed
+    from curator_service.jobs import JobCancelled, JobFailed
 
     try:
-        return [fn(item) for item in batch.items]
-    except JobFailed:
-        raise  # a kind's own sentence, safe by contract
+        with stop_check(_stop_if_task_cancelled()):
+            return [fn(item) for item in batch.items]
+    except (JobFailed, JobCancelled):
+        raise  # a kind's own sentence, safe by contract; a stop of a cancelled task, which nobody gathers
     except Exception as exc:  # noqa: BLE001
         log_unexpected(exc)
         raise JobFailed(f"a part of the job failed with {type(exc).__name__}; the curator's log says where") from None
+
+
+def _stop_if_task_cancelled() -> Callable[[], None]:
+    """The stop check of the task running in this thread: it raises :class:`~curator_service.jobs.JobCancelled` once
+    the worker holds the task as cancelled, which :func:`parallel_map` does to its unfinished pieces when it ends
+    early (a cancel, a failed piece) and the scheduler does when the job's process is gone. It reads the worker's own
+    state of the task: no message to the scheduler, nothing to clean up."""
+    from curator_service.jobs import JobCancelled
+
+    worker = get_worker()
+    key = worker.get_current_task()
+
+    def check() -> None:
+        task = worker.state.tasks.get(key)
+        if task is None or task.state == "cancelled":
+            raise JobCancelled
+
+    return check
 
 
 def parallel_map(fn: Callable[[Any], Any], items: list[Any], check_cancelled: Callable[[], None],
@@ -151,7 +173,8 @@ def parallel_map(fn: Callable[[Any], Any], items: list[Any], check_cancelled: Ca
     """``[fn(item) for item in items]``: on a Dask worker, as tasks over the whole cluster (this task secedes from
     its thread while it waits, so the pieces may run there too); elsewhere a loop. ``check_cancelled`` raises to
     stop: between items, or every :data:`POLL_SECONDS` while pieces run (the pieces not yet done are cancelled;
-    a piece already running finishes in the background, Dask cannot interrupt a thread). More than
+    a piece already running stops at its training's next stop check, :mod:`shared.learners.stopping`, else
+    finishes in the background: Dask cannot interrupt a thread). More than
     :data:`MAX_PIECES` items go in that many tasks of consecutive items. ``progress(done, total)`` is called as
     pieces finish."""
     report = progress or (lambda done, total: None)

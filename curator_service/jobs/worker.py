@@ -6,8 +6,9 @@ environment (:func:`with_password`), opens an engine per URL and keeps decoded t
 cached for the worker's life. While the job runs, a heartbeat thread writes ``heartbeat_at`` every
 :data:`~.state.HEARTBEAT_SECONDS` and reads the cancel flag, so ``ctx.cancelled()`` costs no query. The heartbeat
 gives the verdict itself: a cancelled job is marked cancelled, one past its deadline failed, within a heartbeat;
-the job's thread stops at its next check (a thread cannot be killed), and whatever it writes later is refused by
-the claimant check, so a late result or commit never lands. A job whose API key already runs its share of the workers
+the job's thread stops at its next check (a thread cannot be killed; a DP-SGD training checks itself every few
+hundred steps: :mod:`shared.learners.stopping`), and whatever it writes later is refused by the claimant check, so
+a late result or commit never lands. A job whose API key already runs its share of the workers
 waits queued, its task holding no worker slot (:func:`running_share`), so one key can never starve another's jobs.
 """
 
@@ -38,6 +39,7 @@ from curator_service.services.datasets import cached_table
 from curator_service.settings import read_secret
 from shared.api.errors import ApiError
 from shared.dp.noise import seeded_streams
+from shared.learners.stopping import stop_check
 
 
 logger = logging.getLogger(__name__)
@@ -214,7 +216,8 @@ def _run_job(task: JobTask) -> None:
             rejoin()  # a slot for the job's own work (the heartbeat keeps the claim alive while it frees)
         try:
             ctx = _context(db, task, beat)
-            result = kind.run(ctx)
+            with stop_check(ctx.check_cancelled):  # a training in this thread stops within seconds of a cancel
+                result = kind.run(ctx)
             if beat.stop.is_set():
                 raise JobCancelled
             _store(db, task.job_id, me, kind, result, note)
