@@ -73,8 +73,9 @@ def best_upper_confidence_bound(lo, hi, tile, mean, variance, sqrt_beta, exclude
 @njit(nogil=True, cache=True, inline="always")
 def _tile_scores(mean, variance, a, b, sqrt_beta, scores):
     """μ + √β √max(σ², 0) over [a, b) into ``scores`` (numpy's ``μ + √β σ``, rounding for rounding)."""
-    for j in range(a, b):
-        scores[j - a] = mean[j] + sqrt_beta * math.sqrt(max(variance[j], 0.0))
+    mean, variance = mean[a:b], variance[a:b]  # indexed from 0: a loop over j + a does not vectorise
+    for j in range(b - a):
+        scores[j] = mean[j] + sqrt_beta * math.sqrt(max(variance[j], 0.0))
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -131,20 +132,23 @@ def _exp_in_place(values, m, shifts, exponents):
 @njit(nogil=True, cache=True, inline="always")
 def _add_rows(buffer, a, m, rows, first, count, weights):
     """buffer[:m] += Σ_k weights[k] · rows(k)[a : a + m] for k in [first, first + count), four rows a sweep
-    (the buffer is read and written a quarter as often); ``rows`` is a list of blocks of ``block`` rows."""
+    (the buffer is read and written a quarter as often); ``rows`` is a list of blocks of ``block`` rows. Each
+    row is sliced to the tile first: indexed from 0 the loop vectorises (with ``a + j`` it did not, 3× slower
+    in cache)."""
     block = rows[0].shape[0]
+    b = a + m
     k, stop = first, first + count
     while k + 4 <= stop:
-        r0, r1 = rows[k // block][k % block], rows[(k + 1) // block][(k + 1) % block]
-        r2, r3 = rows[(k + 2) // block][(k + 2) % block], rows[(k + 3) // block][(k + 3) % block]
+        r0, r1 = rows[k // block][k % block, a:b], rows[(k + 1) // block][(k + 1) % block, a:b]
+        r2, r3 = rows[(k + 2) // block][(k + 2) % block, a:b], rows[(k + 3) // block][(k + 3) % block, a:b]
         c0, c1, c2, c3 = weights[k - first], weights[k + 1 - first], weights[k + 2 - first], weights[k + 3 - first]
         for j in range(m):
-            buffer[j] += c0 * r0[a + j] + c1 * r1[a + j] + c2 * r2[a + j] + c3 * r3[a + j]
+            buffer[j] += c0 * r0[j] + c1 * r1[j] + c2 * r2[j] + c3 * r3[j]
         k += 4
     while k < stop:
-        r0, c0 = rows[k // block][k % block], weights[k - first]
+        r0, c0 = rows[k // block][k % block, a:b], weights[k - first]
         for j in range(m):
-            buffer[j] += c0 * r0[a + j]
+            buffer[j] += c0 * r0[j]
         k += 1
 
 
@@ -172,8 +176,7 @@ def fused_step(
         b = min(a + tile, hi)
         m = b - a
         if profile == GIVEN_COLUMN:
-            for j in range(m):
-                buffer[j] = column[a + j]
+            buffer[:m] = column[a:b]
         else:
             buffer[:m] = query_offset
             _add_rows(buffer, a, m, (scaled,), 0, len(query), query)
@@ -197,12 +200,19 @@ def fused_step(
         for j in range(m):
             buffer[j] *= kernel_weight
         _add_rows(buffer, a, m, blocks, 0, len(coefficients), coefficients)
-        for j in range(m):
-            v = buffer[j]
-            new_row[a + j] = v
-            mean[a + j] += w * v
-            variance[a + j] -= v * v
-        if score:
-            _tile_scores(mean, variance, a, b, sqrt_beta, buffer)
+        tile_row, tile_mean, tile_variance = new_row[a:b], mean[a:b], variance[a:b]
+        if score:  # the scores from the updated μ and σ² while they are in registers: no second loop over them
+            for j in range(m):
+                v = buffer[j]
+                tile_row[j] = v
+                updated_mean, updated_variance = tile_mean[j] + w * v, tile_variance[j] - v * v
+                tile_mean[j], tile_variance[j] = updated_mean, updated_variance
+                buffer[j] = updated_mean + sqrt_beta * math.sqrt(max(updated_variance, 0.0))
             best_score, best_index, skip = _tile_argmax(buffer[:m], a, b, excluded, skip, best_score, best_index)
+        else:
+            for j in range(m):
+                v = buffer[j]
+                tile_row[j] = v
+                tile_mean[j] += w * v
+                tile_variance[j] -= v * v
     return best_score, best_index
