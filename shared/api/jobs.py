@@ -168,6 +168,7 @@ class DpTuneResult(_Result):
 # --- dpareto (Avent et al.) ---------------------------------------------------------------------------
 
 DPARETO_RANGE_LIMITS = {"batch_size": 65_536, "learning_rate": 10.0, "noise_variance": 1e4, "clip_norm": 1000.0}
+DPARETO_MAX_BASELINE_POINTS = 768  # as many as DPareto's most: 256 initial points and 512 iterations
 
 
 class DparetoParams(_Params):
@@ -185,6 +186,13 @@ class DparetoParams(_Params):
     learning_rate: tuple[Number, Number] = (5e-4, 5e-2)
     noise_variance: tuple[Number, Number] = (0.1, 16.0)
     clip_norm: tuple[Number, Number] = (0.1, 4.0)
+    baseline: str = Field(default="none", pattern="^(none|random|grid)$",
+                          description="Also evaluate random search or a regular grid over the same domain, to "
+                                      "compare DPareto's front with.")
+    baseline_points: Integer | None = Field(
+        default=None, ge=1, le=DPARETO_MAX_BASELINE_POINTS,
+        description="The baseline's evaluations (random) or the most its grid may have (grid: the finest grid "
+                    "within it); default: as many as DPareto's, initial_points + iterations.")
     seed: Seed | None = None
 
     @model_validator(mode="after")
@@ -194,6 +202,8 @@ class DparetoParams(_Params):
             low, high = getattr(self, name)
             if not 0 < low < high <= limit:
                 raise ValueError(f"{name} must be a range [low, high] with 0 < low < high ≤ {limit:g}")
+        if self.baseline == "none" and self.baseline_points is not None:
+            raise ValueError("baseline_points needs a baseline: set baseline to 'random' or 'grid'")
         return self
 
 
@@ -218,3 +228,7 @@ class DparetoResult(_Result):
     points: list[DparetoPoint]
     front: list[DparetoPoint]
     overhead_seconds: float
+    baseline: str = "none"
+    baseline_points: list[DparetoPoint] = []  # every point the baseline evaluated, in its order
+    baseline_front: list[DparetoPoint] = []
+    baseline_hypervolume: float | None = None  # same anti-ideal as ``hypervolume``

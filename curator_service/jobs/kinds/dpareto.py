@@ -13,14 +13,25 @@ nothing on the ledger: it releases nothing to modelers, and no parameter can cha
 noise is research noise from ``ctx.rng`` (the trainings are never released either), so no parameter
 touches ``ctx.noise``.
 
-Bounds (each violation is a 422 with a sentence): at most 256 initial points and 512 iterations, at most
-1000 epochs (at least 2: epochs are searched in [1, max_epochs]), lot sizes in [1, 65,536], learning rates
-in (0, 10], noise variances in (0, 10^4], clip norms in (0, 1000], each range with low < high (a range
-of one value would be a division by zero in the search), and 5–50% of the rows held out.
+Baseline. ``baseline`` "random" or "grid" also evaluates random search (``baseline_points`` settings drawn
+uniformly from the same domain, the first ``initial_points`` of them DPareto's own initial points, as in the
+paper, and not evaluated again) or the finest regular grid of at most ``baseline_points`` settings (k values
+per hyperparameter, k^5 ≤ baseline_points, so at least 32); by default as many points as DPareto evaluates.
+Its points, front and hypervolume (same anti-ideal) come back beside DPareto's, so the curator sees whether
+the front beats the baseline at the same cost. Like DPareto's initial points, its evaluations are spread over
+the cluster (``ctx.map``); DPareto's HVPoI steps are sequential and run in the job's process.
+
+Bounds (each violation is a 422 with a sentence): at most 256 initial points, 512 iterations and 768
+baseline points, at most 1000 epochs (at least 2: epochs are searched in [1, max_epochs]), lot sizes in
+[1, 65,536], learning rates in (0, 10], noise variances in (0, 10^4], clip norms in (0, 1000], each range with
+low < high (a range of one value would be a division by zero in the search), 5–50% of the rows held out, and
+at most 10^7 DP-SGD steps over the whole job, counted at the worst setting of the domain: (initial points +
+iterations + baseline points) × max_epochs × round(training rows / smallest lot) (the curator's CPU is shared).
 """
 
 from __future__ import annotations
 
+import copy
 from functools import partial
 from typing import Any
 
@@ -36,16 +47,56 @@ from curator_service.jobs import (
     held_out_split,
     training_features,
 )
-from shared.algorithms.dpareto.optimizer import ParetoProblem, dpareto
+from shared.algorithms.dpareto.optimizer import (
+    Evaluation, ParetoProblem, ParetoResult, dpareto, grid_search, grid_points_per_dimension, random_search,
+)
 from shared.algorithms.dpareto.problems import dpsgd_oracle, dpsgd_space
 from shared.api.jobs import DparetoParams, DparetoPoint, DparetoResult
 from shared.dp.noise import SeededNoise
+
+MAX_STEPS = 10_000_000
+"""DP-SGD steps a job may need at worst. The defaults (24 evaluations × 64 epochs at lots ≥ 8) fit on tables of up
+to ~74,000 rows (all of Adult, 32,561 rows: 4.4·10^6); the service-latency benchmark's long job needs 2.8·10^6 and
+the end-to-end Adult tests at most 2.9·10^6. A small-lot step took 60–90 µs (one core, loaded machine), so the bound
+is 10–15 minutes of CPU, much of it spread over the cluster."""
+DIMENSIONS = len(dpsgd_space())
+
+
+def baseline_budget(params: DparetoParams) -> int:
+    """``baseline_points``, by default as many as DPareto evaluates; 0 without a baseline."""
+    return 0 if params.baseline == "none" else params.baseline_points or params.initial_points + params.iterations
+
+
+def grid_size(params: DparetoParams) -> int:
+    """Values per hyperparameter of the grid baseline: the finest grid within the budget."""
+    return grid_points_per_dimension(baseline_budget(params), DIMENSIONS)
+
+
+def baseline_evaluations(params: DparetoParams) -> int:
+    """How many settings the baseline evaluates: its budget for random search, the grid's size for the grid."""
+    return grid_size(params) ** DIMENSIONS if params.baseline == "grid" else baseline_budget(params)
+
+
+def training_steps(params: DparetoParams, n_train: int) -> int:
+    """DP-SGD steps of the whole job at worst: every evaluation (DPareto's and the baseline's) at max_epochs and
+    the smallest lot, round(n_train / lot) steps an epoch (the learner's count)."""
+    evaluations = params.initial_points + params.iterations + baseline_evaluations(params)
+    return evaluations * params.max_epochs * max(1, round(n_train / params.batch_size[0]))
 
 
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
     """Zero: the front is for the curator only and nothing is released to a modeler (not DP, DESIGN §4)."""
     parsed = DparetoParams.model_validate(params)
+    if parsed.baseline == "grid" and grid_size(parsed) < 2:
+        raise ValueError(f"a grid baseline needs baseline_points ≥ {2**DIMENSIONS} (2 values of each of the "
+                         f"{DIMENSIONS} hyperparameters); set baseline_points")
     check_label_column(dataset, parsed.label_column)
+    if dataset is not None:
+        n_train = dataset.n - held_out_split(dataset.n, parsed.test_fraction)
+        if (steps := training_steps(parsed, n_train)) > MAX_STEPS:
+            raise ValueError(f"this front may need {steps:,} DP-SGD steps and at most {MAX_STEPS:,} are allowed; use "
+                             "fewer initial points, iterations or baseline points, fewer max_epochs, or a larger "
+                             "smallest batch_size")
     return 0.0, 0.0
 
 
@@ -74,15 +125,24 @@ def run(ctx: JobContext) -> dict[str, Any]:
                         learning_rate=p.learning_rate, noise_variance=p.noise_variance, clip_norm=p.clip_norm)
     oracle = partial(evaluate_setting, (X[train], y[train]), (X[test], y[test]), p.loss, p.optimizer, p.delta,
                      int(ctx.rng.integers(2**63)))
-    total = p.initial_points + p.iterations
+    front_total = p.initial_points + p.iterations
+    total = front_total + baseline_evaluations(p)
 
     def progress(method: str, done: int, _total: int, evaluation) -> None:
         ctx.check_cancelled()
+        done += 0 if method == "dpareto" else front_total
         ctx.progress(done / total, f"{done}/{total} points evaluated")
 
     problem = ParetoProblem("dpareto", space, oracle)
+    start = copy.deepcopy(ctx.rng)  # random search's first points are DPareto's initial points, as in the paper
     result = dpareto(problem, initial_points=p.initial_points, iterations=p.iterations, rng=ctx.rng, progress=progress,
                      map_fn=ctx.map)  # the initial design's evaluations over the cluster
+    baseline = None
+    if p.baseline == "random":  # the oracle is a function of the setting: DPareto's evaluations are reused
+        baseline = random_search(problem, evaluations=baseline_evaluations(p), rng=start, progress=progress,
+                                 map_fn=ctx.map, known=result.evaluations)
+    elif p.baseline == "grid":
+        baseline = grid_search(problem, points_per_dimension=grid_size(p), progress=progress, map_fn=ctx.map)
     return DparetoResult(
         warning="This front is not differentially private (DPareto's threat model): share it with trusted analysts only.",
         anti_ideal=list(result.anti_ideal),
@@ -92,10 +152,22 @@ def run(ctx: JobContext) -> dict[str, Any]:
         n_test=n_test,
         majority_baseline=max(float(np.mean(y[test])), 1.0 - float(np.mean(y[test]))),
         best_accuracy=1.0 - min(e.error for e in result.evaluations),
-        points=[DparetoPoint(params=e.params, epsilon=e.epsilon, error=e.error) for e in result.evaluations],
-        front=[DparetoPoint(params=e.params, epsilon=e.epsilon, error=e.error) for e in result.front_evaluations()],
+        points=wire_points(result.evaluations),
+        front=wire_points(result.front_evaluations()),
         overhead_seconds=float(np.sum(result.overhead_seconds)),
+        **baseline_fields(p.baseline, baseline),
     ).model_dump()
+
+
+def wire_points(evaluations: list[Evaluation]) -> list[DparetoPoint]:
+    return [DparetoPoint(params=e.params, epsilon=e.epsilon, error=e.error) for e in evaluations]
+
+
+def baseline_fields(method: str, baseline: ParetoResult | None) -> dict[str, Any]:
+    if baseline is None:
+        return {}
+    return {"baseline": method, "baseline_points": wire_points(baseline.evaluations),
+            "baseline_front": wire_points(baseline.front_evaluations()), "baseline_hypervolume": baseline.hypervolume()}
 
 
 KIND = JobKind(

@@ -136,11 +136,19 @@ def _evaluate(problem: ParetoProblem, params: dict[str, float]) -> Evaluation:
     return Evaluation(dict(params), float(epsilon), float(error), time.perf_counter() - start)
 
 
+def _setting_key(params: dict[str, float]) -> tuple:
+    return tuple(sorted(params.items()))
+
+
 def _record_all(result: ParetoResult, problem: ParetoProblem, settings: list[dict], total: int,
-                progress: Progress | None, map_fn: MapFn = map) -> None:
+                progress: Progress | None, map_fn: MapFn = map, known: Iterable[Evaluation] = ()) -> None:
     """Evaluate independent settings through ``map_fn`` (``map``, or a cluster's map that returns results in
-    input order) and record them in that order, so a parallel run equals the serial one."""
-    for evaluation in map_fn(partial(_evaluate, problem), settings):
+    input order) and record them in that order, so a parallel run equals the serial one. A setting with an
+    evaluation in ``known`` takes that one instead of being evaluated again."""
+    reuse = {_setting_key(e.params): e for e in known}
+    fresh = iter(map_fn(partial(_evaluate, problem), [s for s in settings if _setting_key(s) not in reuse]))
+    for setting in settings:
+        evaluation = reuse[key] if (key := _setting_key(setting)) in reuse else next(fresh)
         result.evaluations.append(evaluation)
         if progress:
             progress(result.method, len(result.evaluations), total, evaluation)
@@ -264,15 +272,26 @@ def dpareto(
 
 def random_search(
     problem: ParetoProblem, *, evaluations: int, rng: np.random.Generator | int | None = None,
-    progress: Progress | None = None, map_fn: MapFn = map,
+    progress: Progress | None = None, map_fn: MapFn = map, known: Iterable[Evaluation] = (),
 ) -> ParetoResult:
     """Random sampling from the problem's distribution; with the same seed its first points are
-    DPareto's initial points. All evaluations are independent and go through ``map_fn``."""
+    DPareto's initial points. All evaluations are independent and go through ``map_fn``, except settings
+    already evaluated in ``known`` (e.g. that DPareto run's: valid when the oracle is a deterministic
+    function of the setting), which are taken from there."""
     rng = np.random.default_rng(rng)
     initial = np.random.default_rng(rng.integers(2**63))
     result = ParetoResult("random", problem.name, tuple(problem.anti_ideal))
-    _record_all(result, problem, [problem.sample(initial) for _ in range(evaluations)], evaluations, progress, map_fn)
+    _record_all(result, problem, [problem.sample(initial) for _ in range(evaluations)], evaluations, progress, map_fn,
+                known)
     return result
+
+
+def grid_points_per_dimension(budget: int, dimensions: int) -> int:
+    """The largest k with k^dimensions ≤ budget (at least 1): the finest regular grid within a budget."""
+    k = 1
+    while (k + 1) ** dimensions <= budget:
+        k += 1
+    return k
 
 
 def grid_search(problem: ParetoProblem, *, points_per_dimension: int, progress: Progress | None = None,
