@@ -194,6 +194,9 @@ def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int, worke
     the reads of V and the candidates alone."""
     rates = measure_bandwidth(bandwidth_megabytes, workers)  # before the problem is built: the arrays are large
     bandwidth = dict(zip(("wall", "cpu"), rates["read"]))
+    # Once a process, not a step's cost: loading the compiled pass from numba's cache and starting the worker
+    # threads (their stacks and allocator arenas), which cost the first step ~0.3 s (with --skip-comparison).
+    run_ours(*projected_problem(8192 * workers, r, seed), 3, workers, reserve=True)
     Z, f = projected_problem(n, r, seed)
     tracemalloc.start()
     picks, (seconds, cpu_seconds), step_times = run_ours(Z, f, T, workers, reserve=True)
