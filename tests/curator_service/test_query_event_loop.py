@@ -17,6 +17,9 @@ from tests.curator_service.conftest import bearer, modeler_key, register, releas
 WAIT = int(__import__("os").environ.get("Q_WAIT", "300"))  # seconds: generous, for a loaded machine; the waits below end as soon as their condition holds
 
 
+INSERT_EVENT = "INSERT INTO audit_events (actor, action, created_at) VALUES ('t', ?, '2026-01-01')"
+
+
 def hold_write_lock(db: Database) -> tuple[threading.Event, threading.Event, threading.Thread]:
     """A thread holding ``db``'s write lock (an open write transaction) until ``release`` is set."""
     held, release_ = threading.Event(), threading.Event()
@@ -58,17 +61,45 @@ def test_a_write_without_waiting_refuses_while_another_transaction_holds_the_loc
     try:
         assert db.writes_without_waiting
         _, release_, holder = hold_write_lock(db)
-        with pytest.raises(WriteLockBusy), db.write_without_waiting() as session:
-            session.execute(text("INSERT INTO audit_events (actor, action, created_at) VALUES ('t', 'never written', '2026-01-01')"))
+        with pytest.raises(WriteLockBusy), db.write_without_waiting() as transaction:
+            transaction.driver_connection.execute(INSERT_EVENT, ("never written",))
         release_.set()
         holder.join(WAIT)
 
         # the positive control: with the lock free it writes and commits
-        with db.write_without_waiting() as session:
-            session.execute(text("INSERT INTO audit_events (actor, action, created_at) VALUES ('t', 'written', '2026-01-01')"))
+        with db.write_without_waiting() as transaction:
+            transaction.driver_connection.execute(INSERT_EVENT, ("written",))
         with db.read() as session:
             actions = session.execute(text("SELECT action FROM audit_events WHERE actor = 't'")).scalars().all()
         assert actions == ["written"]
+    finally:
+        db.dispose()
+
+
+def test_the_loop_transaction_commits_durably_rolls_back_on_error_and_runs_one_at_a_time(tmp_path):
+    """The loop's transaction runs on one sqlite3 connection held for it (no Session): it must keep the engine's
+    PRAGMAs (a commit on disk before the response: synchronous=FULL), never wait (busy timeout 0, and a second
+    transaction while it is in use is refused, not queued), and leave nothing behind when its block raises."""
+    db = Database(f"sqlite:///{tmp_path / 'pobo.db'}")
+    migrate(db.engine)
+    try:
+        with db.write_without_waiting() as transaction:
+            driver = transaction.driver_connection
+            pragmas = [driver.execute(f"PRAGMA {name}").fetchone()[0]
+                       for name in ("synchronous", "busy_timeout", "journal_mode", "foreign_keys")]
+            assert pragmas == [2, 0, "wal", 1]  # 2: FULL
+            with pytest.raises(WriteLockBusy), db.write_without_waiting():
+                pass
+            driver.execute(INSERT_EVENT, ("committed",))
+        with pytest.raises(RuntimeError), db.write_without_waiting() as transaction:
+            transaction.driver_connection.execute(INSERT_EVENT, ("rolled back",))
+            raise RuntimeError
+        with db.write_without_waiting() as transaction:  # the refusal's path: commit, then the error leaves
+            transaction.driver_connection.execute(INSERT_EVENT, ("committed, then refused",))
+            transaction.commit()
+        with db.read() as session:
+            actions = session.execute(text("SELECT action FROM audit_events WHERE actor = 't'")).scalars().all()
+        assert actions == ["committed", "committed, then refused"]
     finally:
         db.dispose()
 
