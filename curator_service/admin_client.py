@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from curator_service.settings import MAX_RELEASE_WAIT_SECONDS
 from shared.api.errors import ApiError
 from shared.api.governance import KeyCreateWithPolicy
 from shared.api.http_client import ApiClient
@@ -48,6 +49,11 @@ from shared.api.schemas import (
 JOB_ENDED = frozenset({"succeeded", "failed", "cancelled"})
 POLL_SECONDS = 1.0
 """How often a followed job is polled: progress moves per chunk (seconds), and a poll is one cheap read."""
+
+
+RELEASE_POST_TIMEOUT_SECONDS = MAX_RELEASE_WAIT_SECONDS + 30.0
+"""The release POST's timeout: the longest wait a server may be set to, plus the client's usual 30 s for the request's
+own work, so a release finished within the server's wait is heard rather than timed out on and sent again."""
 
 
 class JobNotSucceeded(ApiError):
@@ -153,11 +159,12 @@ class CuratorAdmin:
 
     def submit_release(self, dataset_id: int, body: ReleaseCreate) -> ReleaseOut | JobOut:
         """POSTs the release under ``body.request_id`` (a fresh UUID when unset): the release when the server
-        finished it within its wait (201), else its job (202). A dropped connection or a timeout is retried with
+        finished it within its wait (201), else its job (202); the POST waits out any wait the server may be set to
+        (:data:`RELEASE_POST_TIMEOUT_SECONDS`). A dropped connection or a timeout is retried with
         the same request_id, so the release is made and charged once however often the POST is sent."""
         if body.request_id is None:
             body = body.model_copy(update={"request_id": str(uuid.uuid4())})
-        with self.admin() as api:
+        with self.admin(timeout=RELEASE_POST_TIMEOUT_SECONDS) as api:
             response = api.request("POST", f"{API_PREFIX}/datasets/{dataset_id}/releases",
                                    json=body.model_dump(mode="json", exclude_none=True))
         return (JobOut if response.status_code == 202 else ReleaseOut).model_validate(response.json())

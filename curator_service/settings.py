@@ -21,6 +21,9 @@ from sqlalchemy.exc import ArgumentError
 Mode = Literal["research", "production"]
 
 DEFAULT_MAX_UPLOAD_BYTES = 200 * 1024 * 1024
+# The longest POBO_RELEASE_WAIT_SECONDS: the admin client's release POST waits this long and a margin for its answer
+# (curator_service.admin_client), so a client never times out on, and re-sends, a release it could have seen.
+MAX_RELEASE_WAIT_SECONDS = 120.0
 
 
 def default_data_dir() -> Path:
@@ -79,7 +82,8 @@ class Settings(BaseSettings):
     # all the cluster's worker threads but one at once (curator_service.jobs.worker.running_share).
     job_limit_per_key: PositiveInt = 2
     job_time_limit_seconds: float = Field(default=6 * 3600.0, gt=0, allow_inf_nan=False)  # each kind may bound its jobs lower
-    release_wait_seconds: float = Field(default=2.0, ge=0, allow_inf_nan=False)  # how long a release POST waits for its job before answering 202
+    # How long a release POST waits for its job before answering 202 (at most MAX_RELEASE_WAIT_SECONDS).
+    release_wait_seconds: float = Field(default=2.0, ge=0, le=MAX_RELEASE_WAIT_SECONDS, allow_inf_nan=False)
     import_root: Path | None = None
 
     @classmethod
