@@ -152,9 +152,9 @@ def _call_each(fn: Callable[[Any], Any], batch: Hidden) -> list[Any]:
 
 def _stop_if_task_cancelled() -> Callable[[], None]:
     """The stop check of the task running in this thread: it raises :class:`~curator_service.jobs.JobCancelled` once
-    the worker holds the task as cancelled, which :func:`parallel_map` does to its unfinished pieces when it ends
-    early (a cancel, a failed piece) and the scheduler does when the job's process is gone. It reads the worker's own
-    state of the task: no message to the scheduler, nothing to clean up."""
+    the worker holds the task as cancelled, as it does once :func:`parallel_map` cancels its unfinished pieces (a
+    cancel, a failed piece). It reads the worker's own state of the task (Dask's worker state machine): no
+    message to the scheduler, nothing to clean up."""
     from curator_service.jobs import JobCancelled
 
     worker = get_worker()
