@@ -251,15 +251,19 @@ DPARETO = [
     {"initial_points": 2, "iterations": 0, "max_epochs": 2},
     {"initial_points": 2, "iterations": 1, "max_epochs": 2, "batch_size": [1, 2], "noise_variance": [1e-9, 2e-9],
      "clip_norm": [999.0, 1000.0], "learning_rate": [9.99, 10.0], "test_fraction": 0.5, "delta": 0.999},
+    {"initial_points": 2, "iterations": 0, "max_epochs": 2, "baseline": "random", "baseline_points": 4},
+    {"initial_points": 2, "iterations": 0, "max_epochs": 2, "batch_size": [1, 2], "baseline": "grid",
+     "baseline_points": 32},
 ]
 
 
-@pytest.mark.parametrize("change", DPARETO, ids=["small", "extremes"])
+@pytest.mark.parametrize("change", DPARETO, ids=["small", "extremes", "random-baseline", "grid-baseline"])
 def test_dpareto_releases_nothing_whatever_its_parameters(change):
     """Curator only, free, and it never touches the privacy-noise source: nothing of it is a release."""
     charge, result, noise = run_kind("dpareto", {"label_column": "label", **change}, table())
     assert charge == (0.0, 0.0) and KINDS["dpareto"].roles == {"curator"}
     assert noise.draws == [] and result["not_differentially_private"] is True
+    assert result["baseline"] == change.get("baseline", "none")  # the baseline cases did evaluate one
 
 
 def test_every_kind_is_swept():

@@ -24,9 +24,10 @@ the cluster (``ctx.map``); DPareto's HVPoI steps are sequential and run in the j
 Bounds (each violation is a 422 with a sentence): at most 256 initial points, 512 iterations and 768
 baseline points, at most 1000 epochs (at least 2: epochs are searched in [1, max_epochs]), lot sizes in
 [1, 65,536], learning rates in (0, 10], noise variances in (0, 10^4], clip norms in (0, 1000], each range with
-low < high (a range of one value would be a division by zero in the search), 5–50% of the rows held out, and
-at most 10^7 DP-SGD steps over the whole job, counted at the worst setting of the domain: (initial points +
-iterations + baseline points) × max_epochs × round(training rows / smallest lot) (the curator's CPU is shared).
+low < high (a range of one value would be a division by zero in the search), 5–50% of the rows held out, a
+smallest lot of at most half the training rows, and at most 10^7 DP-SGD steps over the whole job, counted at the
+worst setting of the domain: (initial points + iterations + baseline points) × max_epochs × round(training rows /
+smallest lot) (the curator's CPU is shared).
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ import numpy as np
 from curator_service.jobs import (
     DatasetInfo,
     JobContext,
-    JobFailed,
     JobKind,
     binary_labels,
     check_label_column,
@@ -93,6 +93,10 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
     check_label_column(dataset, parsed.label_column)
     if dataset is not None:
         n_train = dataset.n - held_out_split(dataset.n, parsed.test_fraction)
+        if n_train < 2 * parsed.batch_size[0]:  # so the lot-size range [low, min(high, n_train)] keeps low < high
+            raise ValueError(f"{n_train} training rows are too few for lots of at least {parsed.batch_size[0]}; "
+                             f"the smallest batch_size may be at most half the training rows (the table's {dataset.n} "
+                             f"rows less test_fraction {parsed.test_fraction})")
         if (steps := training_steps(parsed, n_train)) > MAX_STEPS:
             raise ValueError(f"this front may need {steps:,} DP-SGD steps and at most {MAX_STEPS:,} are allowed; use "
                              "fewer initial points, iterations or baseline points, fewer max_epochs, or a larger "
@@ -119,8 +123,6 @@ def run(ctx: JobContext) -> dict[str, Any]:
     order = ctx.rng.permutation(len(X))
     n_test = held_out_split(len(X), p.test_fraction)
     test, train = order[:n_test], order[n_test:]
-    if len(train) < 2 * p.batch_size[0]:
-        raise JobFailed(f"{len(train)} training rows are too few for lots of at least {p.batch_size[0]}")
     space = dpsgd_space(max_epochs=p.max_epochs, lot_size=(p.batch_size[0], min(p.batch_size[1], len(train))),
                         learning_rate=p.learning_rate, noise_variance=p.noise_variance, clip_norm=p.clip_norm)
     oracle = partial(evaluate_setting, (X[train], y[train]), (X[test], y[test]), p.loss, p.optimizer, p.delta,
