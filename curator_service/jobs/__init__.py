@@ -12,9 +12,9 @@ every such module is registered automatically (see docs/curator_service.md, "How
   reports progress with ``ctx.progress(fraction, message)``, calls ``ctx.check_cancelled()`` between steps
   (cancel, the time limit and a lost claim all show there; a DP-SGD training checks by itself every few
   hundred steps, in the job's thread and in its pieces on the cluster: :mod:`shared.learners.stopping`),
-  spreads independent pieces over the cluster with ``ctx.map(fn, items)`` and draws every piece of privacy noise from ``ctx.noise``. Raise :class:`JobFailed`
-  with a sentence for a failure the submitter may read; any other exception is reported by type only (its
-  message might quote data).
+  spreads independent pieces over the cluster with ``ctx.map(fn, items)`` and draws every piece of privacy noise
+  from ``ctx.noise``. Raise :class:`JobFailed` with a sentence for a failure the submitter may read; any other
+  exception is reported by type only (its message might quote data).
 * ``commit(session, job, result)``, when given, makes the job charge at the end instead: submission only
   checks that the cost is affordable, and after ``run`` returns (anything, not only JSON) the worker calls
   ``commit`` in ONE write transaction, unless the job was cancelled: it charges the ledger (the final budget

@@ -70,8 +70,8 @@ def tune_saying_where_it_stopped(ctx: JobContext):
 
 def test_a_cancel_stops_dp_tunes_final_training_where_it_is(client, monkeypatch, tmp_path):
     """The selected candidate's final training on all rows (the noise calibration, then 100 epochs of 1,350 steps:
-    some 40 s on the loaded test machine) is under way when the cancel comes: it stops inside it. The old kind calibrated and
-    trained to the last epoch and only then looked at the flag."""
+    some 40 s on the loaded test machine) is under way when the cancel comes: it stops inside it. The old kind
+    calibrated and trained to the last epoch and only then looked at the flag."""
     use(monkeypatch, "tune-recorded", tune_saying_where_it_stopped, cost=tune_cost)
     X, y = synthetic_table(1500, seed=4)
     dataset = upload(client, table_csv(X, (y > np.median(y)).astype(float)),
