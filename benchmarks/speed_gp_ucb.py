@@ -404,9 +404,9 @@ def run(args: argparse.Namespace) -> None:
     same = all(all(p == picks[0] for p in picks) for picks in picks_by_size.values())
     previous_same = all(big.get("previous_same_picks", True) for big in results["large"])
     large_table.caption = ("peak: the engine's own allocations (the factor and the scaled candidates), not the caller's Z; "
-                           f"CPU time sums the threads; 1 and 2 threads made the same picks: {same}; the previous code "
-                           f"({args.baseline}, its bound is this run's) made the same picks: "
-                           f"{previous_same}")
+                           f"CPU time sums the threads; 1 and 2 threads made the same picks: {same}"
+                           + (f"; the previous code ({args.baseline}, its bound is this run's) made the same picks: "
+                              f"{previous_same}" if args.baseline else ""))
     console.print(large_table)
     for tr in results["transform"]:
         console.print(
