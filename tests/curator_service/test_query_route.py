@@ -7,7 +7,8 @@ from __future__ import annotations
 import fastapi.routing
 import pytest
 
-from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
+from tests.curator_service.conftest import assert_error, bearer
+from tests.curator_service.test_query_path import world  # noqa: F401  (a fixture: a key's open session)
 
 
 @pytest.fixture
@@ -22,14 +23,6 @@ def solved(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(fastapi.routing, "solve_dependencies", counting)
     return paths
-
-
-@pytest.fixture
-def world(client):
-    rel = release(client, register(client)["id"])
-    key = modeler_key(client, [rel["id"]], max_queries=10)
-    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
-    return key, session
 
 
 def test_a_well_formed_query_skips_fastapis_handler_and_answers_what_it_answers(client, world, solved):
