@@ -12,7 +12,8 @@
    two. Counting the three writes at the read rate keeps it a lower bound on the time: a write moves no
    faster than a read here (copy ≈ read, triad below it). The bound of session 6, V and the candidates only
    (8n(t + r)), is printed beside it. A step is one compiled pass (``CandidatePosterior.observe``);
-   the engine is built with ``reserve=T``, so fresh memory is paid for in the build, not in the steps. The
+   the engine is built with ``reserve=T``, so fresh memory is paid for in the build, not in the steps, and a
+   small engine runs first (the process's one-time loading of the compiled pass and start of its threads). The
    previous engine (``--baseline``, from a git worktree) runs the same steps in a subprocess with as many
    threads.
 3. The PO-GP-UCB transform (``shared.releases.po_gp_ucb_release``) at n = 10⁶ and 10⁷ × d = 10.
