@@ -189,8 +189,7 @@ class JobKind:
     (:mod:`curator_service.services.ledger_events`: noise scale and sensitivity), from the parameters alone like
     ``cost``; without it the ledger records the kind's name and its (ε, δ). ``commit(session, job, result)``: see
     the module's docstring (charge at the end). ``time_limit_seconds`` bounds a job's run below the service's
-    ``POBO_JOB_TIME_LIMIT_SECONDS``; past it the job is failed. ``limited``: its jobs count towards a key's
-    ``POBO_JOB_LIMIT_PER_KEY``. ``endpoint``: the one endpoint that creates its jobs (with checks of its own),
+    ``POBO_JOB_TIME_LIMIT_SECONDS``; past it the job is failed. ``endpoint``: the one endpoint that creates its jobs (with checks of its own),
     named to whoever tries ``POST /v1/jobs`` instead. ``uncertified(params)``: a warning sentence when the job's
     result is not a DP release as charged (an uncertified mechanism), else None; such jobs show ``certified: false``."""
 
@@ -203,7 +202,6 @@ class JobKind:
     event: Callable[[dict[str, Any], DatasetInfo], dict[str, Any]] | None = None
     commit: Callable[[Session, Job, Any], dict[str, Any]] | None = None
     time_limit_seconds: float | None = None
-    limited: bool = True
     endpoint: str | None = None
     uncertified: Callable[[dict[str, Any]], str | None] | None = None
 

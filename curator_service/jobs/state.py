@@ -53,20 +53,19 @@ class Claim(Enum):
     WAITING = "waiting"  # its key already runs its share of the workers: still queued, try again later
 
 
-def claim(session: Session, job_id: int, claimant: str, time_limit_seconds: float, share: int | None = None) -> Claim:
+def claim(session: Session, job_id: int, claimant: str, time_limit_seconds: float, share: int) -> Claim:
     """queued → running for ``claimant``, with its deadline, unless the job's API key already has ``share`` jobs
-    running (None: no share, e.g. the admin's jobs): then the job stays queued, its ``heartbeat_at`` saying a task is
+    running (the admin's jobs have no key and no share): then the job stays queued, its ``heartbeat_at`` saying a task is
     waiting for it (:func:`waiting_for_turn`). On PostgreSQL the key's lock (:func:`unfinished_jobs`) serialises the count and
     the claim, so two workers cannot both take a key's last place."""
     now = utcnow()
-    if share is not None:
-        queued = session.execute(select(Job.key_id).where(Job.id == job_id, Job.status == "queued")).one_or_none()
-        if queued is None:
-            return Claim.GONE
-        if queued.key_id is not None and unfinished_jobs(session, queued.key_id, ("running",)) >= share:
-            waiting = session.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
-                                      .values(heartbeat_at=now).execution_options(synchronize_session=False))
-            return Claim.WAITING if waiting.rowcount == 1 else Claim.GONE
+    queued = session.execute(select(Job.key_id).where(Job.id == job_id, Job.status == "queued")).one_or_none()
+    if queued is None:
+        return Claim.GONE
+    if queued.key_id is not None and unfinished_jobs(session, queued.key_id, ("running",)) >= share:
+        waiting = session.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
+                                  .values(heartbeat_at=now).execution_options(synchronize_session=False))
+        return Claim.WAITING if waiting.rowcount == 1 else Claim.GONE
     return _claim(session, job_id, claimant, now, time_limit_seconds)
 
 

@@ -177,11 +177,9 @@ def run_job(task: JobTask) -> None:
         log_unexpected(exc)
 
 
-def running_share(kind: JobKind) -> int | None:
+def running_share() -> int:
     """How many jobs one API key may run at once: all the cluster's worker threads but one (at least one), so a key
-    can never hold every worker while another key's job waits; None (no share) for kinds outside the per-key limit."""
-    if not kind.limited:
-        return None
+    can never hold every worker while another key's job waits."""
     return max(1, sum(get_client().nthreads().values()) - 1)
 
 
@@ -190,7 +188,7 @@ def _claim_in_turn(db: Database, task: JobTask, me: str) -> tuple[bool, bool]:
     its worker thread meanwhile (``secede``: it holds no slot another key's job could use) and asks again every
     heartbeat. Returns whether it claimed the job (not: someone else's, cancelled, or not in this database) and whether
     it waited (then it is outside the thread pool, and rejoins it once its heartbeat runs)."""
-    share, waited = running_share(task.kind), False
+    share, waited = running_share(), False
     while True:
         with db.write() as session:
             turn = state.claim(session, task.job_id, me, task.time_limit_seconds, share)

@@ -114,8 +114,7 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
         epsilon, delta = job_cost(kind, body.params, info, principal)
     try:
         with db.write() as session:
-            if kind.limited:
-                check_job_limit(session, settings, principal)
+            check_job_limit(session, settings, principal)
             entry = None
             if kind.commit is not None and body.dataset_id is not None:
                 check_affordable_with_reservations(session, body.dataset_id, epsilon, delta, f"job {kind.name}")

@@ -390,11 +390,11 @@ def test_a_commit_that_no_longer_fits_the_budget_fails_and_stores_nothing(client
 
 
 def test_unfinished_committing_jobs_reserve_their_cost(client, monkeypatch, tmp_path):
-    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers, limited=False)
+    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers)
     dataset = register(client, budget={"epsilon": 1.2, "delta": 1e-4})
     go = tmp_path / "go"
     answers = [submit(client, "committed", dataset["id"], {"go": str(go)}) for _ in range(5)]
-    assert [a.status_code for a in answers] == [202, 202, 409, 409, 409]  # 2 × 0.5 of 1.2 reserved; unlimited kind
+    assert [a.status_code for a in answers] == [202, 202, 409, 409, 409]  # 2 × 0.5 of 1.2 reserved; the admin is not limited
     assert_error(answers[2], 409, "budget_exceeded", "releases still running hold (epsilon=1, delta=0)")
     client.post(f"/v1/jobs/{answers[0].json()['id']}/cancel")  # a cancelled one frees its reservation
     assert submit(client, "committed", dataset["id"], {"go": str(go)}).status_code == 202

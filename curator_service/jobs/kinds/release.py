@@ -8,7 +8,7 @@ reporting progress per chunk. ``commit`` charges and stores the release in one w
 check; a key revoked since is refused) and returns ``{"release_id": id}``; a release cancelled or failed before its
 commit is charged nothing.
 
-Like every limited kind, a release counts in its key's ``POBO_JOB_LIMIT_PER_KEY`` and running share, so a curator
+Like every kind, a release counts in its key's ``POBO_JOB_LIMIT_PER_KEY`` and running share, so a curator
 key's large releases cannot hold every worker while another key's jobs wait (the admin token is not limited).
 
 Progress and timing depend on public facts only: n and r (the number of chunks), the evaluator's speed.
