@@ -1,5 +1,5 @@
-"""The compiled step's own arithmetic: its exp against numpy's, its kernel columns against the kernels', its roundings against the
-plain step's."""
+"""The compiled step's own arithmetic: its exp against numpy's, its kernel columns against the kernels', its
+roundings against the plain step's."""
 
 import numpy as np
 import pytest
