@@ -63,7 +63,7 @@ def test_the_compiled_kernel_column_equals_the_kernels_own(kernel):
 
 
 def _in_sweeps(total, rows, weights):
-    """total + Σ_k weights[k] rows[k] in the compiled pass's order: four rows a sweep, ((w₀r₀ + w₁r₁) + w₂r₂) + w₃r₃."""
+    """total + Σ_k weights[k] rows[k] in the compiled pass's order: ((w₀r₀ + w₁r₁) + w₂r₂) + w₃r₃ a sweep."""
     k = 0
     while k + 4 <= len(weights):
         total = total + (weights[k] * rows[k] + weights[k + 1] * rows[k + 1] + weights[k + 2] * rows[k + 2]
