@@ -240,9 +240,18 @@ def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int, worke
 
 
 def steps_only(n: int, r: int, T: int, seed: int, workers: int = 1) -> dict:
-    """The large run's GP-UCB steps alone (what the previous code is measured on)."""
+    """The large run's GP-UCB steps alone (what the previous code is measured on): like the large run's, with
+    ``reserve`` and a warm-up engine first when the previous code has ``reserve`` (session 6 on), so an A/B
+    against it compares the steps alone."""
+    import inspect
+
+    from shared.gp.ucb import GPUCB
+
+    reserve = "reserve" in inspect.signature(GPUCB).parameters
+    if reserve:
+        run_ours(*projected_problem(8192 * workers, r, seed), 3, workers, reserve=True)
     Z, f = projected_problem(n, r, seed)
-    picks, _, step_times = run_ours(Z, f, T, workers)
+    picks, _, step_times = run_ours(Z, f, T, workers, reserve=reserve)
     return {"picks": picks, "seconds_per_iteration": float(np.mean([w for w, _ in step_times])),
             "cpu_seconds_per_iteration": float(np.mean([c for _, c in step_times]))}
 
