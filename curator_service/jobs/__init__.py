@@ -189,8 +189,8 @@ class JobKind:
     (:mod:`curator_service.services.ledger_events`: noise scale and sensitivity), from the parameters alone like
     ``cost``; without it the ledger records the kind's name and its (ε, δ). ``commit(session, job, result)``: see
     the module's docstring (charge at the end). ``time_limit_seconds`` bounds a job's run below the service's
-    ``POBO_JOB_TIME_LIMIT_SECONDS``; past it the job is failed. ``endpoint``: the one endpoint that creates its jobs (with checks of its own),
-    named to whoever tries ``POST /v1/jobs`` instead. ``uncertified(params)``: a warning sentence when the job's
+    ``POBO_JOB_TIME_LIMIT_SECONDS``; past it the job is failed. ``endpoint``: the one endpoint that creates its
+    jobs (with checks of its own), named to whoever tries ``POST /v1/jobs`` instead. ``uncertified(params)``: a warning sentence when the job's
     result is not a DP release as charged (an uncertified mechanism), else None; such jobs show ``certified: false``."""
 
     name: str

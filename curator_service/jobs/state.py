@@ -55,9 +55,9 @@ class Claim(Enum):
 
 def claim(session: Session, job_id: int, claimant: str, time_limit_seconds: float, share: int) -> Claim:
     """queued → running for ``claimant``, with its deadline, unless the job's API key already has ``share`` jobs
-    running (the admin's jobs have no key and no share): then the job stays queued, its ``heartbeat_at`` saying a task is
-    waiting for it (:func:`waiting_for_turn`). On PostgreSQL the key's lock (:func:`unfinished_jobs`) serialises the count and
-    the claim, so two workers cannot both take a key's last place."""
+    running (the admin's jobs have no key and no share): then the job stays queued, its ``heartbeat_at`` saying a
+    task is waiting for it (:func:`waiting_for_turn`). On PostgreSQL the key's lock (:func:`unfinished_jobs`)
+    serialises the count and the claim, so two workers cannot both take a key's last place."""
     now = utcnow()
     queued = session.execute(select(Job.key_id).where(Job.id == job_id, Job.status == "queued")).one_or_none()
     if queued is None:

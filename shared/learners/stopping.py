@@ -1,5 +1,5 @@
-"""A stop check that long trainings call while they run, so a cancelled job stops within seconds and not after its
-last epoch (a DP-SGD fit can run for minutes and a thread cannot be killed).
+"""A stop check that long loops call while they run (a DP-SGD training, a release's python evaluator over n rows),
+so a cancelled job stops within seconds and not after its last epoch or row (a thread cannot be killed).
 
 Whoever runs the training installs the check for its thread with :func:`stop_check` (the curator's job worker: the
 job's cancel flag; a piece on the cluster: whether its task was cancelled); :func:`check_stop` calls it. The check

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,11 @@ def score(row: dict) -> float:
     return row["a"] + row["b"]
 
 
+def slow_score(row: dict) -> float:
+    time.sleep(0.005)
+    return score(row)
+
+
 def broken(row: dict) -> float:
     raise RuntimeError(f"cannot score {row}")
 
@@ -56,6 +62,33 @@ def test_a_python_evaluator_is_called_once_per_row_at_release_time_and_never_by_
                           headers=bearer(key["token"])).json()["results"]
     assert calls() == 25  # the query path only reads the stored ỹ
     assert answers[0]["value"] == answers[2]["value"] != answers[1]["value"]
+
+
+def test_a_cancelled_release_stops_calling_its_python_evaluator_within_a_few_hundred_rows(make_client):
+    """The job shows `cancelled` within a second either way (its heartbeat); the evaluator's loop stopping is what
+    the stop check adds: without it all n rows were measured after the cancel."""
+    n = 4000
+    client = make_client(release_wait_seconds=0)
+    dataset = register(client, n=n, evaluator={"kind": "python", "target": f"{THIS}:slow_score"})
+    CALLS_FILE.unlink(missing_ok=True)
+    made = client.post(f"/v1/datasets/{dataset['id']}/releases", json={
+        "mechanism": "gaussian", "epsilon": 1.0, "delta": 1e-5, "measurements": {"clip": [0, 2], "share": 0.5}})
+    assert made.status_code == 202, made.text
+    deadline = time.monotonic() + 300
+    while calls() < 10:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert client.post(f"/v1/jobs/{made.json()['id']}/cancel").status_code == 200
+    settled, last = time.monotonic(), calls()
+    while time.monotonic() - settled < 3:  # until no call for 3 s
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+        if (now := calls()) != last:
+            settled, last = time.monotonic(), now
+    assert last < n, "the evaluator measured every row after the cancel"
+    job = client.get(f"/v1/jobs/{made.json()['id']}").json()
+    assert job["status"] == "cancelled" and client.get("/v1/releases").json() == []
+    print(f"stopped after {last} of {n} rows")
 
 
 def test_a_failing_python_evaluator_stops_the_release_before_anything_is_charged(client):
