@@ -10,6 +10,7 @@ posterior at x is (PO-GP-UCB paper, eq. 1, with a constant prior mean added):
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,7 @@ from shared.gp.fused_step import (
 from shared.gp.kernels import KERNELS, FittableKernel, Kernel, Matern52, SquaredExponential, StationaryKernel
 
 LOG_2PI = np.log(2.0 * np.pi)
+_NONE, _NO_INDICES = np.zeros(0), np.zeros(0, dtype=np.int64)  # for the compiled pass's unused arguments
 
 
 def cholesky_with_jitter(K: NDArray, jitter: float = 1e-10, max_tries: int = 8) -> NDArray:
@@ -176,13 +178,17 @@ class CandidatePosterior:
             self._scaled = np.zeros((1, 0))
         self._variance = self.prior_variance.copy()  # unclipped
         self._mean = np.full(n, self.prior_mean)  # m + Vᵀ w
-        self._blocks = new_block_list(np.empty((block_rows, n)))  # V, block_rows full rows a block
-        while len(self._blocks) * block_rows < reserve:
-            append_block(self._blocks, np.empty((block_rows, n)))
+        # V, block_rows full rows a block: the typed list for the compiled pass, the same arrays in a Python list
+        # for Python's own indexing (a typed list's costs ~10 µs a call from Python)
+        self._block_arrays = [np.empty((block_rows, n))]
+        self._blocks = new_block_list(self._block_arrays[0])
+        while len(self._block_arrays) * block_rows < reserve:
+            self._add_block()
         for k in range(reserve):
             self._row(k).fill(0.0)  # touched now: the OS zeroes and maps a fresh page on its first write
         self.ucb_argmax: tuple[float, int] | None = None  # (β, argmax of μ + √β σ) after the last observe
-        self._L = np.zeros((0, 0))
+        self._L_storage = np.zeros((max(reserve, 8),) * 2)  # L grows in place (doubling): no t² copy a step
+        self._query = np.ones(C.shape[1] + 1)  # (c_i, 1), refilled each step
         self._w: list[float] = []
         self._indices: list[int] = []
         self._values: list[float] = []
@@ -223,6 +229,15 @@ class CandidatePosterior:
         return self._mean + np.sqrt(beta) * self.std
 
     @property
+    def _L(self) -> NDArray:
+        t = self.n_observations
+        return self._L_storage[:t, :t]
+
+    def _add_block(self) -> None:
+        self._block_arrays.append(np.empty((self.block_rows, self.n_candidates)))
+        append_block(self._blocks, self._block_arrays[-1])
+
+    @property
     def cholesky_factor(self) -> NDArray:
         """L with L Lᵀ = K(X_t, X_t) + σ_n² I (pivots floored by the jitter)."""
         return self._L.copy()
@@ -234,7 +249,7 @@ class CandidatePosterior:
 
     def _row(self, k: int) -> NDArray:
         """Row k of V (a view into its block)."""
-        return self._blocks[k // self.block_rows][k % self.block_rows]
+        return self._block_arrays[k // self.block_rows][k % self.block_rows]
 
     def observe(self, index: int, y: float, *, next_beta: float | None = None, excluded: NDArray | None = None) -> None:
         """Condition on y = f(c_index) + noise: one rank-one step, O(n·(r + t)), in one compiled pass.
@@ -253,34 +268,35 @@ class CandidatePosterior:
         pivot2 = max(self._variance[index], 0.0) + self.noise_variance
         pivot = np.sqrt(max(pivot2, self.jitter * self.prior_variance[index]))
         w = (y - self.mean_at(index)) / pivot
-        if t == len(self._blocks) * self.block_rows:
-            append_block(self._blocks, np.empty((self.block_rows, self.n_candidates)))
+        if t == len(self._block_arrays) * self.block_rows:
+            self._add_block()
         if self._profile == GIVEN_COLUMN:
             column = np.asarray(self.kernel(self.candidates, self.candidates[index : index + 1]), dtype=float).ravel()
-            query = np.zeros(0)
+            query, query_offset = _NONE, 0.0
         else:
-            column = np.zeros(0)
-            query = np.append(self._scaled[:-1, index], 1.0)
+            column, query, query_offset = _NONE, self._query, self._scaled[-1, index]
+            query[:-1] = self._scaled[:-1, index]
         kernel_weight = self._kernel_scale / pivot
-        excluded = np.zeros(0, dtype=np.int64) if excluded is None else np.asarray(excluded, dtype=np.int64)
-        sqrt_beta = 0.0 if next_beta is None else float(np.sqrt(next_beta))
+        excluded = _NO_INDICES if excluded is None else np.asarray(excluded, dtype=np.int64)
+        sqrt_beta = 0.0 if next_beta is None else math.sqrt(next_beta)
         new_row, coefficients = self._row(t), -l / pivot
 
         def step(bounds: tuple[int, int]) -> tuple[float, int]:
             return fused_step(
-                *bounds, self.chunk, self._profile, self._scaled, query, self._scaled[-1, index] if len(query) else 0.0,
-                *self._coincident, column, index, self._blocks, coefficients, kernel_weight, w, self._mean,
-                self._variance, new_row, next_beta is not None, sqrt_beta, excluded,
+                *bounds, self.chunk, self._profile, self._scaled, query, query_offset, *self._coincident, column,
+                index, self._blocks, coefficients, kernel_weight, w, self._mean, self._variance, new_row,
+                next_beta is not None, sqrt_beta, excluded,
             )
 
         best_index = self._best_of_ranges(step)
         self.ucb_argmax = None if next_beta is None else (float(next_beta), best_index)
 
-        L = np.zeros((t + 1, t + 1))
-        L[:t, :t] = self._L
-        L[t, :t] = l
-        L[t, t] = pivot
-        self._L = L
+        if t == len(self._L_storage):
+            grown = np.zeros((2 * t, 2 * t))
+            grown[:t, :t] = self._L_storage
+            self._L_storage = grown
+        self._L_storage[t, :t] = l
+        self._L_storage[t, t] = pivot
         self._w.append(w)
         self._indices.append(index)
         self._values.append(y)
@@ -296,8 +312,9 @@ class CandidatePosterior:
     def _best_of_ranges(self, range_best: Callable[[tuple[int, int]], tuple[float, int]]) -> int:
         """Runs ``range_best`` on every candidate range (one per worker thread) and returns the best index, −1 if none."""
         best_index, best_score = -1, -np.inf
-        pool = _thread_pool(self.workers).map if len(self._ranges) > 1 else map
-        for score, candidate in pool(range_best, self._ranges):
+        if len(self._ranges) == 1:
+            return range_best(self._ranges[0])[1]
+        for score, candidate in _thread_pool(self.workers).map(range_best, self._ranges):
             if score > best_score:  # strictly, in range order: an equal score in a later range loses the tie
                 best_index, best_score = candidate, score
         return best_index
@@ -305,11 +322,11 @@ class CandidatePosterior:
     @contextmanager
     def hallucinating(self) -> Iterator[CandidatePosterior]:
         """Observations made inside the block are undone on exit (used for batch suggestions)."""
-        saved = (self._variance.copy(), self._mean.copy(), self._L, len(self._w), self.ucb_argmax)
+        saved = (self._variance.copy(), self._mean.copy(), len(self._w), self.ucb_argmax)
         try:
             yield self
         finally:
-            self._variance, self._mean, self._L, t, self.ucb_argmax = saved
+            self._variance, self._mean, t, self.ucb_argmax = saved  # L's rows past t are simply reused
             del self._w[t:], self._indices[t:], self._values[t:]  # rows past t in V are simply reused
 
 
