@@ -31,6 +31,7 @@ from sqlalchemy.engine import make_url
 from curator_service.errors import log_unexpected
 from curator_service.jobs import JobCancelled, JobContext, JobFailed, JobKind
 from curator_service.jobs import state
+from curator_service.jobs.cluster import on_worker
 from curator_service.persistence.blobs import TableCache
 from curator_service.persistence.db import Database
 from curator_service.persistence.models import Dataset, Job
@@ -179,7 +180,10 @@ def run_job(task: JobTask) -> None:
 
 def running_share() -> int:
     """How many jobs one API key may run at once: all the cluster's worker threads but one (at least one), so a key
-    can never hold every worker while another key's job waits."""
+    can never hold every worker while another key's job waits; 1 for a job run outside a cluster (a loop running one
+    job at a time, as the storage conformance suite does)."""
+    if not on_worker():
+        return 1
     return max(1, sum(get_client().nthreads().values()) - 1)
 
 
