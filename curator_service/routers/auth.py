@@ -118,6 +118,11 @@ async def modeler_only(
     return UncheckedModeler(request, token)
 
 
+async def presented_bearer_token(request: Request) -> str | None:
+    """The token a request presents, read as the routes' ``HTTPBearer`` dependency reads it (None: none)."""
+    return _presented_token(await _bearer(request))
+
+
 def _check_modeler(request: Request, token: str) -> None:
     with request.app.state.db.write() as session:
         UncheckedModeler(request, token).principal(session)
@@ -135,7 +140,7 @@ class ModelerRoute(APIRoute):
             try:
                 return await handler(request)
             except RequestValidationError:
-                token = _presented_token(await _bearer(request))
+                token = await presented_bearer_token(request)
                 if token is not None:
                     await run_in_threadpool(_check_modeler, request, token)
                 raise

@@ -11,8 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from curator_service.persistence.db import WriteLockBusy
-from curator_service.routers.auth import (AnyRole, Modeler, ModelerRoute, UncheckedModeler, _bearer,
-                                          _presented_token)
+from curator_service.routers.auth import AnyRole, Modeler, ModelerRoute, UncheckedModeler, presented_bearer_token
 from curator_service.routers.params import ReleaseFilter, ReleaseId, SessionId
 from curator_service.services import queries
 from shared.api.schemas import DB_INT_MAX, QueryList, QueryRequest, QueryResponse, SessionOut
@@ -96,7 +95,7 @@ class QueryRoute(ModelerRoute):
         body_field, response_field = self.body_field, self.response_field
 
         async def well_formed_first(request: Request) -> Response:
-            token = _presented_token(await _bearer(request))
+            token = await presented_bearer_token(request)
             session_id = _plain_id(request.path_params["session_id"])
             if token is None or session_id is None or request.headers.get("content-type") != "application/json":
                 return await handler(request)

@@ -195,7 +195,6 @@ def check_job_limit(session: Session, settings: Settings, principal: Principal) 
                        "cancel one, then submit again")
 
 
-
 def list_jobs(session: Session, principal: Principal, status: str | None = None) -> list[JobOut]:
     """The jobs this caller may see (a modeler: its key's), oldest first, optionally of one status."""
     statement = select(Job).where(visible(principal, Job)).order_by(Job.id)
