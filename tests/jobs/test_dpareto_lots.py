@@ -4,7 +4,7 @@ rows and the lot), not failed when it runs: the dataset's n and the held-out fra
 from __future__ import annotations
 
 from tests.curator_service.conftest import assert_error
-from tests.jobs.test_dpareto_job import labelled
+from tests.jobs.test_dpareto_limits_and_baselines import labelled
 from tests.jobs.test_engine import wait
 
 TINY = {"label_column": "y", "initial_points": 2, "iterations": 0, "max_epochs": 2}
