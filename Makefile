@@ -25,7 +25,7 @@ install-botorch: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-## The default suite (about 8 minutes on 2 cores). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
+## The default suite (about 14 minutes on 2 cores with PostgreSQL, as CI runs it). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
 test: $(STAMP)
 	$(PY) -m pytest -q
 
