@@ -75,7 +75,13 @@ def _tile_scores(mean, variance, a, b, sqrt_beta, scores):
     """μ + √β √max(σ², 0) over [a, b) into ``scores`` (numpy's ``μ + √β σ``, rounding for rounding)."""
     mean, variance = mean[a:b], variance[a:b]  # indexed from 0: a loop over j + a does not vectorise
     for j in range(b - a):
-        scores[j] = mean[j] + sqrt_beta * math.sqrt(max(variance[j], 0.0))
+        scores[j] = _ucb(mean[j], variance[j], sqrt_beta)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _ucb(mean, variance, sqrt_beta):
+    """μ + √β √max(σ², 0) of one candidate (a function of scalars: the loops calling it still vectorise)."""
+    return mean + sqrt_beta * math.sqrt(max(variance, 0.0))
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -246,7 +252,7 @@ def fused_step(
                 tile_row[j] = v
                 updated_mean, updated_variance = tile_mean[j] + w * v, tile_variance[j] - v * v
                 tile_mean[j], tile_variance[j] = updated_mean, updated_variance
-                buffer[j] = updated_mean + sqrt_beta * math.sqrt(max(updated_variance, 0.0))
+                buffer[j] = _ucb(updated_mean, updated_variance, sqrt_beta)
             best_score, best_index, skip = _tile_argmax(buffer[:m], a, b, excluded, skip, best_score, best_index)
         else:
             for j in range(m):

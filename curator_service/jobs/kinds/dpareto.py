@@ -136,7 +136,8 @@ def run(ctx: JobContext) -> dict[str, Any]:
         ctx.progress(done / total, f"{done}/{total} points evaluated")
 
     problem = ParetoProblem("dpareto", space, oracle)
-    start = copy.deepcopy(ctx.rng)  # random search's first points are DPareto's initial points, as in the paper
+    # random search's first points are DPareto's initial points, as in the paper: it starts from DPareto's generator
+    start = copy.deepcopy(ctx.rng) if p.baseline == "random" else None
     result = dpareto(problem, initial_points=p.initial_points, iterations=p.iterations, rng=ctx.rng, progress=progress,
                      map_fn=ctx.map)  # the initial design's evaluations over the cluster
     baseline = None
