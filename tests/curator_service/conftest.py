@@ -23,7 +23,7 @@ from curator_service.cli import app as cli_app
 from curator_service.settings import Settings
 from curator_service.testing import free_port
 
-ADMIN = "test-admin-token"
+ADMIN = "test-admin-token-of-32-characters-or-more"
 ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN}"}
 # How long a test app's release POST waits for its job: the service's 2 s default answers 202 on a loaded machine
 # (the tests of the 202 path set release_wait_seconds=0).
