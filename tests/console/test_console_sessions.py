@@ -86,6 +86,9 @@ def test_the_cookie_replayed_after_the_keys_revocation_leads_to_the_login_form(c
     assert not lands_on_login(console)
     with api(console.curator) as admin:
         assert admin.delete(f"/v1/keys/{key['id']}").status_code == 200
+    with sqlite3.connect(console.curator.data_dir / "curator.db") as db:  # ended on the server, not only refused
+        ended = db.execute("SELECT ended_at FROM console_sessions WHERE id_hash = ?", (hash_token(value),)).fetchone()
+    assert ended is not None and ended[0] is not None
     assert lands_on_login(console)
     plant(console, value)
     assert lands_on_login(console, "/console/datasets")
@@ -96,8 +99,13 @@ def test_a_modeler_key_gets_no_console_page_by_any_cookie(console):
     dataset = register_manual(console.curator, unique("modeler-cookie"))
     release = console.curator.release(dataset.id, "gaussian", 1.0, 1e-6)
     modeler = console.curator.issue_key([release.id], max_queries=3)
+    console.open("/console/login")
+    console.driver.delete_cookie(COOKIE)
     console.log_in(modeler.token)
     assert "modeler key" in console.flash() and console.session_cookie() is None
+    planted = [modeler.token, hash_token(modeler.token)]
+    for value in planted:
+        refused_everywhere(console, value)
     # A session row for the modeler key itself (no login makes one): the role is checked on every request.
     raw = f"planted-{unique('session')}"
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -106,8 +114,11 @@ def test_a_modeler_key_gets_no_console_page_by_any_cookie(console):
                    "expires_at) VALUES (?, ?, ?, ?, ?, ?)",
                    (hash_token(raw), modeler.id, hash_token(modeler.token), str(now), str(now),
                     str(now + timedelta(hours=1))))
-    for value in (modeler.token, hash_token(modeler.token), raw):
-        plant(console, value)
-        for page in ("/console/jobs", "/console/datasets", "/console/keys"):
-            assert lands_on_login(console, page), (value, page)
-        assert replayed_over_http(console.curator, value).headers["location"] == "/console/login"
+    refused_everywhere(console, raw)
+
+
+def refused_everywhere(console, value: str) -> None:
+    plant(console, value)
+    for page in ("/console/jobs", "/console/datasets", "/console/keys"):
+        assert lands_on_login(console, page), (value, page)
+    assert replayed_over_http(console.curator, value).headers["location"] == "/console/login"

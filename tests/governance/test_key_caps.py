@@ -143,7 +143,7 @@ def test_a_policy_update_keeps_the_fields_it_does_not_send(lab, table):
 
 
 def test_a_capped_curator_key_can_neither_lift_its_own_cap_nor_mint_keys(lab, table):
-    """Review F3: the cap of a curator key binds it, so only the admin token or an uncapped key governs keys."""
+    """The cap of a curator key binds it: it neither lifts its own cap nor mints a key to spend through."""
     dataset, release = table
     capped = create_key(lab, [release["id"]], role="curator", epsilon_cap=1.0)
     with http(lab, capped["token"]) as client:
@@ -157,14 +157,16 @@ def test_a_capped_curator_key_can_neither_lift_its_own_cap_nor_mint_keys(lab, ta
     with http(lab) as admin:
         assert admin.get(f"/v1/keys/{capped['id']}/policy").json()["epsilon_cap"] == 1.0
         assert "escape" not in {k["name"] for k in admin.get("/v1/keys").json()}
-    # An uncapped curator key keeps the curator's powers over keys (the positive control).
+    # An uncapped curator key still creates keys, and a governance key changes policies (the positive controls).
     uncapped = create_key(lab, [release["id"]], role="curator")
     with http(lab, uncapped["token"]) as client:
-        lifted = client.put(f"/v1/keys/{capped['id']}/policy", json={"epsilon_cap": 2.0})
-        assert lifted.status_code == 200 and lifted.json()["epsilon_cap"] == 2.0, lifted.text
         minted = client.post("/v1/keys", json={"name": "by-uncapped", "release_ids": [release["id"]],
                                                "max_queries": 5})
         assert minted.status_code == 201, minted.text
+    governor = create_key(lab, [release["id"]], role="curator", governance=True)
+    with http(lab, governor["token"]) as client:
+        lifted = client.put(f"/v1/keys/{capped['id']}/policy", json={"epsilon_cap": 2.0})
+        assert lifted.status_code == 200 and lifted.json()["epsilon_cap"] == 2.0, lifted.text
 
 
 def test_concurrent_charges_of_one_key_on_two_datasets_cannot_both_pass_its_cap(lab, table):
