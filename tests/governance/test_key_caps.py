@@ -148,7 +148,7 @@ def test_a_capped_curator_key_can_neither_lift_its_own_cap_nor_mint_keys(lab, ta
     capped = create_key(lab, [release["id"]], role="curator", epsilon_cap=1.0)
     with http(lab, capped["token"]) as client:
         assert_error(client.put(f"/v1/keys/{capped['id']}/policy", json={"epsilon_cap": None}), 403, "forbidden",
-                     "cap")
+                     "its own policy")
         assert_error(client.post("/v1/keys", json={"name": "escape", "release_ids": [release["id"]],
                                                    "max_queries": 5, "role": "curator"}), 403, "forbidden", "cap")
         assert_error(client.post(f"/v1/datasets/{dataset['id']}/releases",
