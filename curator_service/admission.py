@@ -28,14 +28,13 @@ from collections.abc import Callable
 
 from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from curator_service.errors import PayloadTooLarge, error_response
-from curator_service.routers.auth import ANONYMOUS, IN_PROCESS_PRINCIPAL, authenticate, presented_bearer_token
+from curator_service.routers.auth import ANONYMOUS, IN_PROCESS_PRINCIPAL, authenticate
 from curator_service.services import audit
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
@@ -108,21 +107,48 @@ async def note_failure(request: Request, throttle: AuthThrottle) -> None:
         await run_in_threadpool(record)
 
 
-def body_limit(scope: Scope, headers: Headers, settings: Settings) -> tuple[int, str]:
+class Head:
+    """What the checks read of a request's head, taken from the raw ASGI headers in one pass (the first of each, as
+    Starlette's ``Headers.get`` reads them)."""
+
+    __slots__ = ("authorization", "content_length", "content_type", "chunked")
+
+    def __init__(self, scope: Scope) -> None:
+        self.authorization = self.content_length = None
+        self.content_type, self.chunked = "", False
+        for name, value in scope["headers"]:
+            if name == b"authorization" and self.authorization is None:
+                self.authorization = value.decode("latin-1")
+            elif name == b"content-length" and self.content_length is None:
+                self.content_length = value.decode("latin-1")
+            elif name == b"content-type" and not self.content_type:
+                self.content_type = value.decode("latin-1")
+            elif name == b"transfer-encoding":
+                self.chunked = True
+
+    def bearer_token(self) -> str | None:
+        """The token as FastAPI's ``HTTPBearer`` reads it (``get_authorization_scheme_param``; None: none), without
+        building a request."""
+        if not self.authorization:
+            return None
+        scheme, _, credentials = self.authorization.partition(" ")
+        credentials = credentials.strip()
+        return credentials if scheme.lower() == "bearer" and credentials else None
+
+    def may_be_large(self) -> bool:
+        """Whether the body may exceed :data:`PREAUTH_READ_BYTES`: a larger declared length, or a body of no declared
+        length (chunked)."""
+        if self.content_length is None:
+            return self.chunked
+        return not self.content_length.isdigit() or int(self.content_length) > PREAUTH_READ_BYTES
+
+
+def body_limit(scope: Scope, head: Head, settings: Settings) -> tuple[int, str]:
     """The most bytes this request's body may have, and the setting that says so."""
-    if (scope["method"] == "POST" and headers.get("content-type", "").startswith("multipart/form-data")
+    if (scope["method"] == "POST" and head.content_type.startswith("multipart/form-data")
             and any(pattern.match(scope["path"]) for pattern in _UPLOAD_PATTERNS)):
         return settings.max_upload_bytes, "POBO_MAX_UPLOAD_BYTES"
     return settings.max_json_bytes, "POBO_MAX_JSON_BYTES"
-
-
-def may_be_large(headers: Headers) -> bool:
-    """Whether the body may exceed :data:`PREAUTH_READ_BYTES`: a larger declared length, or a body of no declared
-    length (chunked)."""
-    declared = headers.get("content-length")
-    if declared is None:
-        return "transfer-encoding" in headers
-    return not declared.isdigit() or int(declared) > PREAUTH_READ_BYTES
 
 
 class AdmissionMiddleware:
@@ -135,13 +161,13 @@ class AdmissionMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
+        head = Head(scope)
         guarded = scope["path"].startswith("/v1/") and IN_PROCESS_PRINCIPAL not in scope
-        if guarded and (refusal := await self._refusal(scope, headers)) is not None:
+        if guarded and (refusal := await self._refusal(scope, head)) is not None:
             await refusal(scope, receive, send)
             return
-        limit, setting = body_limit(scope, headers, self.settings)
-        declared = headers.get("content-length")
+        limit, setting = body_limit(scope, head, self.settings)
+        declared = head.content_length
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await error_response(413, "payload_too_large", PayloadTooLarge(limit, setting).detail)(scope, receive, send)
             return
@@ -163,17 +189,17 @@ class AdmissionMiddleware:
 
         await self.app(scope, limited_receive, watching_send if guarded else send)
 
-    async def _refusal(self, scope: Scope, headers: Headers) -> JSONResponse | None:
+    async def _refusal(self, scope: Scope, head: Head) -> JSONResponse | None:
         """The 429 of a waiting client, or the 401 of a missing or (for a body that may be large) bad token; None
         when the request may go on."""
         wait = self.throttle.wait(client_address(scope))
         if wait > 0:
             refusal = throttled(wait)
             return error_response(refusal.status, refusal.code, refusal.detail, {"Retry-After": str(math.ceil(wait))})
-        request = Request(scope)
-        token = await presented_bearer_token(request)
-        if token is not None and not may_be_large(headers):
+        token = head.bearer_token()
+        if token is not None and not head.may_be_large():
             return None
+        request = Request(scope)
         credentials = None if token is None else HTTPAuthorizationCredentials(scheme="Bearer", credentials=token)
         try:
             await run_in_threadpool(authenticate, request, credentials)  # audits its refusal as auth.failed
