@@ -208,11 +208,11 @@ def policy_out(session: Session, key: ApiKey) -> KeyPolicyOut:
 
 def check_may_run(session: Session, key_id: int, kind: str) -> None:
     """403 unless the key's policy lets it run ``kind``. The same sentence whatever the job's parameters, dataset
-    or budget, so a key without the permission learns nothing from a submission (review F9).
+    or budget, so a key without the permission learns nothing from a submission.
 
     A kind created by its own endpoint (``JobKind.endpoint``: releases) is governed by that endpoint's rules and the
-    kind's roles, not by the ``jobs`` list: a curator key listing ``dp-mean`` still releases, as before releases were
-    jobs (review V F3). The ε/δ cap applies to its charges all the same (:func:`_check_cap`)."""
+    kind's roles, not by the ``jobs`` list: a curator key listing only ``dp-mean`` still makes releases. The ε/δ cap
+    applies to their charges all the same (:func:`_check_cap`)."""
     key = session.get(ApiKey, key_id)
     job_kind = KINDS.get(kind)
     if job_kind is not None and job_kind.endpoint is not None and key.role in job_kind.roles:

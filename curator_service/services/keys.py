@@ -98,7 +98,7 @@ def get_policy(session: Session, key_id: int) -> KeyPolicyOut:
 
 
 def set_policy(session: Session, principal: Principal, key_id: int, changes: KeyPolicy) -> KeyPolicyOut:
-    """Changes the policy fields that ``changes`` sends and keeps the others (a merge, review F12: sending only
+    """Changes the policy fields that ``changes`` sends and keeps the others (a merge: sending only
     ``expires_at`` must not drop the caps); an explicit null returns a field to the role's default. Audited with
     the names of the fields sent. The admin token or a governance key only, never on its own policy, and a key
     only within its own policy (:mod:`.key_policy`)."""
