@@ -23,7 +23,7 @@ from shared.gp.regression import CandidatePosterior, HyperparameterBounds, defau
 from shared.gp.kernels import FittableKernel, Kernel, SquaredExponential
 
 
-def _engine_device(device: str | None) -> str | None:
+def engine_device(device: str | None) -> str | None:
     """The torch device of the candidate posterior, or None for the Numba engine (``device`` as in :class:`GPUCB`)."""
     if device is None:
         return None
@@ -34,6 +34,15 @@ def _engine_device(device: str | None) -> str | None:
             return None
         raise ImportError(f"device={device!r} needs torch: pip install 'pobo[gpu]'") from None
     return resolve_device(device)
+
+
+def describe_engine(device: str | None, workers: int = 1, precision: str = "float64") -> str:
+    """The engine :func:`engine_device`'s answer selects, in words."""
+    if device is None:
+        return f"CPU (Numba, {workers} thread{'s' if workers > 1 else ''})"
+    from shared.gp.torch_posterior import describe_device
+
+    return f"{describe_device(device)}, {precision}"
 
 
 def gp_ucb_beta(t: int, n: int, delta: float) -> float:
@@ -118,7 +127,7 @@ class GPUCB:
         self.jitter = jitter
         self.workers = positive_int(workers, "workers (threads of a posterior update)")
         self.reserve = reserve
-        self.device = _engine_device(device)
+        self.device = engine_device(device)
         if precision != "float64" and self.device is None:
             raise ValueError("precision applies to the torch engine only: give a device")
         self.precision = precision
@@ -141,11 +150,7 @@ class GPUCB:
     @property
     def engine(self) -> str:
         """Which engine holds the candidate posterior, in words (e.g. for a command line to print)."""
-        if self.device is None:
-            return f"CPU (Numba, {self.workers} thread{'s' if self.workers > 1 else ''})"
-        from shared.gp.torch_posterior import describe_device
-
-        return f"{describe_device(self.device)}, {self.precision}"
+        return describe_engine(self.device, self.workers, self.precision)
 
     @property
     def n_candidates(self) -> int:
@@ -177,7 +182,7 @@ class GPUCB:
         """μ + √β_t σ over all candidates (t defaults to the next iteration)."""
         return self.posterior.upper_confidence_bound(self.beta(t or self.n_observations + 1))
 
-    def _never_suggested(self, post: CandidatePosterior, also: Iterable[int] = ()) -> NDArray:
+    def never_suggested(self, post: CandidatePosterior, also: Iterable[int] = ()) -> NDArray:
         """Sorted indices a pick must skip: the excluded ones, and without requery the observed ones (and ``also``)."""
         if self.requery:
             return self._excluded_sorted  # no per-step set → array → sort (~12 µs a step at small n)
@@ -190,7 +195,7 @@ class GPUCB:
         if self.posterior.ucb_argmax is not None and self.posterior.ucb_argmax[0] == beta:
             best = self.posterior.ucb_argmax[1]  # ranked by the last observation's own pass
         else:
-            best = self.posterior.best_upper_confidence_bound(beta, self._never_suggested(self.posterior))
+            best = self.posterior.best_upper_confidence_bound(beta, self.never_suggested(self.posterior))
         if best < 0:
             raise ValueError("every candidate has been queried (requery=False) or excluded: nothing is left to suggest")
         return best
@@ -201,7 +206,7 @@ class GPUCB:
         if t_next <= len(self.initial_indices):
             post.observe(index, y)
         else:
-            post.observe(index, y, next_beta=self.beta(t_next), excluded=self._never_suggested(post, also=[index]))
+            post.observe(index, y, next_beta=self.beta(t_next), excluded=self.never_suggested(post, also=[index]))
 
     def exclude(self, indices: Iterable[int]) -> None:
         """Never suggest these candidates again (e.g. rows the curator could not measure)."""
