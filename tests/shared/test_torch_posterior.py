@@ -1,6 +1,7 @@
 """The torch engine of GP-UCB's candidate posterior against the Numba engine: in float64 the same μ, σ², V and
-picks, bit for bit (on torch's CPU build here; benchmarks/gpu_step.py checks a GPU)."""
+picks, bit for bit. On torch's CPU build by default; POBO_TORCH_DEVICE=cuda runs the engine checks on a GPU."""
 
+import os
 import warnings
 
 import numpy as np
@@ -18,6 +19,7 @@ from shared.gp.ucb import GPUCB  # noqa: E402
 from tests.shared.test_fused_step import _exp, _Opaque  # noqa: E402
 
 N, T = 20_000, 40
+DEVICE = os.environ.get("POBO_TORCH_DEVICE", "cpu")
 
 
 @pytest.fixture(autouse=True)
@@ -35,14 +37,14 @@ def _objective(C):
 
 def _bitwise_equal(numba_post, torch_post):
     assert np.array_equal(numba_post.mean, torch_post.mean)
-    assert np.array_equal(numba_post._variance, torch_post._variance.numpy())
+    assert np.array_equal(numba_post._variance, torch_post._variance.cpu().numpy())
     t = numba_post.n_observations
     V = np.array([numba_post._row(k) for k in range(t)]).reshape(t, -1)
-    assert np.array_equal(V, torch_post._factor[:t].numpy())
+    assert np.array_equal(V, torch_post._factor[:t].cpu().numpy())
 
 
 def _engines(C, **options):
-    return GPUCB(C, delta=0.1, reserve=T, **options), GPUCB(C, delta=0.1, reserve=T, device="cpu", **options)
+    return GPUCB(C, delta=0.1, reserve=T, **options), GPUCB(C, delta=0.1, reserve=T, device=DEVICE, **options)
 
 
 @pytest.mark.parametrize("options", [
@@ -73,7 +75,7 @@ def test_batches_and_refits_pick_as_the_numba_engine():
     options = dict(lengthscale=1.0, signal_variance=1.0, noise_variance=1e-4, refit_every=8, refit_kernel="matern52",
                    ard=True, n_restarts=1)
     numba_engine, torch_engine = (GPUCB(C, delta=0.1, rng=3, reserve=T, device=device, **options)
-                                  for device in (None, "cpu"))
+                                  for device in (None, DEVICE))
     for engine in (numba_engine, torch_engine):
         engine.exclude([int(np.argmax(f))])
     while numba_engine.n_observations < T:
@@ -96,7 +98,7 @@ def test_growing_tiled_posteriors_agree_on_other_kernels(kernel):
     C = rng.normal(size=(1000, 3))
     C[[10, 500]] = C[3]
     numba_post = CandidatePosterior(C, kernel, 0.01, chunk=128, block_rows=3)
-    torch_post = TorchCandidatePosterior(C, kernel, 0.01, device="cpu", chunk=128, block_rows=3)
+    torch_post = TorchCandidatePosterior(C, kernel, 0.01, device=DEVICE, chunk=128, block_rows=3)
     excluded = np.array([3, 700])
     for i, y in zip([3, 10, 999, 0, 3, 500, 128, 127], rng.normal(size=8)):
         for post in (numba_post, torch_post):
@@ -112,15 +114,16 @@ def test_growing_tiled_posteriors_agree_on_other_kernels(kernel):
 def test_the_pass_arithmetic_rounds_as_the_numba_pass():
     rng = np.random.default_rng(4)
     x = np.concatenate([-np.logspace(-300, np.log10(707.0), 100_001), np.linspace(-707.0, 0.0, 100_001), [0.0, -0.0]])
-    assert np.array_equal(exp_as_pass(torch.from_numpy(x)).numpy().view(np.int64), _exp(x).view(np.int64))
+    on_device = lambda a: torch.as_tensor(a, device=DEVICE)  # noqa: E731
+    assert np.array_equal(exp_as_pass(on_device(x)).cpu().numpy().view(np.int64), _exp(x).view(np.int64))
     squares = rng.uniform(0.0, 100.0, 100_000)
-    assert np.array_equal(sqrt_rounded(torch.from_numpy(squares)).numpy(), np.sqrt(squares))
+    assert np.array_equal(sqrt_rounded(on_device(squares)).cpu().numpy(), np.sqrt(squares))
     # the sum of _add_rows: four rows a group, left to right, then the leftover rows (7 rows: one group, 3 left)
     rows, weights, first = rng.normal(size=(7, 1000)), rng.normal(size=7), rng.normal(size=1000)
     expected = first + (((weights[0] * rows[0] + weights[1] * rows[1]) + weights[2] * rows[2]) + weights[3] * rows[3])
     for k in range(4, 7):
         expected = expected + weights[k] * rows[k]
-    got = ordered_sum(torch.from_numpy(first), torch.from_numpy(rows), torch.from_numpy(weights)).numpy()
+    got = ordered_sum(on_device(first), on_device(rows), on_device(weights)).cpu().numpy()
     assert np.array_equal(got, expected)
 
 
