@@ -16,6 +16,7 @@ from curator_service.openapi import document as openapi_document
 from curator_service.persistence.blobs import TableCache
 from curator_service.persistence.db import Database, migrate
 from curator_service.routers import ROUTERS, sessions
+from curator_service.routers.auth import audit_refusals
 from curator_service.settings import Settings
 from shared.api.schemas import Health, Ready
 
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.tables = TableCache()
     app.state.jobs = JobRunner(app)
     install_error_handlers(app)
+    audit_refusals(app)
     app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_upload_bytes)
 
     @app.get("/health", response_model=Health, tags=["health"], summary="Liveness (no authentication)")
