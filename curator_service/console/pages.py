@@ -139,7 +139,8 @@ def number(form: FormData, name: str, label: str) -> float:
 def whole_number(form: FormData, name: str, label: str) -> int:
     text = field(form, name)
     if not (text.isascii() and text.isdigit()):  # str.isdigit is also true of '²' and other scripts' digits
-        raise ApiRefusal(422, "validation_error", f"{label} must be a whole number ≥ 0 in the digits 0-9; got {text!r}")
+        raise ApiRefusal(422, "validation_error",
+                         f"{label} must be a whole number ≥ 0 in the digits 0-9; got {text!r}")
     return int(text)
 
 

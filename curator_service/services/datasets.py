@@ -103,9 +103,10 @@ def parse_csv(content: bytes, spec: DatasetSpec) -> RawTable:
                 f"column {name!r}, data row {bad + 1} (line {bad + 2} of the file) {what}; every cell of a feature, "
                 "the measured column and a declared numeric or label column must be a finite number"
             )
-        if name in labels and (bad := next((i for i, v in enumerate(numbers) if v not in (0.0, 1.0)), None)) is not None:
-            raise invalid(f"column {name!r}, data row {bad + 1} (line {bad + 2} of the file) is not 0 or 1; every "
-                          "cell of a label column must be 0 or 1")
+        off_label = next((i for i, v in enumerate(numbers) if v not in (0.0, 1.0)), None) if name in labels else None
+        if off_label is not None:
+            raise invalid(f"column {name!r}, data row {off_label + 1} (line {off_label + 2} of the file) is not 0 or "
+                          "1; every cell of a label column must be 0 or 1")
         columns[name] = np.array(numbers, dtype=np.float64) if bad is None else np.array(cells, dtype=np.str_)
     return RawTable(columns, tuple(spec.feature_columns))
 

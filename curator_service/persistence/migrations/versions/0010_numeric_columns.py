@@ -11,6 +11,7 @@ Create Date: 2026-12-01
 
 """
 import io
+import zipfile
 from typing import Sequence, Union
 
 import numpy as np
@@ -28,15 +29,26 @@ def upgrade() -> None:
     with op.batch_alter_table('datasets', schema=None) as batch_op:
         batch_op.add_column(sa.Column('numeric_columns', sa.JSON(), nullable=True))
     datasets = sa.table('datasets', sa.column('id', sa.Integer), sa.column('columns', sa.JSON),
+                        sa.column('feature_columns', sa.JSON), sa.column('evaluator', sa.JSON),
                         sa.column('table', sa.LargeBinary), sa.column('numeric_columns', sa.JSON))
     connection = op.get_bind()
-    for dataset_id, columns in connection.execute(sa.select(datasets.c.id, datasets.c.columns)).all():
+    rows = connection.execute(sa.select(datasets.c.id, datasets.c.columns, datasets.c.feature_columns,
+                                        datasets.c.evaluator)).all()
+    for dataset_id, columns, features, evaluator in rows:
         blob = connection.execute(sa.select(datasets.c.table).where(datasets.c.id == dataset_id)).scalar_one()
+        connection.execute(sa.update(datasets).where(datasets.c.id == dataset_id)
+                           .values(numeric_columns=_stored_as_numbers(blob, columns, features, evaluator)))
+
+
+def _stored_as_numbers(blob: bytes, columns: list[str], features: list[str], evaluator: dict) -> list[str]:
+    """The columns the table's blob holds as numbers; a blob that is not a readable table (none is, but a migration
+    must not stop on one) keeps the columns registration always required as numbers."""
+    try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as archive:  # the table's arrays, in column order
-            numeric = [name for i, name in enumerate(columns) if archive[f"arr_{i}"].dtype.kind == "f"]
-        connection.execute(sa.update(datasets).where(datasets.c.id == dataset_id).values(numeric_columns=numeric))
-    with op.batch_alter_table('datasets', schema=None) as batch_op:
-        batch_op.alter_column('numeric_columns', existing_type=sa.JSON(), nullable=False)
+            return [name for i, name in enumerate(columns) if archive[f"arr_{i}"].dtype.kind == "f"]
+    except (ValueError, OSError, KeyError, zipfile.BadZipFile):
+        required = {*features, *([evaluator["column"]] if evaluator.get("kind") == "column" else [])}
+        return [name for name in columns if name in required]
 
 
 def downgrade() -> None:
