@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 from curator_service.routers.auth import Curator
 from curator_service.routers.params import Offset
 from curator_service.services import audit
-from shared.api.schemas import AuditEvent
+from shared.api.schemas import AuditEvent, PlainText
 
 router = APIRouter(tags=["ledger and audit"])
 
@@ -20,8 +20,10 @@ def list_audit_events(
     principal: Curator,
     offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
-    actor: Annotated[str | None, Query(description="Only this actor's events ('admin' or 'key:<id>:<name>').")] = None,
-    action: Annotated[str | None, Query(description="Only actions starting with this ('key.' or 'key.revoke').")] = None,
+    actor: Annotated[PlainText | None,
+                     Query(description="Only this actor's events ('admin' or 'key:<id>:<name>').")] = None,
+    action: Annotated[PlainText | None,
+                      Query(description="Only actions starting with this ('key.' or 'key.revoke').")] = None,
 ) -> list[AuditEvent]:
     """Who did what, when, to which object: registrations, releases, keys, sessions, queries, jobs, reads of datasets,
     the ledger and released inputs, and refused callers. Never a data value, a row index or a token. Filter by actor
