@@ -32,6 +32,11 @@ NO_SPILLING = {"distributed.worker.memory.target": False, "distributed.worker.me
 # A worker that really dies is replaced by its nanny; one that hangs is failed by the job's own heartbeat and limit.
 NO_WORKER_TTL = {"distributed.scheduler.worker-ttl": None}
 
+# Dask starts an HTTP server in the scheduler (port 8787 by default, even without a dashboard) and in each worker,
+# without authentication: its pages list the workers, their logs and the running tasks' call stacks. The embedded
+# cluster serves none of them (its HTTP ports answer 404 to everything).
+NO_HTTP_PAGES = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+
 _embedded: LocalCluster | None = None
 _embedded_lock = threading.Lock()
 
@@ -49,7 +54,7 @@ def embedded_cluster(workers: int) -> LocalCluster:
             # Set for the process, not in a `with`: each nanny keeps a shallow copy of this configuration and
             # respawns its worker from it, so a block's exit would give a replaced worker spilling back. The API
             # process runs no worker of its own.
-            dask.config.set({**NO_SPILLING, **NO_WORKER_TTL})
+            dask.config.set({**NO_SPILLING, **NO_WORKER_TTL, **NO_HTTP_PAGES})
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Port 8787 is already in use")  # loopback HTTP endpoint
                 _embedded = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
