@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 IMAGE=localhost/pobo:latest
 PY=${PY:-.venv/bin/python}
-PY=$(realpath "$PY")
+PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")  # absolute: the documented steps run elsewhere
 WORK=$(mktemp -d /tmp/pobo-image.XXXXXX)
 chmod 0711 "$WORK"  # postgres and the image's user pobo traverse it; only root lists it
 SERVICES=() CONTAINERS=() PGBIN="" PGDATA="$WORK/pg"  # SERVICES: PIDs of the long-running services, in start order
@@ -37,7 +37,7 @@ mkdir -m 0711 "$WORK/volumes" "$WORK/checkout"
 STARTED="$WORK/started"  # files in a container's root newer than this were written while the stack ran
 
 build_image() {
-  tools/image/standin_base.sh
+  "$ROOT/tools/image/standin_base.sh"
   # The machine's CA bundle is mounted for the build only (pip reaches PyPI through it); it is not in the image.
   step "building $IMAGE on the stand-in base image"
   buildah bud --quiet --layers --isolation chroot --build-arg BASE_IMAGE=docker.io/library/python:3.11-slim \
@@ -104,21 +104,23 @@ start_caddy() {  # the caddy image's program, from the host, with the compose fi
   wait_for "$1" "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $TLS_PORT), 2)"
 }
 docker() {  # what the documented steps may ask of Docker: `docker compose [--profile P]... up --build`
-  local profiles=() name image restart
+  local profiles=() started name image restart
   [ "${1:-}" = compose ] || { echo "image: the documented steps run 'docker $*', which this check cannot stand in for"; return 1; }
   shift
   while [ "${1:-}" = --profile ]; do profiles+=(--profile "$2"); shift 2; done
   [ "$*" = "up --build" ] || { echo "image: 'docker compose $*' is not a command this check stands in for"; return 1; }
   COMPOSE=$PWD/docker-compose.yml SECRETS=$PWD/secrets
   build_image
-  while read -r name image restart; do
+  mapfile -t started < <(compose_service order "${profiles[@]}")
+  for line in "${started[@]}"; do
+    read -r name image restart <<<"$line"
     case $image in
-      pobo:latest) start_pobo "$name" "$restart" ;;
+      pobo:latest) start_pobo "$name" "$restart" </dev/null ;;
       postgres:*) start_postgres "$name" ;;
-      caddy:*) start_caddy "$name" ;;
+      caddy:*) start_caddy "$name" </dev/null ;;
       *) echo "image: no stand-in for $name's image $image"; return 1 ;;
     esac
-  done < <(compose_service order "${profiles[@]}")
+  done
 }
 
 # The documented steps, as written, from a copy of what they read (the repository's own secrets/ stays untouched).
