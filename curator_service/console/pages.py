@@ -1,6 +1,6 @@
 """What every console page shares: who is logged in, the CSRF check on forms, rendering and redirects.
 
-A page handler takes :data:`Console` (the API as the logged-in token sees it); a form handler also awaits
+A page handler takes :data:`Console` (the API as the session's curator sees it); a form handler also awaits
 :func:`checked_form`. Refusals of the API become a message on the page, never a stack trace.
 """
 
@@ -18,6 +18,7 @@ from starlette.datastructures import FormData
 
 from curator_service.console import security
 from curator_service.console.client import Api, ApiRefusal
+from curator_service.services import console_sessions
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
@@ -65,10 +66,15 @@ class CsrfRefused(Exception):
 
 
 def console_api(request: Request) -> Api:
-    token = security.session_token(request)
-    if token is None:
+    """The API as the curator of this browser's console session; the login form when it has none that is open."""
+    session = security.session_id(request)
+    if session is None:
         raise LoginRequired()
-    return Api(request, token)
+    principal = console_sessions.principal_of(request.app.state.db, session, request.app.state.settings)
+    if principal is None:
+        raise LoginRequired("Your console session has ended (logged out, idle or too old, or its key revoked or "
+                            "expired); log in again.")
+    return Api(request, principal)
 
 
 Console = Annotated[Api, Depends(console_api)]

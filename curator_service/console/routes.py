@@ -17,10 +17,12 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from curator_service.admission import client_address, note_failure
 from curator_service.console import charts, security
-from curator_service.console.client import Api, ApiRefusal
+from curator_service.console.client import ApiRefusal
 from curator_service.console.pages import (
     Console,
     checked_form,
@@ -33,6 +35,10 @@ from curator_service.console.pages import (
     whole_number,
 )
 from curator_service.console.reads import list_sessions
+from curator_service.routers.auth import ANONYMOUS
+from curator_service.services import audit, console_sessions
+from curator_service.services.policy import principal_for_token
+from shared.api.errors import ApiError
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.regret import best_so_far
 
@@ -73,27 +79,62 @@ def login_form(request: Request) -> HTMLResponse:
 
 @router.post("/login")
 async def login(request: Request) -> RedirectResponse:
+    """Opens a console session for the admin token or a curator key (a failed login counts toward the client's
+    back-off, :mod:`curator_service.admission`). The browser gets the session's id, never the token."""
     form = await checked_form(request)
+    if (wait := request.app.state.auth_throttle.wait(client_address(request.scope))) > 0:
+        return redirect("/console/login", f"Too many failed logins from this address; wait {math.ceil(wait)} s, "
+                        "then log in with the admin token or a curator key.", "error")
     token = field(form, "token")
     if not token:
         return redirect("/console/login", "Paste the admin token or a curator key.", "error")
-    try:
-        await Api(request, token).get("/v1/keys")  # curator only: proves the token and its role
-    except ApiRefusal as refusal:
-        message = ("This is a modeler key; the console is the curator's: log in with the admin token or a "
-                   "curator key." if refusal.status == 403 else refusal.detail)
-        return redirect("/console/login", message, "error")
+    opened = await run_in_threadpool(_open_session, request, token)
+    if isinstance(opened, ApiError):
+        if opened.status == 401:
+            await note_failure(request, request.app.state.auth_throttle)
+        return redirect("/console/login", opened.detail, "error")
     response = redirect("/console/datasets", "Logged in.")
-    security.log_in(response, token)
+    security.log_in(response, opened)
     return response
+
+
+LOGIN_TARGET = "POST /console/login"
+
+
+def _open_session(request: Request, token: str) -> str | ApiError:
+    """A new session's id, or the refusal (audited: ``auth.failed``, or ``auth.denied`` for a modeler key)."""
+    state = request.app.state
+    with state.db.write() as session:
+        try:
+            principal = principal_for_token(session, token, state.settings.admin_token)
+        except ApiError as refusal:
+            audit.record(session, ANONYMOUS, "auth.failed", LOGIN_TARGET)
+            return refusal
+        if not principal.is_curator:
+            audit.record(session, principal, "auth.denied", LOGIN_TARGET)
+            return ApiError(403, "forbidden", "This is a modeler key; the console is the curator's: log in with "
+                            "the admin token or a curator key.")
+        return console_sessions.open_session(session, state.settings, principal, token)
 
 
 @router.post("/logout")
 async def logout(request: Request) -> RedirectResponse:
+    """Ends the session on the server (its cookie, replayed, leads to the login form) and forgets the cookie."""
     await checked_form(request)
+    if (session_id := security.session_id(request)) is not None:
+        await run_in_threadpool(_end_session, request, session_id)
     response = redirect("/console/login", "Logged out.")
     security.log_out(response)
     return response
+
+
+def _end_session(request: Request, session_id: str) -> None:
+    state = request.app.state
+    principal = console_sessions.principal_of(state.db, session_id, state.settings)
+    with state.db.write() as session:
+        console_sessions.end_session(session, session_id)
+        if principal is not None:
+            audit.record(session, principal, "console.logout")
 
 
 # --- datasets, ledger, releases ----------------------------------------------------------------------------

@@ -29,6 +29,7 @@ ErrorCode = Literal[
     "conflict",
     "payload_too_large",
     "seed_refused",
+    "too_many_requests",
     "internal_error",
 ]
 
