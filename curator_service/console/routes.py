@@ -88,6 +88,8 @@ async def login(request: Request) -> RedirectResponse:
     token = field(form, "token")
     if not token:
         return redirect("/console/login", "Paste the admin token or a curator key.", "error")
+    if (previous := security.session_id(request)) is not None:  # a login replaces the browser's session
+        await run_in_threadpool(_end_session, request, previous)
     opened = await run_in_threadpool(_open_session, request, token)
     if isinstance(opened, ApiError):
         if opened.status == 401:
@@ -473,5 +475,19 @@ async def audit_page(request: Request, api: Console, actor: str = "", action: st
     wanted = {"actor": actor.strip().lower(), "action": action.strip().lower(), "target": target.strip().lower()}
     matching = [e for e in reversed(events)
                 if all(text in (e.get(name) or "").lower() for name, text in wanted.items())]
-    return render(request, "audit.html", page="audit", events=matching[:AUDIT_ROWS], total=len(matching),
-                  filters=wanted, shown=AUDIT_ROWS)
+    rows = grouped(matching)
+    return render(request, "audit.html", page="audit", rows=rows[:AUDIT_ROWS], total=len(matching),
+                  groups=len(rows), filters=wanted, shown=AUDIT_ROWS)
+
+
+def grouped(events: list[dict]) -> list[dict]:
+    """Runs of consecutive events with the same actor, action and target as one row each (``count``, the newest and
+    oldest event), so 6,000 failed authentications in a row read as one line, not 6,000."""
+    rows: list[dict] = []
+    for event in events:
+        last = rows[-1] if rows else None
+        if last and all(last["newest"][name] == event[name] for name in ("actor", "action", "target")):
+            last["oldest"], last["count"] = event, last["count"] + 1
+        else:
+            rows.append({"newest": event, "oldest": event, "count": 1})
+    return rows

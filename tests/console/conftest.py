@@ -90,6 +90,7 @@ class ConsoleBrowser:
 
     def __init__(self, driver, curator: LocalCurator, screenshots: Path) -> None:
         self.driver, self.curator, self.screenshots = driver, curator, screenshots
+        self.logged_in_with: str | None = None  # the token of the last login that opened a session
 
     def open(self, path: str) -> None:
         self.driver.get(self.curator.url + path)
@@ -151,8 +152,10 @@ class ConsoleBrowser:
         self.open("/console/login")
         self.fill({"token": token})
         self.submit("login")
+        self.logged_in_with = token if self.driver.current_url.endswith("/console/datasets") else None
 
-    def cookie_token(self) -> str | None:
+    def session_cookie(self) -> str | None:
+        """The value of the console's session cookie (a session id), None when the browser holds none."""
         cookie = self.driver.get_cookie("pobo_console")
         return cookie["value"] if cookie else None
 
@@ -172,6 +175,6 @@ def console(chromium, console_curator, screenshot_dir) -> ConsoleBrowser:
 @pytest.fixture
 def admin_console(console) -> ConsoleBrowser:
     """The console logged in with the admin token."""
-    if console.cookie_token() != console.curator.admin_token:
+    if console.logged_in_with != console.curator.admin_token or console.session_cookie() is None:
         console.log_in(console.curator.admin_token)
     return console
