@@ -642,9 +642,41 @@ def _front(result: dict | None):
 async def job_page(request: Request, api: Console, job_id: int) -> HTMLResponse:
     job = await api.get(f"/v1/jobs/{job_id}")
     result = job.get("result")
-    return render(request, "job.html", page="jobs", job=job, front=_front(result),
+    return render(request, "job.html", page="jobs", job=job, result=result, front=_front(result),
+                  notes=result_notes(job["kind"], result) if result else [],
                   result_text=json.dumps(result, indent=2) if result is not None else None,
                   refresh=job["status"] in LIVE_JOB_STATES)
+
+
+LAPLACE_95 = math.log(20.0)
+"""A Laplace(b) draw lies within ±b·ln 20 ≈ ±3b of zero with probability 95 %."""
+
+
+def result_notes(kind: str, result: dict) -> list[str]:
+    """Plain sentences for a result whose numbers mislead when read alone: a released value its noise dwarfs, a
+    selection its noise makes close to uniform, learners that learned nothing."""
+    notes = []
+    if kind == "dp-bo":
+        value, scale = result["validation_accuracy"], result["value_noise_scale"]
+        if scale > abs(value):
+            notes.append(f"ṽ = {value:.3g} is mostly noise: its Laplace noise scale {scale:.3g} is "
+                         f"{scale / max(abs(value), 1e-12):.0f}× the value, so the true best accuracy lies anywhere "
+                         f"in ṽ ± {LAPLACE_95 * scale:.2g} (95 %); accuracies are between 0 and 1. A larger ε or a "
+                         "larger validation set makes it informative.")
+        temperature = 2 * result["selection_sensitivity"] / result["epsilon"]
+        if temperature >= 1:
+            notes.append(f"λ̃ is close to a uniform draw from the grid: the exponential mechanism's scale 2Δ/ε = "
+                         f"{temperature:.3g} is wider than the whole range of accuracies (0 to 1).")
+    if kind == "dp-tune":
+        held = result["held_out"]
+        if held["accuracy"] is not None and held["noise_scale"] > 0.1:
+            notes.append(f"The held-out accuracy {held['accuracy']:.3g} carries Laplace noise of scale "
+                         f"{held['noise_scale']:.3g} (±{LAPLACE_95 * held['noise_scale']:.2g} at 95 %).")
+        if result["selected"] is None:
+            notes.append("No candidate was selected: the private selection stopped before any passed its threshold.")
+    if kind == "dpareto" and result.get("diagnosis"):
+        notes.append(result["diagnosis"])
+    return notes
 
 
 @router.post("/jobs/{job_id}/cancel")
