@@ -27,6 +27,10 @@ MIN_ADMIN_TOKEN_LENGTH = 32
 MAX_RELEASE_WAIT_SECONDS = 120.0
 
 
+ADMIN_TOKEN_FILE = "admin_token"
+"""Where in the data directory ``pobo-curator serve`` keeps the admin token it made when POBO_ADMIN_TOKEN is unset."""
+
+
 def default_data_dir() -> Path:
     """``$XDG_DATA_HOME/pobo-curator`` (``~/.local/share/pobo-curator`` when unset)."""
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"

@@ -11,9 +11,7 @@ import typer
 from pydantic import ValidationError
 
 from curator_service.cli.common import USAGE_ERROR, console, fail
-from curator_service.settings import Settings
-
-ADMIN_TOKEN_FILE = "admin_token"
+from curator_service.settings import ADMIN_TOKEN_FILE, Settings
 
 DataDir = Annotated[Path | None, typer.Option(help="Where the embedded database lives (POBO_DATA_DIR).")]
 DatabaseUrl = Annotated[str | None, typer.Option(help="SQLAlchemy URL, e.g. postgresql+psycopg://… "
