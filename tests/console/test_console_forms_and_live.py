@@ -12,7 +12,8 @@ import httpx
 import numpy as np
 
 from modeler_client.client import ModelerClient
-from tests.console.test_console_pages import UNIT_BOX, api, csv_file, register_manual, table, unique
+from shared.api.governance import KeyCreateWithPolicy
+from tests.console.test_console_pages import api, register_manual, unique
 
 TEN = [f"f{i}" for i in range(10)]
 
@@ -177,3 +178,41 @@ def test_the_servers_address_leads_to_the_console_and_the_login_page_opens_witho
     assert console.driver.current_url.endswith("/console/login")
     assert console.all("#flash") == [] and console.all(".error") == []
     assert console.all("#token")
+
+
+def test_the_audit_log_is_paged_newest_first_and_filters_by_actor_action_and_changes_only(admin_console):
+    console, curator = admin_console, admin_console.curator
+    dataset = register_manual(curator, unique("audit-filter"))
+    release = curator.release(dataset.id, "gaussian", 1.0, 1e-6)
+    partner = curator.issue_key([release.id], max_queries=2, name=unique("partner"))
+    reader = curator.create_key(KeyCreateWithPolicy(name=unique("reader"), role="curator", release_ids=[release.id],
+                                                    max_queries=1))
+    with api(curator, reader.token) as other_curator:
+        for _ in range(4):  # the same read four times in a row: one row, ×4
+            other_curator.get(f"/v1/datasets/{dataset.id}")
+        other_curator.delete(f"/v1/keys/{partner.id}")  # outside its policy: refused, and a refusal is listed
+    actor = f"key:{reader.id}:{reader.name}"
+
+    console.open("/console/audit")
+    rows = console.all("#audit tbody tr")
+    assert len(rows) == 50 or console.all("#older-page") == []  # one page at a time
+    ids = [int(r.find_element("css selector", "td").text.split("–")[0]) for r in rows]
+    assert ids == sorted(ids, reverse=True)  # newest first
+    console.fill({"filter-actor": actor})
+    console.submit("filter")
+    shown = [(r.find_element("css selector", ".action").text, r.find_element("css selector", ".count").text)
+             for r in console.all("#audit tbody tr")]
+    assert shown == [("key.revoke.refused", "1"), ("dataset.read", "×4")], shown
+    console.click("filter-changes")
+    console.submit("filter")
+    assert [r.find_element("css selector", ".action").text for r in console.all("#audit tbody tr")] == [
+        "key.revoke.refused"]
+    assert console.by_id("filter-changes").is_selected() and value(console, "filter-actor") == actor
+    console.shot("audit-filtered")
+
+    console.open("/console/audit?changes=1")
+    assert not {"dataset.read", "dataset.list", "ledger.read"} & {a.text for a in console.all("#audit .action")}
+    if console.all("#older-page"):
+        first = console.one("#audit tbody tr td").text
+        console.submit("older-page")
+        assert "page 2 of" in console.by_id("audit-summary").text and console.one("#audit tbody tr td").text != first
