@@ -71,18 +71,23 @@ def _number(value: float) -> str:
 
 def step_chart(name: str, xs: Sequence[float], ys: Sequence[float], titles: Sequence[str], *, x_label: str,
                y_label: str, x_text: Callable[[float], str] = _number, y_floor: float | None = None,
-               y_line: tuple[float, str] | None = None) -> Markup:
+               y_line: tuple[float, str] | None = None, x_until: float | None = None,
+               x_min_span: float = 0.0) -> Markup:
     """A staircase through (xs, ys) (each value holds until the next point), one marker per point.
 
     ``y_floor`` starts the y axis there (e.g. 0 for spent ε); ``y_line`` draws a dashed horizontal reference
-    (value, caption), e.g. the budget's total."""
+    (value, caption), e.g. the budget's total. ``x_until`` holds the last value on to there (e.g. now), and the x
+    axis spans at least ``x_min_span`` from the first point, so one point or a few seconds make a readable axis."""
     if not xs:
         return Markup('<p class="empty">Nothing to draw yet.</p>')
     y_values = list(ys) + ([y_floor] if y_floor is not None else []) + ([y_line[0]] if y_line else [])
-    frame = _Frame(_padded(xs), _padded(y_values))
+    x_end = max(xs[-1], x_until if x_until is not None else xs[-1], xs[0] + x_min_span)
+    frame = _Frame(_padded([xs[0], x_end]), _padded(y_values))
     path = [f"M{frame.px(xs[0]):.1f},{frame.py(ys[0]):.1f}"]
     for x, y, previous in zip(xs[1:], ys[1:], ys):
         path.append(f"H{frame.px(x):.1f}V{frame.py(y):.1f}" if previous != y else f"H{frame.px(x):.1f}")
+    if x_until is not None and x_until > xs[-1]:
+        path.append(f"H{frame.px(x_until):.1f}")
     body = frame.axes(x_label, y_label, x_text, _number)
     if y_line:
         value, caption = y_line

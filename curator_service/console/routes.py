@@ -251,14 +251,18 @@ async def _registered(api: Api, form: FormData, dataset: dict) -> RedirectRespon
     return redirect(page, done + ".")
 
 
+TIME_AXIS_MIN_SPAN = 120.0
+"""Seconds a time axis spans at least: a new dataset's one point gets two minutes, labelled to the second."""
+
+
 def _clock(span_seconds: float):
-    """Tick labels for a time axis spanning ``span_seconds``: dates past two days, else the time of day (with
-    milliseconds when the span is a few seconds)."""
+    """Tick labels for a time axis spanning ``span_seconds``: dates past two days, the time of day to the minute past
+    ten minutes, else to the second."""
     def label(t: float) -> str:
         moment = datetime.fromtimestamp(t, UTC)
         if span_seconds > 2 * 86400:
             return f"{moment:%Y-%m-%d}"
-        return f"{moment:%H:%M:%S}" + (f".{moment.microsecond // 1000:03d}" if span_seconds <= 8 else "")
+        return f"{moment:%H:%M}" if span_seconds > 600 else f"{moment:%H:%M:%S}"
     return label
 
 
@@ -274,10 +278,11 @@ def _epsilon_over_time(dataset: dict, entries: list[dict]):
         titles.append(f"{moment:%Y-%m-%d %H:%M:%S} · {entry['purpose']} · ε {entry['epsilon']:.4g} (total spent "
                       f"{running:.4g})")
     total = dataset["budget"]["total_epsilon"]
+    now = max(datetime.now(UTC).timestamp(), times[-1])  # the spending holds until now
     return charts.step_chart(
         "epsilon-over-time", times, spent, titles, x_label="time (UTC)", y_label="ε spent",
-        x_text=_clock(times[-1] - times[0]), y_floor=0.0,
-        y_line=(total, f"budget ε {total:.4g}"),
+        x_text=_clock(max(now - times[0], TIME_AXIS_MIN_SPAN)), y_floor=0.0,
+        y_line=(total, f"budget ε {total:.4g}"), x_until=now, x_min_span=TIME_AXIS_MIN_SPAN,
     )
 
 
