@@ -117,6 +117,27 @@ def front_chart(name: str, points: Sequence[tuple[float, float]], front: Sequenc
     return _svg(name, body, f"Pareto front: {y_label} against {x_label}")
 
 
+def bar_chart(name: str, labels: Sequence[str], values: Sequence[float], titles: Sequence[str], *,
+              caption: str) -> Markup:
+    """Horizontal bars, one per label, their lengths ``values`` relative to the largest (each bar's ``data-value``
+    is its value, its ``<title>`` the exact figures)."""
+    if not values:
+        return Markup('<p class="empty">Nothing to draw yet.</p>')
+    row, label_width, width = 22, 150, WIDTH
+    height = TOP + row * len(values) + 8
+    largest = max(values) or 1.0
+    body = ""
+    for i, (label, value, title) in enumerate(zip(labels, values, titles)):
+        y = TOP + i * row
+        length = (width - label_width - RIGHT) * value / largest
+        body += (f'<text x="{label_width - 6}" y="{y + 15}" text-anchor="end" class="label">{escape(label)}</text>'
+                 f'<rect x="{label_width}" y="{y + 3}" width="{length:.1f}" height="{row - 6}" class="bar" '
+                 f'data-label="{escape(label)}" data-value="{value!r}"><title>{escape(title)}</title></rect>'
+                 f'<text x="{label_width + length + 4:.1f}" y="{y + 15}">{value:.2f}</text>')
+    return Markup(f'<svg class="chart importance" data-chart="{escape(name)}" viewBox="0 0 {width} {height}" '
+                  f'role="img" aria-label="{escape(caption)}" xmlns="http://www.w3.org/2000/svg">{body}</svg>')
+
+
 def gauge(spent: float, total: float, symbol: str = "ε") -> Markup:
     """A half-dial filled to spent/total (capped at full), the figures beneath."""
     fraction = 0.0 if total <= 0 else min(1.0, max(0.0, spent / total))

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
@@ -45,6 +46,7 @@ from curator_service.services import audit, console_sessions
 from curator_service.services.policy import principal_for_token
 from shared.api.errors import ApiError
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
+from shared.gp.regression import fit_hyperparameters
 from shared.regret import best_so_far
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -572,7 +574,32 @@ async def session_page(request: Request, api: Console, session_id: int) -> HTMLR
     correctable = dataset["evaluator_kind"] == "manual"  # only answers the curator typed (the API says why)
     notes = await api.get(f"/v1/sessions/{session_id}/notes")
     return render(request, "session.html", page="sessions", session=status, queries=queries, release=release,
-                  correctable=correctable, notes=notes, chart=_best_so_far(queries, release["goal"]))
+                  correctable=correctable, notes=notes, chart=_best_so_far(queries, release["goal"]),
+                  importance=await _importance(api, release, dataset, queries))
+
+
+IMPORTANCE_MIN_ANSWERS = 5
+IMPORTANCE_MAX_ROWS = 100_000  # one page of released inputs
+
+
+async def _importance(api: Api, release: dict, dataset: dict, queries: list[dict]):
+    """Parameter importance for an identity release (its coordinates are the named features): ARD lengthscales ℓ_j
+    fitted by marginal likelihood on the session's answered queries (:func:`shared.gp.regression.fit_hyperparameters`
+    with ``ard=True``), shown as 1/ℓ_j relative to the largest; None for other releases or too few answers. The
+    inputs are the released (noisy) Z the modeler sees, read through the API (an audited ``release.inputs``)."""
+    answered = [q for q in queries if q["status"] == "done" and q["value"] is not None]
+    if (release.get("projection") != "identity" or len(answered) < IMPORTANCE_MIN_ANSWERS
+            or release["n"] > IMPORTANCE_MAX_ROWS):
+        return None
+    Z = np.asarray((await api.get(f"/v1/releases/{release['id']}/inputs", limit=IMPORTANCE_MAX_ROWS))["rows"])
+    X, y = Z[[q["index"] for q in answered]], np.asarray([q["value"] for q in answered])
+    fitted = await run_in_threadpool(fit_hyperparameters, X, y, ard=True, rng=0)
+    lengthscales = np.broadcast_to(fitted.kernel.lengthscale, (X.shape[1],))
+    relevance = 1.0 / lengthscales
+    titles = [f"{name}: lengthscale {scale:.3g} (importance {r / relevance.max():.2f} of the largest)"
+              for name, scale, r in zip(dataset["feature_columns"], lengthscales, relevance)]
+    return charts.bar_chart("importance", dataset["feature_columns"], (relevance / relevance.max()).tolist(), titles,
+                            caption="parameter importance: 1 / ARD lengthscale, relative to the largest")
 
 
 @router.get("/queries", response_class=HTMLResponse)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 import httpx
 import numpy as np
 
@@ -216,3 +218,26 @@ def test_the_audit_log_is_paged_newest_first_and_filters_by_actor_action_and_cha
         first = console.one("#audit tbody tr td").text
         console.submit("older-page")
         assert "page 2 of" in console.by_id("audit-summary").text and console.one("#audit tbody tr td").text != first
+
+
+def test_the_session_page_of_an_identity_release_shows_parameter_importance(admin_console):
+    """y depends on x0 only: the ARD fit on the session's answers makes x0 the most important feature."""
+    console, curator = admin_console, admin_console.curator
+    rng = np.random.default_rng(8)
+    X = rng.uniform(size=(60, 2))
+    dataset = curator.register_table(unique("importance"), X, ["dose", "noise_feature"],
+                                     evaluator={"kind": "column", "column": "y"}, budget=(250.0, 1e-3),
+                                     extra_columns={"y": np.sin(6 * X[:, 0])},
+                                     scaling={"kind": "bounds", "lower": [0.0, 0.0], "upper": [1.0, 1.0],
+                                              "diameter": 1.0})
+    release = curator.release(dataset.id, "gaussian", 200.0, 1e-3)
+    assert release.projection == "identity", release.projection
+    key = curator.issue_key([release.id], max_queries=30)
+    modeler = ModelerClient(curator.url, key.token)
+    session = modeler.open_session(release.id)
+    modeler.query(session.id, list(range(0, 60, 3)))
+    console.open(f"/console/sessions/{session.id}")
+    bars = {b.get_attribute("data-label"): float(b.get_attribute("data-value"))
+            for b in console.all('svg[data-chart="importance"] rect')}
+    assert bars["dose"] == 1.0 and bars["noise_feature"] < 0.5, bars
+    console.shot("session-importance")
