@@ -9,6 +9,7 @@ from pathlib import Path
 from fastapi import FastAPI, Response
 
 from curator_service import __version__
+from curator_service.admission import AdmissionMiddleware, AuthThrottle
 from curator_service.console import install_console
 from curator_service.errors import ERROR_RESPONSES, GuardMiddleware, install_error_handlers
 from curator_service.jobs.runner import JobRunner
@@ -38,7 +39,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """The service for ``settings`` (default: from the environment). The database is migrated here.
 
     ``app.state`` holds what the services need: ``settings``, ``db`` (:class:`Database`), ``tables`` (the decoded
-    table cache) and ``jobs`` (the job runner, which sends jobs to the Dask cluster)."""
+    table cache), ``jobs`` (the job runner, which sends jobs to the Dask cluster) and ``auth_throttle`` (the back-off
+    after failed authentications, :mod:`curator_service.admission`)."""
     settings = settings or Settings.from_env()
     make_data_dir_private(settings.data_dir)
     db = Database(settings.database_url)
@@ -59,8 +61,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db = db
     app.state.tables = TableCache()
     app.state.jobs = JobRunner(app)
+    app.state.auth_throttle = AuthThrottle(settings.auth_failures_allowed)
     install_error_handlers(app)
     audit_refusals(app)
+    # Guard is outermost (it answers whatever an inner layer raises); admission refuses before a body is read.
+    app.add_middleware(AdmissionMiddleware, settings=settings, throttle=app.state.auth_throttle)
     app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_upload_bytes)
 
     @app.get("/health", response_model=Health, tags=["health"], summary="Liveness (no authentication)")

@@ -32,12 +32,12 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 class PayloadTooLarge(StarletteHTTPException):
-    """Raised while reading a body that grows past the upload limit (an HTTP exception so FastAPI's
-    body parser passes it through instead of calling it a parse error)."""
+    """Raised while reading a body that grows past its limit (an HTTP exception so FastAPI's body parser passes it
+    through instead of calling it a parse error); ``setting`` names the variable that sets the limit."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, setting: str = "POBO_MAX_UPLOAD_BYTES") -> None:
         super().__init__(413, f"the request body is larger than the limit of {limit} bytes; "
-                         "send a smaller file or raise POBO_MAX_UPLOAD_BYTES")
+                         f"send a smaller one or raise {setting}")
 
 
 BEARER_CHALLENGE = 'Bearer realm="pobo curator"'

@@ -21,6 +21,7 @@ from sqlalchemy.exc import ArgumentError
 Mode = Literal["research", "production"]
 
 DEFAULT_MAX_UPLOAD_BYTES = 200 * 1024 * 1024
+MIN_ADMIN_TOKEN_LENGTH = 32
 # The longest POBO_RELEASE_WAIT_SECONDS: the admin client's release POST waits this long and a margin for its answer
 # (curator_service.admin_client), so a client never times out on, and re-sends, a release it could have seen.
 MAX_RELEASE_WAIT_SECONDS = 120.0
@@ -28,6 +29,10 @@ PLAINTEXT_REFUSED = ("POBO_DASK_SCHEDULER is tcp://, which neither encrypts nor 
                      "scheduler can run code on the workers that hold raw rows. Use tls:// with POBO_DASK_TLS_CA_FILE, "
                      "POBO_DASK_TLS_CERT_FILE and POBO_DASK_TLS_KEY_FILE (`pobo-curator cluster certs` makes them), or "
                      "set POBO_DASK_ALLOW_PLAINTEXT=true to accept that risk (logged at every start)")
+
+
+ADMIN_TOKEN_FILE = "admin_token"
+"""Where in the data directory ``pobo-curator serve`` keeps the admin token it made when POBO_ADMIN_TOKEN is unset."""
 
 
 def default_data_dir() -> Path:
@@ -55,7 +60,8 @@ def read_secret(path: Path, variable: str) -> str:
 class Settings(BaseSettings):
     """Everything the service needs to start.
 
-    ``admin_token``: the curator's bearer token (``None`` disables the admin token; curator keys still work).
+    ``admin_token``: the curator's bearer token, at least 32 characters (``None`` disables the admin token; curator
+    keys still work).
     ``mode``: ``production`` (the default) refuses seeds, so every release uses the floating-point-safe
     noise source; ``research`` accepts a seed from the curator (never from a modeler key) for reproducible,
     uncertified releases. Demos, tests and benchmarks opt into research mode explicitly.
@@ -77,7 +83,12 @@ class Settings(BaseSettings):
     admin_token_file: Path | None = None
     allow_uncertified_mechanisms: bool = False
     mode: Mode = "production"
-    max_upload_bytes: PositiveInt = DEFAULT_MAX_UPLOAD_BYTES
+    max_upload_bytes: PositiveInt = DEFAULT_MAX_UPLOAD_BYTES  # a multipart body to an upload route
+    max_json_bytes: PositiveInt = 1024 * 1024  # every other request body (curator_service.admission)
+    # Failed authentications a client address may make (within 15 minutes) before it must wait (doubling, ≤ 5 min).
+    auth_failures_allowed: PositiveInt = 10
+    console_idle_seconds: PositiveInt = 30 * 60  # a console session unused this long has ended
+    console_session_seconds: PositiveInt = 8 * 3600  # and every console session ends this long after its login
     # The job engine (curator_service.jobs): None starts a local Dask cluster of job_workers worker processes
     # (one thread each, mutual TLS) beside the service; "tls://host:8786" sends jobs to that Dask scheduler instead,
     # presenting the dask_tls_* files (`pobo-curator cluster certs` makes them); "tcp://" only with the opt-out.
@@ -128,6 +139,11 @@ class Settings(BaseSettings):
             password = read_secret(values["database_password_file"], "POBO_DATABASE_PASSWORD_FILE")
             url = make_url(values["database_url"]).set(password=password)
             values["database_url"] = url.render_as_string(hide_password=False)
+        token = values.get("admin_token")
+        if isinstance(token, str) and len(token) < MIN_ADMIN_TOKEN_LENGTH:
+            raise ValueError(f"the admin token (POBO_ADMIN_TOKEN or POBO_ADMIN_TOKEN_FILE) has {len(token)} characters; "
+                             f"give one of at least {MIN_ADMIN_TOKEN_LENGTH} random characters, e.g. from "
+                             "`openssl rand -hex 32`")
         values["data_dir"] = Path(values.get("data_dir") or default_data_dir()).expanduser()
         if not values.get("database_url"):
             values["database_url"] = sqlite_url(values["data_dir"])

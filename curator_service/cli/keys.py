@@ -26,7 +26,8 @@ from shared.api.schemas import API_PREFIX
 key_app = typer.Typer(help="Issue, list and revoke API keys.", no_args_is_help=True)
 
 KEY_FLAGS = {"name": "--name", "release_ids": "--release", "max_queries": "--max-queries", "role": "--role",
-             "epsilon_cap": "--epsilon-cap", "delta_cap": "--delta-cap", "jobs": "--jobs", "expires_at": "--expires"}
+             "epsilon_cap": "--epsilon-cap", "delta_cap": "--delta-cap", "jobs": "--jobs", "expires_at": "--expires",
+             "governance": "--governance"}
 KEY_COLUMNS = ["id", "name", "role", "release_ids", "max_queries", "used_queries", "revoked", "created_at"]
 
 
@@ -49,14 +50,17 @@ def key_create(
                                              "key none, a curator key every kind).")] = None,
     expires: Annotated[str | None, typer.Option(help="When the key stops working: an ISO 8601 date or moment (UTC "
                                                 "when no zone is given), e.g. 2027-01-31.")] = None,
+    governance: Annotated[bool, typer.Option(help="A curator key that may raise budgets, revoke keys and change "
+                                             "other keys' policies (no cap, no job list).")] = False,
     as_json: Json = False,
     url: Url = DEFAULT_URL,
     token: Token = "",
 ) -> None:
-    """Create an API key, with its policy (caps, job kinds, expiry); its token is printed once."""
+    """Create an API key, with its policy (caps, job kinds, expiry, governance); its token is printed once."""
     body = build(KeyCreateWithPolicy, {"name": name, "release_ids": release, "max_queries": max_queries, "role": role,
                                        "epsilon_cap": epsilon_cap, "delta_cap": delta_cap,
-                                       "jobs": None if jobs is None else split(jobs), "expires_at": expires}, KEY_FLAGS)
+                                       "jobs": None if jobs is None else split(jobs), "expires_at": expires,
+                                       "governance": governance or None}, KEY_FLAGS)
     with curator(url, token, KEY_FLAGS) as admin:
         out = admin.create_key(body)
         with admin.admin() as api:
@@ -68,7 +72,8 @@ def key_create(
     caps = ", ".join(f"{what} cap {cap:g}" for what, cap in (("ε", policy.epsilon_cap), ("δ", policy.delta_cap))
                      if cap is not None)
     console.print(f"policy: {caps or 'no cap of its own'}; jobs {', '.join(policy.jobs) or 'none'}; "
-                  f"expires {policy.expires_at.isoformat() if policy.expires_at else 'never'}")
+                  f"expires {policy.expires_at.isoformat() if policy.expires_at else 'never'}"
+                  f"{'; governance' if policy.governance else ''}")
     console.print(f"token (shown once; only its hash is stored): [bold]{out.token}[/bold]")
 
 

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
-from curator_service.cli.common import console
-from curator_service.settings import Settings
-
-ADMIN_TOKEN_FILE = "admin_token"
+from curator_service.cli.common import USAGE_ERROR, console, fail
+from curator_service.settings import ADMIN_TOKEN_FILE, Settings
 
 DataDir = Annotated[Path | None, typer.Option(help="Where the embedded database lives (POBO_DATA_DIR).")]
 DatabaseUrl = Annotated[str | None, typer.Option(help="SQLAlchemy URL, e.g. postgresql+psycopg://… "
@@ -27,6 +26,16 @@ def _admin_token(data_dir: Path) -> str:
         path.write_text(secrets.token_urlsafe(32) + "\n")
         path.chmod(0o600)
     return path.read_text().strip()
+
+
+def _settings(**overrides: object) -> Settings:
+    """The settings from the environment, or the command ends with their sentences (exit 2): it never starts on
+    settings it refused."""
+    try:
+        return Settings.from_env(**overrides)
+    except ValidationError as exc:
+        fail("cannot start: " + "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()),
+             USAGE_ERROR)
 
 
 def serve(
@@ -46,10 +55,9 @@ def serve(
 
     from curator_service.app import create_app
 
-    settings = Settings.from_env(data_dir=data_dir, database_url=database_url)
+    settings = _settings(data_dir=data_dir, database_url=database_url)
     if settings.admin_token is None:
-        settings = Settings.from_env(data_dir=data_dir, database_url=database_url,
-                                     admin_token=_admin_token(settings.data_dir))
+        settings = _settings(data_dir=data_dir, database_url=database_url, admin_token=_admin_token(settings.data_dir))
         console.print("admin token: POBO_ADMIN_TOKEN is unset, using the one in "
                       f"{settings.data_dir / ADMIN_TOKEN_FILE}")
     console.print(f"pobo curator on http://{host}:{port} (mode {settings.mode}, "

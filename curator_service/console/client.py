@@ -1,8 +1,10 @@
 """The console's only way to read or change anything: the service's own HTTP API, called in process.
 
-Each call goes through the same ASGI stack as a request from outside (authentication, validation, the
-upload limit, the audit trail), with the token from the console's cookie as its bearer token. So the console
-can never show or do more than that token may through the API, and it repeats none of the API's logic.
+Each call goes through the same ASGI stack as a request from outside (authorization, validation, the body
+limits, the audit trail) as the principal of the console session (checked on every console request:
+:mod:`curator_service.services.console_sessions`), which it carries in the ASGI scope instead of a bearer token
+(:data:`~curator_service.routers.auth.IN_PROCESS_PRINCIPAL`). So the console can never show or do more than that
+principal may through the API, and it repeats none of the API's logic.
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ from typing import Any
 
 import httpx
 from fastapi import Request
+from starlette.types import Receive, Scope, Send
+
+from curator_service.routers.auth import IN_PROCESS_PRINCIPAL
+from curator_service.services.policy import Principal
 
 
 class ApiRefusal(Exception):
@@ -22,17 +28,23 @@ class ApiRefusal(Exception):
 
 
 class Api:
-    """The API as the holder of ``token`` sees it."""
+    """The API as ``principal`` sees it."""
 
-    def __init__(self, request: Request, token: str) -> None:
+    def __init__(self, request: Request, principal: Principal) -> None:
         self.app = request.app
-        self.token = token
+        self.principal = principal
+
+    async def _as_principal(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app({**scope, IN_PROCESS_PRINCIPAL: self.principal}, receive, send)
 
     async def call(self, method: str, path: str, **options: Any) -> Any:
         """``options`` as for ``httpx.AsyncClient.request`` (json, params, data, files). Returns the decoded JSON."""
-        transport = httpx.ASGITransport(app=self.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://console.internal",
-                                     headers={"Authorization": f"Bearer {self.token}"}) as client:
+        return (await self.respond(method, path, **options)).json()
+
+    async def respond(self, method: str, path: str, **options: Any) -> httpx.Response:
+        """The API's response (its headers too), or :class:`ApiRefusal`."""
+        transport = httpx.ASGITransport(app=self._as_principal)
+        async with httpx.AsyncClient(transport=transport, base_url="http://console.internal") as client:
             response = await client.request(method, path, **options)
         if response.is_error:
             body = _json_or_none(response)
@@ -40,7 +52,7 @@ class Api:
             code = body.get("code") if isinstance(body, dict) else None
             raise ApiRefusal(response.status_code, code or "error",
                              detail if isinstance(detail, str) else f"the service answered {response.status_code}")
-        return response.json()
+        return response
 
     async def get(self, path: str, **params: Any) -> Any:
         return await self.call("GET", path, params={k: v for k, v in params.items() if v is not None})

@@ -1,11 +1,13 @@
-"""The console's login cookie and CSRF tokens.
+"""The console's session cookie and CSRF tokens.
 
-The token the curator logs in with (admin token or curator key) is kept in one cookie, ``Secure`` (sent over
+A login gives the browser one cookie holding a random session id (:mod:`curator_service.services.console_sessions`
+keeps the session, its expiry and the credential behind it; never the token itself in a cookie). The cookie has no
+Max-Age or Expires, so the browser keeps it in memory only and drops it when it closes; it is ``Secure`` (sent over
 HTTPS only; browsers also accept it on loopback), ``HttpOnly`` (no script can read it) and ``SameSite=Strict``
 (never sent with a request started by another site), scoped to ``/console``.
 
 Every form carries a CSRF token, csrf = HMAC-SHA256(k, "csrf:" + c), with k a random key made when the
-console is installed and c the value of the cookie the form belongs to: the login cookie, or before login a
+console is installed and c the value of the cookie the form belongs to: the session cookie, or before login a
 random nonce cookie (so the login form is protected too). Another site can neither read c nor compute the
 HMAC, so it cannot forge a form post; a restart makes open forms stale (the next post asks to reload).
 """
@@ -25,14 +27,14 @@ SESSION_COOKIE = "pobo_console"
 LOGIN_NONCE_COOKIE = "pobo_console_login"
 FLASH_COOKIE = "pobo_console_flash"
 COOKIE_PATH = "/console"
-SESSION_SECONDS = 8 * 3600
 
 
 def new_console_key() -> bytes:
     return secrets.token_bytes(32)
 
 
-def _set(response: Response, name: str, value: str, max_age: int) -> None:
+def _set(response: Response, name: str, value: str, max_age: int | None) -> None:
+    """``max_age`` None: a cookie for as long as the browser runs, never written to its disk."""
     response.set_cookie(name, value, max_age=max_age, path=COOKIE_PATH, secure=True, httponly=True,
                         samesite="strict")
 
@@ -41,12 +43,13 @@ def _forget(response: Response, name: str) -> None:
     response.delete_cookie(name, path=COOKIE_PATH, secure=True, httponly=True, samesite="strict")
 
 
-def session_token(request: Request) -> str | None:
+def session_id(request: Request) -> str | None:
     return request.cookies.get(SESSION_COOKIE) or None
 
 
-def log_in(response: Response, token: str) -> None:
-    _set(response, SESSION_COOKIE, token, SESSION_SECONDS)
+def log_in(response: Response, session: str) -> None:
+    """Gives the browser the id of its new session (no Max-Age)."""
+    _set(response, SESSION_COOKIE, session, None)
     _forget(response, LOGIN_NONCE_COOKIE)
 
 
@@ -55,8 +58,8 @@ def log_out(response: Response) -> None:
 
 
 def bound_cookie(request: Request) -> str | None:
-    """The cookie value this browser's forms are bound to: the login cookie, else the pre-login nonce."""
-    return session_token(request) or request.cookies.get(LOGIN_NONCE_COOKIE) or None
+    """The cookie value this browser's forms are bound to: the session cookie, else the pre-login nonce."""
+    return session_id(request) or request.cookies.get(LOGIN_NONCE_COOKIE) or None
 
 
 def form_cookie(request: Request) -> tuple[str, bool]:

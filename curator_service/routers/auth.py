@@ -33,6 +33,10 @@ _bearer = HTTPBearer(auto_error=False, description="The admin token (POBO_ADMIN_
 ANONYMOUS = "anonymous"
 """How the audit log names a caller whose token stands for nobody."""
 
+IN_PROCESS_PRINCIPAL = "pobo.principal"
+"""The ASGI scope key of the console's own calls to the API (:mod:`curator_service.console.client`): the principal of
+the console session that makes them, which no request from outside can set (the server builds its scope)."""
+
 
 def _no_token() -> ApiError:
     return ApiError(401, "unauthorized", "this endpoint needs a token; send 'Authorization: Bearer <token>'")
@@ -63,6 +67,8 @@ def _presented_token(credentials: HTTPAuthorizationCredentials | None) -> str | 
 def authenticate(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> Principal:
+    if (console_principal := request.scope.get(IN_PROCESS_PRINCIPAL)) is not None:
+        return console_principal
     token = _presented_token(credentials)
     if token is None:
         _audit_refusal(request, ANONYMOUS, "auth.failed")

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request
 from curator_service.routers.auth import AnyRole, Curator
 from curator_service.routers.params import KeyId
 from curator_service.services import keys
+from curator_service.services.key_policy import write_audited
 from shared.api.errors import ApiError
 from shared.api.governance import KeyCreateWithPolicy, KeyPolicy, KeyPolicyOut
 from shared.api.schemas import KeyCreated, KeyOut
@@ -17,8 +18,9 @@ router = APIRouter(tags=["keys"])
 @router.post("/v1/keys", status_code=201, response_model=KeyCreated, summary="Create a key (its token is shown once)")
 def create_key(request: Request, principal: Curator, body: KeyCreateWithPolicy) -> KeyCreated:
     """Creates a modeler (or curator) key scoped to releases, with a query budget and an optional policy. The token is
-    shown once and only its hash is stored. The admin token or a curator key without a cap of its own only."""
-    with request.app.state.db.write() as session:
+    shown once and only its hash is stored. A key creates only keys inside its own policy (no cap of its own, job
+    kinds it may run, an expiry no later than its own); a refusal is a 403, audited."""
+    with write_audited(request.app.state.db, principal) as session:
         return keys.create_key(session, principal, body, policy=body)
 
 
@@ -52,14 +54,16 @@ def get_policy(request: Request, principal: Curator, key_id: KeyId) -> KeyPolicy
 @router.put("/v1/keys/{key_id:int}/policy", response_model=KeyPolicyOut,
             summary="Change a key's policy (fields left out keep their value; null returns a field to its default)")
 def set_policy(request: Request, principal: Curator, key_id: KeyId, body: KeyPolicy) -> KeyPolicyOut:
-    """Changes the policy fields sent (caps, job kinds, expiry) and keeps the others; null returns a field to the
-    role's default. The admin token or a curator key without a cap of its own only. Audited."""
-    with request.app.state.db.write() as session:
+    """Changes the policy fields sent (caps, job kinds, expiry, governance) and keeps the others; null returns a
+    field to the role's default. The admin token or a governance key only, never on its own policy, and within its
+    own policy. Audited, a refusal (403) too."""
+    with write_audited(request.app.state.db, principal) as session:
         return keys.set_policy(session, principal, key_id, body)
 
 
 @router.delete("/v1/keys/{key_id}", response_model=KeyOut, summary="Revoke a key (its sessions stop working)")
 def revoke_key(request: Request, principal: Curator, key_id: KeyId) -> KeyOut:
-    """Revokes a key: its token stops working at once, for new sessions and for queries in open ones. Audited."""
-    with request.app.state.db.write() as session:
+    """Revokes a key: its token stops working at once, for new sessions and for queries in open ones, and its console
+    sessions end. The admin token or a governance key only. Audited, a refusal (403) too."""
+    with write_audited(request.app.state.db, principal) as session:
         return keys.revoke_key(session, principal, key_id)

@@ -8,6 +8,12 @@
   their own endpoint (releases) are outside the list: their endpoint and the kind's roles decide.
 * **Expiry.** From ``expires_at`` on the key authenticates nothing (401), like a revoked key
   (:func:`curator_service.services.policy.live_key`).
+* **Governance.** Raising a dataset's budget, revoking a key and changing a key's policy need the admin token or a
+  curator key marked ``governance`` (which has no cap and no job list). No key changes its own policy. A key that
+  creates a key, or changes another's policy, gives it a policy inside its own: no cap of its own (a cap cannot be
+  shared out), only job kinds it may run itself, an expiry no later than its own, governance only if it has it.
+  Each refusal is a 403 with a sentence, audited as ``<action>.refused`` with the reason
+  (:func:`write_audited`).
 
 The cap and the job permission are enforced when the ledger and the jobs table are written (a ``before_flush``
 check on every session), like a database constraint: whichever service adds a charge or a job, the release path,
@@ -18,15 +24,18 @@ concurrent charges of one key on different datasets cannot both pass.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from curator_service.jobs import KINDS
-from curator_service.persistence.db import get_or_404
+from curator_service.persistence.db import Database, get_or_404
 from curator_service.persistence.governance import KeyPolicy as PolicyRow
 from curator_service.persistence.models import ApiKey, Job, LedgerEntry, utcnow
+from curator_service.services.audit import record
 from curator_service.services.ledger import _fits
 from curator_service.services.policy import Principal
 from shared.api.errors import ApiError
@@ -58,21 +67,99 @@ def check_policy(role: str, policy: KeyPolicy) -> None:
                        "(ISO 8601, UTC when no zone is given)")
 
 
+def check_governance_shape(role: str, policy: KeyPolicy) -> None:
+    """422 for a policy marked ``governance`` that is not a curator's, or has a cap or a job list (a governance key
+    could otherwise lift its own limits through a key it makes)."""
+    if not policy.governance:
+        return
+    if role != "curator":
+        raise ApiError(422, "validation_error", "'governance' is for curator keys only; leave it out of a "
+                       f"{role} key's policy")
+    if policy.epsilon_cap is not None or policy.delta_cap is not None or policy.jobs is not None:
+        raise ApiError(422, "validation_error", "'governance' needs a key with no 'epsilon_cap', 'delta_cap' or "
+                       "'jobs' (a governance key could lift any of them); set them to null or leave 'governance' out")
+
+
 def as_utc(moment: datetime) -> datetime:
     """A moment with no zone is read as UTC."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def check_may_govern_keys(session: Session, principal: Principal) -> None:
-    """403 unless the caller is the admin token or a key with no ε/δ cap of its own: a capped key that could create
-    keys or change policies could lift its own cap, or mint an uncapped key and spend through it (review F3)."""
+ACTS = {"key.create": "creating a key", "key.policy": "changing a key's policy", "key.revoke": "revoking a key",
+        "dataset.budget_raise": "raising a dataset's budget"}
+"""The acts of key governance, by their audit action, and how a refusal's sentence names them."""
+
+
+class GovernanceRefusal(ApiError):
+    """A 403 of key governance, audited as ``<action>.refused`` with its target and reason by :func:`write_audited`."""
+
+    def __init__(self, action: str, target: str, why: str, detail: str) -> None:
+        super().__init__(403, "forbidden", detail)
+        self.action, self.target, self.why = action, target, why
+
+
+@contextmanager
+def write_audited(db: Database, principal: Principal) -> Iterator[Session]:
+    """``db.write()``, and a :class:`GovernanceRefusal` raised in it audited in a transaction of its own (the
+    request's own rolls back with nothing written)."""
+    try:
+        with db.write() as session:
+            yield session
+    except GovernanceRefusal as refusal:
+        with db.write() as session:
+            record(session, principal, f"{refusal.action}.refused", f"{refusal.target} ({refusal.why})")
+        raise
+
+
+def governs(session: Session, principal: Principal) -> bool:
+    """Whether ``principal`` may raise budgets, revoke keys and change other keys' policies: the admin token, or a
+    curator key marked for governance that has no cap and no job list."""
+    if principal.key_id is None:
+        return principal.is_curator
+    row = session.get(PolicyRow, principal.key_id)
+    return (principal.is_curator and row is not None and bool(row.governance) and row.epsilon_cap is None
+            and row.delta_cap is None and row.jobs is None)
+
+
+def check_governs(session: Session, principal: Principal, action: str, target: str) -> None:
+    if not governs(session, principal):
+        raise GovernanceRefusal(action, target, "not a governance key",
+                                f"{ACTS[action]} needs the admin token or a curator key marked for governance (no "
+                                "cap, no job list); this key is not one: ask the admin to do it")
+
+
+def check_fits_inside(session: Session, principal: Principal, role: str, policy: KeyPolicy, action: str,
+                      target: str) -> None:
+    """403 unless ``policy`` (of a ``role`` key that ``principal`` creates or changes) lies inside the principal's
+    own: no cap of its own, job kinds it may run itself, an expiry no later than its own, governance only if it has
+    it. The admin token has no limits."""
     if principal.key_id is None:
         return
-    row = session.get(PolicyRow, principal.key_id)
-    if row is not None and (row.epsilon_cap is not None or row.delta_cap is not None):
-        raise ApiError(403, "forbidden", "this key has an epsilon/delta cap of its own, so it may not create keys or "
-                       "change key policies (it could lift its own cap); use the admin token or a curator key "
-                       "without a cap")
+    own = session.get(PolicyRow, principal.key_id)
+    if own is None:
+        own = PolicyRow(key_id=principal.key_id, governance=False)
+    act = ACTS[action]
+
+    def refuse(why: str, sentence: str) -> GovernanceRefusal:
+        return GovernanceRefusal(action, target, why, f"{act} refused: {sentence}")
+
+    if own.epsilon_cap is not None or own.delta_cap is not None:
+        raise refuse("caller has a cap", "this key has an epsilon/delta cap of its own, which it cannot share out, "
+                     "so it may not create keys or change key policies (it could lift its own cap); use the admin "
+                     "token or a curator key without a cap")
+    if own.jobs is not None:
+        wanted = set(policy.jobs) if policy.jobs is not None else set(allowed_jobs(role, None))
+        if wider := sorted(wanted - set(own.jobs)):
+            raise refuse("job kinds wider than the caller's",
+                         f"the policy would let the key run {wider}, which this key may not run itself; give 'jobs' "
+                         f"within {sorted(own.jobs) or 'no job kind'}")
+    if own.expires_at is not None and (policy.expires_at is None or as_utc(policy.expires_at) > own.expires_at):
+        raise refuse("expiry later than the caller's",
+                     f"this key expires at {own.expires_at.isoformat()}, so a key it makes or changes must too: give "
+                     "'expires_at' no later than that")
+    if policy.governance and not own.governance:
+        raise refuse("governance the caller lacks", "only the admin token or a governance key may mark a key for "
+                     "governance")
 
 
 def stored_policy(session: Session, key: ApiKey) -> KeyPolicy:
@@ -80,15 +167,18 @@ def stored_policy(session: Session, key: ApiKey) -> KeyPolicy:
     row = session.get(PolicyRow, key.id)
     if row is None:
         return KeyPolicy()
-    return KeyPolicy(epsilon_cap=row.epsilon_cap, delta_cap=row.delta_cap, jobs=row.jobs, expires_at=row.expires_at)
+    return KeyPolicy(epsilon_cap=row.epsilon_cap, delta_cap=row.delta_cap, jobs=row.jobs, expires_at=row.expires_at,
+                     governance=row.governance or None)
 
 
 def store_policy(session: Session, key: ApiKey, policy: KeyPolicy) -> None:
-    """Sets the key's policy (checked by the caller with :func:`check_policy`; replaces an earlier one)."""
+    """Sets the key's policy (checked by the caller with :func:`check_policy` and :func:`check_governance_shape`;
+    replaces an earlier one)."""
     row = session.get(PolicyRow, key.id) or PolicyRow(key_id=key.id)
     row.epsilon_cap, row.delta_cap = policy.epsilon_cap, policy.delta_cap
     row.jobs = None if policy.jobs is None else sorted(set(policy.jobs))
     row.expires_at = None if policy.expires_at is None else as_utc(policy.expires_at)
+    row.governance = bool(policy.governance)
     session.add(row)
 
 
@@ -111,7 +201,8 @@ def policy_out(session: Session, key: ApiKey) -> KeyPolicyOut:
     row = session.get(PolicyRow, key.id) or PolicyRow(key_id=key.id)  # no row: every field at its default
     spent_epsilon, spent_delta = spent(session, key)
     return KeyPolicyOut(key_id=key.id, role=key.role, epsilon_cap=row.epsilon_cap, delta_cap=row.delta_cap,
-                        jobs=allowed_jobs(key.role, row), expires_at=row.expires_at, spent_epsilon=spent_epsilon,
+                        jobs=allowed_jobs(key.role, row), expires_at=row.expires_at,
+                        governance=bool(row.governance), spent_epsilon=spent_epsilon,
                         spent_delta=spent_delta, max_queries=key.max_queries, used_queries=key.used_queries)
 
 

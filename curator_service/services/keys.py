@@ -4,7 +4,7 @@ A ``modeler`` key may see the releases it is scoped to and spend up to ``max_que
 sessions. A ``curator`` key has the curator's powers (its ``release_ids`` do not limit it). A modeler key is never
 scoped to both a release with private measurements and a release of the same dataset that returns y as computed
 (the second would hand it what the first hides). A key may carry a policy (an ε/δ cap, the job kinds it may run,
-an expiry; :mod:`.key_policy`).
+an expiry, governance; :mod:`.key_policy`, whose rules decide who may create, revoke and change keys).
 """
 
 from __future__ import annotations
@@ -15,8 +15,12 @@ from sqlalchemy.orm import Session
 from curator_service.persistence.db import get_or_404
 from curator_service.persistence.models import ApiKey, Release
 from curator_service.services.audit import record
+from curator_service.services.console_sessions import end_sessions_of_key
 from curator_service.services.key_policy import (
-    check_may_govern_keys,
+    GovernanceRefusal,
+    check_fits_inside,
+    check_governance_shape,
+    check_governs,
     check_policy,
     policy_out,
     store_policy,
@@ -49,10 +53,12 @@ def check_measurements_kinds(scope: list[tuple[int, int, bool]]) -> None:
 
 def create_key(session: Session, principal: Principal, body: KeyCreate, policy: KeyPolicy | None = None) -> KeyCreated:
     """A new key and its token (the only time the token exists outside the caller's hands), with ``policy`` if
-    given (else its role's defaults). Only the admin token or an uncapped key may create keys."""
-    check_may_govern_keys(session, principal)
-    if policy is not None:
-        check_policy(body.role, policy)
+    given (else its role's defaults). A key creates only keys whose policy lies inside its own
+    (:func:`~.key_policy.check_fits_inside`)."""
+    policy = policy or KeyPolicy()
+    check_policy(body.role, policy)
+    check_governance_shape(body.role, policy)
+    check_fits_inside(session, principal, body.role, policy, "key.create", f"new {body.role} key")
     token = new_token()
     scope = session.execute(select(Release.id, Release.dataset_id, Release.measurements.is_not(None))
                             .where(Release.id.in_(body.release_ids))).all()
@@ -66,8 +72,7 @@ def create_key(session: Session, principal: Principal, body: KeyCreate, policy: 
                  max_queries=body.max_queries, used_queries=0, revoked=False)
     session.add(key)
     session.flush()
-    if policy is not None:
-        store_policy(session, key, policy)
+    store_policy(session, key, policy)
     record(session, principal, "key.create", f"key:{key.id}")
     return KeyCreated(**key_out(key).model_dump(), token=token)
 
@@ -77,9 +82,12 @@ def list_keys(session: Session) -> list[KeyOut]:
 
 
 def revoke_key(session: Session, principal: Principal, key_id: int) -> KeyOut:
-    """Revokes a key at once: its token stops authenticating and its sessions stop answering."""
+    """Revokes a key at once: its token stops authenticating, its sessions stop answering and its console sessions
+    end. The admin token or a governance key only."""
+    check_governs(session, principal, "key.revoke", f"key:{key_id}")
     key = get_or_404(session, ApiKey, key_id, lock=True)
     key.revoked = True
+    end_sessions_of_key(session, key.id)
     record(session, principal, "key.revoke", f"key:{key.id}")
     return key_out(key)
 
@@ -92,12 +100,20 @@ def get_policy(session: Session, key_id: int) -> KeyPolicyOut:
 def set_policy(session: Session, principal: Principal, key_id: int, changes: KeyPolicy) -> KeyPolicyOut:
     """Changes the policy fields that ``changes`` sends and keeps the others (a merge, review F12: sending only
     ``expires_at`` must not drop the caps); an explicit null returns a field to the role's default. Audited with
-    the names of the fields sent. Only the admin token or an uncapped key may change policies."""
-    check_may_govern_keys(session, principal)
+    the names of the fields sent. The admin token or a governance key only, never on its own policy, and a key
+    only within its own policy (:mod:`.key_policy`)."""
+    target = f"key:{key_id}"
+    if principal.key_id == key_id:
+        raise GovernanceRefusal("key.policy", target, "its own policy", "a key may not change its own policy (it "
+                                "could lift its own limits); ask the admin or a governance key to change it")
+    check_governs(session, principal, "key.policy", target)
     key = get_or_404(session, ApiKey, key_id, lock=True)
     check_policy(key.role, changes)
     sent = sorted(changes.model_fields_set)
-    store_policy(session, key, stored_policy(session, key).model_copy(update=changes.model_dump(include=set(sent))))
+    merged = stored_policy(session, key).model_copy(update=changes.model_dump(include=set(sent)))
+    check_governance_shape(key.role, merged)
+    check_fits_inside(session, principal, key.role, merged, "key.policy", target)
+    store_policy(session, key, merged)
     record(session, principal, "key.policy", f"key:{key.id} (set: {', '.join(sent) or 'nothing'})")
     session.flush()
     return policy_out(session, key)

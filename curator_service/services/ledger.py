@@ -90,14 +90,16 @@ def charge(session: Session, dataset_id: int, spend: Spend) -> LedgerRow:
 
 
 def raise_budget(session: Session, principal: Principal, dataset_id: int, body: BudgetRaise) -> BudgetStatus:
-    """Adds a ``raise`` entry (audited) and returns the new budget."""
+    """Adds a ``raise`` entry (audited with its amounts and reason) and returns the new budget. The admin token or a
+    governance key only (the router checks it: :func:`~.key_policy.check_governs`)."""
     dataset = get_or_404(session, Dataset, dataset_id, lock=True)
     if budget_status(session, dataset).total_delta + body.delta >= 1:
         raise ApiError(422, "validation_error", "the raise would make the total 'delta' 1 or more; a "
                        "delta of 1 protects nothing: raise it by less")
     session.add(LedgerRow(dataset_id=dataset_id, kind="raise", epsilon=body.epsilon, delta=body.delta,
                           purpose=f"budget raised by the curator: {body.reason}", actor=principal.actor))
-    record(session, principal, "dataset.budget_raise", f"dataset:{dataset_id}")
+    record(session, principal, "dataset.budget_raise",
+           f"dataset:{dataset_id} (+epsilon {body.epsilon:g}, +delta {body.delta:g}: {body.reason})")
     session.flush()
     return budget_status(session, dataset)
 

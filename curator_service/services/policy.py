@@ -86,8 +86,12 @@ PREPARED_LIVE_KEY, LOCKED_LIVE_KEY = Prepared(LIVE_KEY), Prepared(LIVE_KEY.with_
 def live_key(session: Session, token: str, *, lock: bool = False) -> SqlRow:
     """The key whose stored SHA-256 matches the token (looked up by that hash, so nothing is compared character by
     character against a secret), if it is live; 401 with a sentence otherwise."""
-    found = (LOCKED_LIVE_KEY if lock else PREPARED_LIVE_KEY).run(session.connection(),
-                                                                 {"token_hash": hash_token(token)})
+    return live_key_by_hash(session, hash_token(token), lock=lock)
+
+
+def live_key_by_hash(session: Session, token_hash: str, *, lock: bool = False) -> SqlRow:
+    """:func:`live_key` of the token whose SHA-256 is ``token_hash``."""
+    found = (LOCKED_LIVE_KEY if lock else PREPARED_LIVE_KEY).run(session.connection(), {"token_hash": token_hash})
     key = found[0] if found else None
     if key is None:
         raise ApiError(401, "unauthorized", "the token is not valid; check it or ask the curator for a new key")

@@ -35,6 +35,10 @@ class KeyPolicy(_Request):
     expires_at: datetime | None = Field(
         default=None, description="From this moment the key authenticates nothing (401); ISO 8601, UTC when it "
                                   "names no zone.")
+    governance: bool | None = Field(
+        default=None, description="Whether this curator key may raise budgets, revoke keys and change other keys' "
+                                  "policies (the admin token always may); only for a key with no cap and no job "
+                                  "list; null: no.")
 
 
 class KeyCreateWithPolicy(KeyCreate, KeyPolicy):
@@ -50,6 +54,8 @@ class KeyPolicyOut(_Model):
     delta_cap: float | None
     jobs: list[str] = Field(description="The job kinds this key may run (the role's default filled in).")
     expires_at: datetime | None
+    governance: bool = Field(description="Whether the key may raise budgets, revoke keys and change other keys' "
+                                         "policies.")
     spent_epsilon: float = Field(description="ε of every ledger charge this key triggered, on every dataset.")
     spent_delta: float
     max_queries: int = Field(description="Index queries this key may make in all (every session, every release).")

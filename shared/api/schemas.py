@@ -39,6 +39,7 @@ ErrorCode = Literal[
     "conflict",
     "payload_too_large",
     "seed_refused",
+    "too_many_requests",
     "unavailable",
     "internal_error",
 ]
@@ -839,13 +840,17 @@ class LedgerEntry(_Model):
 
 
 class AuditEvent(_Model):
-    """Who did what, when. Never data values."""
+    """Who did what, when. Never data values. Listed grouped, one row stands for ``count`` identical events in a row
+    (same actor, action and target): ``id`` and ``created_at`` are the first's, ``last_id`` and ``last_at`` the last's."""
 
     id: int
     actor: str
     action: str
     target: str | None = None
     created_at: datetime
+    count: int = Field(1, ge=1, description="How many identical events in a row this row stands for (1 ungrouped).")
+    last_id: int | None = Field(None, description="The last of them's id (the same as id when count is 1).")
+    last_at: datetime | None = Field(None, description="The last of them's time.")
 
 
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]

@@ -23,11 +23,13 @@ from curator_service.cli import app as cli_app
 from curator_service.settings import Settings
 from curator_service.testing import free_port
 
-ADMIN = "test-admin-token"
+ADMIN = "test-admin-token-of-32-characters-or-more"
 ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN}"}
 # How long a test app's release POST waits for its job: the service's 2 s default answers 202 on a loaded machine
 # (the tests of the 202 path set release_wait_seconds=0).
 RELEASE_WAIT_SECONDS = 120.0
+# Tests of refusals send many bad tokens from one address; the back-off has tests of its own (test_admission.py).
+AUTH_FAILURES_ALLOWED = 1_000_000
 # A test kind that runs until cancelled gives up after this: a test that failed before its cancel must not hold one
 # of the session's two Dask workers for a job's 6 h limit (every later job would queue behind it).
 UNCANCELLED_LIMIT_SECONDS = 300.0
@@ -58,7 +60,8 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
         # Research mode (seeds accepted from the curator) and po-gp-ucb enabled, explicitly: the service's
         # defaults are production mode with uncertified mechanisms disabled.
         values: dict[str, Any] = {"data_dir": tmp_path, "admin_token": ADMIN, "allow_uncertified_mechanisms": True,
-                                  "mode": "research", "release_wait_seconds": RELEASE_WAIT_SECONDS}
+                                  "mode": "research", "release_wait_seconds": RELEASE_WAIT_SECONDS,
+                                  "auth_failures_allowed": AUTH_FAILURES_ALLOWED}
         values.update(overrides)
         return Settings.from_env({}, **values)
 

@@ -11,6 +11,7 @@ from curator_service.settings import Settings
 from tests.curator_service.conftest import (
     ADMIN,
     ADMIN_HEADERS,
+    AUTH_FAILURES_ALLOWED,
     RELEASE_WAIT_SECONDS,
     assert_error,
     bearer,
@@ -52,7 +53,7 @@ MODELER_ONLY = [("POST", "/v1/releases/{release}/sessions"), ("POST", "/v1/sessi
 def shared_client(tmp_path_factory):
     """One app for the whole module (these tests change nothing that the others look at)."""
     settings = Settings.from_env({}, data_dir=tmp_path_factory.mktemp("auth"), admin_token=ADMIN,
-                                 release_wait_seconds=RELEASE_WAIT_SECONDS)
+                                 release_wait_seconds=RELEASE_WAIT_SECONDS, auth_failures_allowed=AUTH_FAILURES_ALLOWED)
     with TestClient(create_app(settings)) as client:
         yield client
 

@@ -22,7 +22,8 @@ def test_a_raise_is_a_ledger_entry_and_an_audit_event(client):
     assert (entry["kind"], entry["epsilon"], entry["delta"]) == ("raise", 0.5, 1e-6)
     assert "second study approved by the DPO" in entry["purpose"] and entry["release_id"] is None
     [event] = client.get("/v1/audit", params={"action": "dataset.budget_raise"}).json()
-    assert (event["actor"], event["target"]) == ("admin", f"dataset:{dataset['id']}")
+    assert (event["actor"], event["target"]) == (  # the act with its amounts and reason
+        "admin", f"dataset:{dataset['id']} (+epsilon 0.5, +delta 1e-06: second study approved by the DPO)")
     release(client, dataset["id"], epsilon=0.5, delta=1e-6)
     assert [e["kind"] for e in client.get("/v1/ledger").json()] == ["charge", "raise", "charge"]
 

@@ -11,6 +11,7 @@ import pytest
 from curator_service.settings import DEFAULT_MAX_UPLOAD_BYTES, Settings, sqlite_url
 
 PG = "postgresql+psycopg://pobo@db.internal:5432/pobo"
+TOKEN = "s3cret-token-" + "x" * 20  # the shortest admin token the service accepts is 32 characters
 
 
 def test_defaults_are_production_sqlite_in_the_data_dir_and_no_admin_token(tmp_path):
@@ -26,7 +27,7 @@ def test_defaults_are_production_sqlite_in_the_data_dir_and_no_admin_token(tmp_p
 
 def test_every_variable_is_read_and_parsed(tmp_path):
     settings = Settings.from_env({
-        "POBO_DATA_DIR": str(tmp_path), "POBO_DATABASE_URL": PG, "POBO_ADMIN_TOKEN": "t0k",
+        "POBO_DATA_DIR": str(tmp_path), "POBO_DATABASE_URL": PG, "POBO_ADMIN_TOKEN": TOKEN,
         "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "yes", "POBO_MODE": "research", "POBO_MAX_UPLOAD_BYTES": "1024",
         "POBO_JOB_WORKERS": "3", "POBO_IMPORT_ROOT": str(tmp_path / "imports"),
         "POBO_DASK_SCHEDULER": "tcp://scheduler:8786", "POBO_DASK_ALLOW_PLAINTEXT": "true", "POBO_JOB_LIMIT_PER_KEY": "5",
@@ -34,7 +35,7 @@ def test_every_variable_is_read_and_parsed(tmp_path):
     })
     assert settings.dask_scheduler == "tcp://scheduler:8786" and settings.dask_allow_plaintext
     assert (settings.job_limit_per_key, settings.job_time_limit_seconds, settings.release_wait_seconds) == (5, 60.5, 0)
-    assert (settings.database_url, settings.admin_token, settings.mode) == (PG, "t0k", "research")
+    assert (settings.database_url, settings.admin_token, settings.mode) == (PG, TOKEN, "research")
     assert settings.allow_uncertified_mechanisms
     assert (settings.max_upload_bytes, settings.job_workers) == (1024, 3)
     assert settings.import_root == tmp_path / "imports"
@@ -49,7 +50,7 @@ def test_empty_variables_count_as_unset_and_overrides_win(tmp_path):
 
 def test_constructing_settings_directly_ignores_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("POBO_MODE", "research")
-    monkeypatch.setenv("POBO_ADMIN_TOKEN", "from-env")
+    monkeypatch.setenv("POBO_ADMIN_TOKEN", TOKEN)
     settings = Settings(data_dir=tmp_path)
     assert settings.mode == "production" and settings.admin_token is None
     assert Settings.from_env().mode == "research"  # from_env reads os.environ by default
@@ -70,11 +71,11 @@ def test_bad_values_stop_the_start_with_the_setting_named(variable, value, tmp_p
 
 def test_admin_token_from_a_file_without_its_trailing_newline(tmp_path):
     secret = tmp_path / "admin_token"
-    secret.write_text("s3cret-token\n")
+    secret.write_text(f"{TOKEN}\n")
     settings = Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path)
-    assert settings.admin_token == "s3cret-token"
+    assert settings.admin_token == TOKEN
     # An explicit override (the CLI's generated token) wins over the file.
-    assert Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path, admin_token="x").admin_token == "x"
+    assert Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path, admin_token="x" * 32).admin_token == "x" * 32
 
 
 @pytest.mark.parametrize("content, message", [(None, "cannot read"), ("\n", "is empty")])
@@ -84,6 +85,23 @@ def test_a_missing_or_empty_secret_file_stops_the_start(tmp_path, content, messa
         secret.write_text(content)
     with pytest.raises(pydantic.ValidationError, match=message):
         Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path)
+
+
+@pytest.mark.parametrize("token", ["Q", "Q" * 31])
+def test_a_short_admin_token_stops_the_start_with_a_sentence_that_does_not_echo_it(tmp_path, token):
+    with pytest.raises(pydantic.ValidationError, match="at least 32 random characters") as caught:
+        Settings.from_env({"POBO_ADMIN_TOKEN": token}, data_dir=tmp_path)
+    assert token not in str(caught.value)
+
+
+def test_the_serve_command_refuses_a_short_admin_token_and_starts_nothing(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from curator_service.cli import app
+
+    monkeypatch.setattr("uvicorn.run", lambda *args, **kwargs: pytest.fail("the service started"))
+    result = CliRunner().invoke(app, ["serve", "--data-dir", str(tmp_path)], env={"POBO_ADMIN_TOKEN": "short"})
+    assert result.exit_code == 2 and "at least 32 random characters" in result.output, result.output
 
 
 def test_token_and_token_file_together_are_refused_without_echoing_either(tmp_path):
@@ -98,7 +116,7 @@ def test_database_password_from_a_file_goes_into_the_url_and_never_into_a_repr(t
     secret = tmp_path / "db_password"
     secret.write_text("p@ss:w/rd\n")  # characters a URL must escape
     settings = Settings.from_env({"POBO_DATABASE_URL": PG, "POBO_DATABASE_PASSWORD_FILE": str(secret),
-                                  "POBO_ADMIN_TOKEN": "admin-secret"}, data_dir=tmp_path)
+                                  "POBO_ADMIN_TOKEN": "admin-secret" * 3}, data_dir=tmp_path)
     from sqlalchemy.engine import make_url
 
     assert make_url(settings.database_url).password == "p@ss:w/rd"
