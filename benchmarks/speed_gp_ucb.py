@@ -17,6 +17,9 @@
    previous engine (``--baseline``, from a git worktree) runs the same steps in a subprocess with as many
    threads.
 3. The PO-GP-UCB transform (``shared.releases.po_gp_ucb_release``) at n = 10⁶ and 10⁷ × d = 10.
+4. When torch sees a GPU: the torch engine on it at the large runs' sizes (float64), beside the card's read bound,
+   with BoTorch's ``optimize_acqf_discrete`` UCB step on the same card as the peer (benchmarks/gpu_step.py's
+   ``measure``), and whether its picks are the CPU engine's of part 2.
 
 Data: X with d = 10 standard-normal rows rescaled to a maximal norm of 25 (as in the paper), projected
 like Algorithm 1 (Z = X M / √r, M Gaussian); f is a smooth random function of X. Writes
@@ -285,6 +288,29 @@ def transform_run(n: int, d: int, r: int, seed: int) -> dict:
     return result
 
 
+def gpu_rows(larges: list[tuple[int, int, int, int]], quick: bool, cpu_runs: list[dict]) -> dict | None:
+    """Part 4 when torch sees a GPU (None otherwise), printed as gpu_step.py prints it."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    import gpu_step
+
+    sizes = list(dict.fromkeys((n, r, T, False) for n, r, T, _ in larges))
+    gpu = gpu_step.measure("cuda", sizes, 64 if quick else 4096, (2, 4) if quick else (3, 10), 1, {"cpu"})
+    for run in gpu["runs"]:
+        cpu = [big["picks"] for big in cpu_runs if (big["n"], big["T"]) == (run["n"], run["T"])]
+        run["identical_picks"] = bool(cpu) and all(picks == run["picks"] for picks in cpu)
+    gpu_step.print_table(gpu)
+    console.print("GPU picks = the CPU engine's above: " + ", ".join(f"n = {run['n']:,}: {run['identical_picks']}"
+                                                                   for run in gpu["runs"]))
+    return gpu
+
+
 def plot(results: dict, quick: bool) -> str:
     import matplotlib
 
@@ -367,6 +393,7 @@ def run(args: argparse.Namespace) -> None:
         if args.baseline:
             results["previous_large"].append(harness.run_at(
                 args.baseline, __file__, "--steps-only", f"{n} {r} {T} {args.seed} {workers}"))
+    results["gpu"] = gpu_rows(larges, args.quick, results["large"])
     results["transform"] = []
     if not args.skip_transform:
         results["transform"] = [transform_run(n, 10, 15, args.seed) for n in track(transforms, description="transform")]

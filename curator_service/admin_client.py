@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -54,6 +54,13 @@ POLL_SECONDS = 1.0
 RELEASE_POST_TIMEOUT_SECONDS = MAX_RELEASE_WAIT_SECONDS + 30.0
 """The release POST's timeout: the longest wait a server may be set to, plus the client's usual 30 s for the request's
 own work, so a release finished within the server's wait is heard rather than timed out on and sent again."""
+
+
+class AuditPage(NamedTuple):
+    """A page of audit events and the number of rows over all pages."""
+
+    events: list[AuditEvent]
+    total: int
 
 
 class JobNotSucceeded(ApiError):
@@ -109,7 +116,8 @@ class CuratorAdmin:
         extra_columns: Mapping[str, ArrayLike] | None = None,
         goal: str = "maximize",
     ) -> DatasetOut:
-        """Uploads an array as CSV (features plus e.g. the measured column) and registers it.
+        """Uploads an array as CSV (features plus e.g. the measured column) and registers it; ``extra_columns`` are
+        declared ``numeric_columns`` (jobs may read them).
 
         ``scaling`` is required, as by the service: it fixes what one neighbouring step hides, e.g.
         ``{"kind": "bounds", "lower": [...], "upper": [...], "diameter": 1}`` (a whole record)."""
@@ -120,7 +128,7 @@ class CuratorAdmin:
         body = "\n".join(",".join(repr(float(v)) for v in row) for row in zip(*columns.values()))
         spec = DatasetSpec.model_validate({"name": name, "feature_columns": feature_columns, "evaluator": evaluator,
                                            "budget": {"epsilon": budget[0], "delta": budget[1]}, "scaling": scaling,
-                                           "goal": goal})
+                                           "goal": goal, "numeric_columns": list(extra_columns or {})})
         return self.register_csv(f"{header}\n{body}\n".encode(), spec, filename=f"{name}.csv")
 
     def datasets(self) -> list[DatasetOut]:
@@ -149,11 +157,17 @@ class CuratorAdmin:
         with self.admin() as api:
             return _list(api, f"{API_PREFIX}/ledger", LedgerEntry, {"dataset_id": dataset_id})
 
-    def audit_events(self, *, actor: str | None = None, action: str | None = None, offset: int = 0,
-                     limit: int = 1000) -> list[AuditEvent]:
+    def audit_events(self, *, actor: str | None = None, action: str | None = None, target: str | None = None,
+                     changes_only: bool = False, order: str = "oldest", grouped: bool = False, offset: int = 0,
+                     limit: int = 1000) -> AuditPage:
+        """One page of the audit log (the filters and order of ``GET /v1/audit``) and how many rows all pages hold."""
+        query = {"actor": actor, "action": action, "target": target, "changes_only": changes_only, "order": order,
+                 "grouped": grouped, "offset": offset, "limit": limit}
         with self.admin() as api:
-            return _list(api, f"{API_PREFIX}/audit", AuditEvent,
-                         {"actor": actor, "action": action, "offset": offset, "limit": limit})
+            response = api.request("GET", f"{API_PREFIX}/audit",
+                                   params={name: value for name, value in query.items() if value is not None})
+        return AuditPage([AuditEvent.model_validate(item) for item in response.json()],
+                         int(response.headers["X-Total-Count"]))
 
     # --- releases -------------------------------------------------------------------------------------------
 

@@ -65,7 +65,7 @@ def gp_bucb(ucb: GPUCB, q: int, pending: Sequence[int] = (), *, inflate: bool = 
 
         def hallucinate(index: int) -> None:
             nonlocal information
-            information += 0.5 * math.log1p(max(post.variance[index], 0.0) / post.noise_variance)
+            information += 0.5 * math.log1p(post.variance_at(index) / post.noise_variance)
             post.observe(index, post.mean_at(index))
 
         for index in pending:
@@ -74,13 +74,10 @@ def gp_bucb(ucb: GPUCB, q: int, pending: Sequence[int] = (), *, inflate: bool = 
             t = post.n_observations + 1
             # exp(2C) overflows a float past C ≈ 354; the scores are then σ-ranked anyway.
             beta = ucb.beta(t) * (math.exp(min(2.0 * information, 700.0)) if inflate else 1.0)
-            scores = post.upper_confidence_bound(beta)
-            if not ucb.requery:
-                scores[post.observed_indices] = -np.inf
-            scores[list(ucb.excluded)] = -np.inf
-            if np.all(scores == -np.inf):
+            pick = post.best_upper_confidence_bound(beta, ucb.never_suggested(post))  # ties to the lowest index
+            if pick < 0:
                 raise ValueError("every row is measured, pending or unmeasurable and requery is off: nothing is left to ask")
-            picks.append(int(np.argmax(scores)))
+            picks.append(pick)
             if len(picks) < q:
                 hallucinate(picks[-1])
     return picks

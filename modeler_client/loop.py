@@ -61,6 +61,8 @@ class RemoteGPUCB:
         they are private or the kernel is averaged over the input noise). ``public_box_width`` W (identity
         releases of data scaled to [0, W]^d) gives each row its posterior under the box (see
         :class:`modeler_client.surrogate.Surrogate`).
+    device:
+        Where GP-UCB's candidate posterior lives (:class:`shared.gp.ucb.GPUCB`'s ``device``; None: the Numba engine).
     poll, max_poll, pending_timeout:
         How pending manual queries are waited on (seconds; ``pending_timeout=None`` waits forever).
     on_event:
@@ -77,6 +79,7 @@ class RemoteGPUCB:
         requery: bool | None = None,
         measurement_noise_std: float | None = None,
         public_box_width: float | None = None,
+        device: str | None = None,
         poll: float = 0.5,
         max_poll: float = 30.0,
         pending_timeout: float | None = None,
@@ -88,7 +91,7 @@ class RemoteGPUCB:
         self.kernel_hook = kernel_hook
         self.surrogate_options = release_options(
             record.release, record.settings, requery=requery, measurement_noise_std=measurement_noise_std
-        ) | dict(public_box_width=public_box_width)
+        ) | dict(public_box_width=public_box_width, device=device)
         self.poll = poll
         self.max_poll = max_poll
         self.pending_timeout = pending_timeout

@@ -97,6 +97,9 @@ class Surrogate:
     run starts from it, so its next refit warm-starts from the same point and falls due at the same answer
     as in the uninterrupted run; starting afresh would refit at the first chance from the start values and
     can land in another optimum of a flat likelihood.
+
+    ``device``: where GP-UCB's candidate posterior lives (:class:`shared.gp.ucb.GPUCB`'s ``device``; None: the
+    Numba engine); in float64 the picks do not depend on it.
     """
 
     def __init__(
@@ -110,6 +113,7 @@ class Surrogate:
         measurement_noise_std: float | None = None,
         public_box_width: float | None = None,
         last_fit: Mapping[str, float | int] | None = None,
+        device: str | None = None,
     ) -> None:
         if uses_expected_kernel(settings, release) and settings.kernel != "se":
             raise ValueError("the expected-kernel input-noise correction is defined for the 'se' kernel only")
@@ -128,6 +132,7 @@ class Surrogate:
         self._fitted_at = -1
         self._observed = 0
         self._last_fit = last_fit
+        self.device = device
 
     def base_kernel(self, h: Hyperparameters) -> FittableKernel:
         """The kernel before the hook: its kind is also what refits keep."""
@@ -155,6 +160,7 @@ class Surrogate:
             n_restarts=3,
             requery=self.requery,
             noise_variance_floor=self.noise_floor,
+            device=self.device,
         )
         self.ucb.exclude(self.excluded)
         for index, value in zip(indices, y):

@@ -11,12 +11,13 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
-from rich.table import Table
 
 from curator_service.admin_client import CuratorAdmin
 from curator_service.errors import validation_sentence
+from curator_service.settings import ADMIN_TOKEN_FILE, default_data_dir
 from shared.api.errors import ApiError
-from shared.api.schemas import NeighbouringStep
+from shared.api.schemas import FeatureStep, NeighbouringStep
+from shared.terminal import print_table, to_csv
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -29,6 +30,8 @@ USAGE_ERROR = 2  # the exit code of a bad option, as click uses; a refusal by th
 Url = Annotated[str, typer.Option("--url", envvar="POBO_URL", help="The curator service's base URL.")]
 Token = Annotated[str, typer.Option("--token", envvar="POBO_ADMIN_TOKEN", help="Admin token or a curator key.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON (a list for listings) instead of a table.")]
+Csv = Annotated[bool, typer.Option("--csv", help="Print CSV (a header line, then one line per item) instead of a "
+                                   "table.")]
 
 
 def fail(sentence: str, exit_code: int = 1) -> NoReturn:
@@ -43,12 +46,22 @@ def with_flags(sentence: str, flags: Mapping[str, str]) -> str:
     return sentence
 
 
+def where_the_token_is() -> str:
+    """Where the admin token comes from, for a command run without one or with a wrong one."""
+    return (f"set POBO_ADMIN_TOKEN to the admin token (or pass --token): `pobo-curator serve` started without it wrote "
+            f"one to {default_data_dir() / ADMIN_TOKEN_FILE} (<POBO_DATA_DIR>/{ADMIN_TOKEN_FILE} when that is set)")
+
+
 @contextmanager
 def curator(url: str, token: str, flags: Mapping[str, str] | None = None) -> Iterator[CuratorAdmin]:
     """The typed client; the server's refusal ends the command on stderr with its code and sentence, exit 1."""
+    if not token:
+        fail(f"no admin token: {where_the_token_is()}", USAGE_ERROR)
     try:
         yield CuratorAdmin(url, token)
     except ApiError as exc:
+        if exc.status == 401:
+            fail(f"({exc.code}) the service refused this token: {where_the_token_is()}")
         fail(f"({exc.code}) {with_flags(exc.detail, flags or {})}")
 
 
@@ -84,30 +97,43 @@ def cell(_column: str, value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return f"{value:.4g}"
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
     return str(value)
 
 
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return text == "-"
+    return True
+
+
 def show(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str,
-         format_cell: Callable[[str, Any], str] = cell) -> None:
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*[format_cell(column, row.get(column)) for column in columns])
-    console.print(table)
+         format_cell: Callable[[str, Any], str] = cell, *, as_csv: bool = False, caption: str | None = None) -> None:
+    """A table on a wide terminal, ``column: value`` blocks on a narrow one, aligned lines in a pipe or a log, or CSV
+    (:mod:`shared.terminal`); columns of numbers align right."""
+    cells = [[format_cell(column, row.get(column)) for column in columns] for row in rows]
+    if as_csv:
+        typer.echo(to_csv(columns, cells), nl=False)
+        return
+    right = {column for k, column in enumerate(columns) if cells and all(_numeric(line[k]) for line in cells)}
+    print_table(console, columns, cells, title=title, caption=caption, right=right)
 
 
 def listing(items: Sequence[BaseModel], as_json: bool, columns: Sequence[str], title: str,
-            format_cell: Callable[[str, Any], str] = cell) -> bool:
-    """Prints a listing as a JSON list or as a table; returns whether it printed a table (callers then add notes)."""
+            format_cell: Callable[[str, Any], str] = cell, *, as_csv: bool = False,
+            extra: Callable[[BaseModel], Mapping[str, Any]] | None = None) -> bool:
+    """Prints a listing as a JSON list, CSV or a table; returns whether it printed a table (callers then add notes).
+    ``extra``: more cells per item, beside its fields."""
     if as_json:
         print_json(items)
         return False
-    show([item.model_dump(mode="json") for item in items], columns, title, format_cell)
-    return True
+    rows = [{**item.model_dump(mode="json"), **(extra(item) if extra else {})} for item in items]
+    show(rows, columns, title, format_cell, as_csv=as_csv)
+    return not as_csv
 
 
 def single(item: BaseModel, as_json: bool, columns: Sequence[str], title: str,
@@ -119,13 +145,20 @@ def single(item: BaseModel, as_json: bool, columns: Sequence[str], title: str,
     return listing([item], False, columns, title, format_cell)
 
 
+def step_line(feature: FeatureStep) -> str:
+    """What the guarantee hides along one feature, in the feature's own units and plain words."""
+    if feature.covers_range:
+        return f"{feature.feature}: any change within its public range (width {feature.public_range:.3g}) is hidden"
+    of_range = "" if feature.public_range is None else f" (its public range is {feature.public_range:.3g} wide)"
+    return (f"{feature.feature}: a change of up to {feature.raw_extent:.3g} in the file's units is hidden{of_range}; "
+            "a larger one is not")
+
+
 def show_step(what: str, step: NeighbouringStep | None) -> None:
-    """One neighbouring step in the table's own units: the summary, then each feature's raw extent."""
+    """What one neighbouring step hides, in the table's own units: the summary, then one line per feature."""
     if step is None:
         return
     colour = "green" if step.whole_record else "yellow"
     console.print(f"[{colour}]{what}: {step.summary}[/{colour}]")
     for feature in step.features:
-        of_range = "" if feature.public_range is None else (
-            f" of its public range {feature.public_range:.4g}" + (" (all of it)" if feature.covers_range else ""))
-        console.print(f"  {feature.feature}: one step spans {feature.raw_extent:.4g} raw units{of_range}")
+        console.print(f"  {step_line(feature)}", highlight=False)

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from curator_service.cli.common import DEFAULT_URL, Json, Token, Url, build, console, curator, listing, single
+from curator_service.cli.common import (
+    DEFAULT_URL,
+    Csv,
+    Json,
+    Token,
+    Url,
+    build,
+    cell,
+    console,
+    curator,
+    listing,
+    single,
+)
 from shared.api.schemas import ReconstructionAuditRequest
 
 audit_app = typer.Typer(help="The audit log (who did what, when), and the reconstruction audit of a release.",
@@ -27,22 +39,56 @@ def ledger(
         listing(admin.ledger(dataset), as_json, LEDGER_COLUMNS, "ledger")
 
 
+def _when(_column: str, value: Any) -> str:
+    """A time to the second, in UTC (the audit log's own zone)."""
+    return "-" if value is None else str(value)[:19].replace("T", " ")
+
+
+def _audit_cell(column: str, value: Any) -> str:
+    if column in ("created_at", "last_at"):
+        return _when(column, value)
+    if column == "count":
+        return "" if value == 1 else f"×{value}"
+    return cell(column, value)
+
+
 @audit_app.command("log")
 def audit_log(
     actor: Annotated[str | None, typer.Option(help="Only this actor: 'admin' or 'key:<id>:<name>'.")] = None,
     action: Annotated[str | None, typer.Option(help="Only actions starting with this, e.g. 'key.' or "
                                                "'release.create'.")] = None,
-    offset: Annotated[int, typer.Option(help="Skip this many events.")] = 0,
-    limit: Annotated[int, typer.Option(help="At most this many events.")] = 1000,
+    target: Annotated[str | None, typer.Option(help="Only targets containing this, e.g. 'dataset:1' or "
+                                               "'query:12'.")] = None,
+    changes_only: Annotated[bool, typer.Option("--changes-only", help="Hide reads (browsing datasets and the "
+                                               "ledger, planning, released inputs fetched).")] = False,
+    oldest_first: Annotated[bool, typer.Option("--oldest-first", help="Oldest first (default: newest "
+                                               "first).")] = False,
+    each: Annotated[bool, typer.Option("--each", help="One line per event (default: identical events in a row "
+                                       "as one line with their count).")] = False,
+    offset: Annotated[int, typer.Option(help="Skip this many lines (the next page: --offset plus --limit).")] = 0,
+    limit: Annotated[int, typer.Option(help="At most this many lines.")] = 50,
     as_json: Json = False,
+    as_csv: Csv = False,
     url: Url = DEFAULT_URL,
     token: Token = "",
 ) -> None:
-    """The audit log, oldest first: who did what, when, to which object (never a data value)."""
-    flags = {"offset": "--offset", "limit": "--limit"}
+    """The audit log, newest first: who did what, when, to which object (never a data value), a page at a time."""
+    flags = {"offset": "--offset", "limit": "--limit", "actor": "--actor", "action": "--action", "target": "--target"}
     with curator(url, token, flags) as admin:
-        events = admin.audit_events(actor=actor, action=action, offset=offset, limit=limit)
-    listing(events, as_json, ["id", "created_at", "actor", "action", "target"], "audit log")
+        events, total = admin.audit_events(actor=actor, action=action, target=target, changes_only=changes_only,
+                                           order="oldest" if oldest_first else "newest", grouped=not each,
+                                           offset=offset, limit=limit)
+    columns = ["id", "created_at", "actor", "action", "target"] + ([] if each else ["count", "last_at"])
+    if not listing(events, as_json, columns, "audit log" + (" (newest first)" if not oldest_first else ""),
+                   _audit_cell, as_csv=as_csv):
+        return
+    if not events:
+        console.print(f"no events on this page ({total} in all)" if total else "no events match")
+        return
+    shown = f"lines {offset + 1}–{offset + len(events)} of {total}"
+    more = f"; the next page: --offset {offset + len(events)}" if offset + len(events) < total else ""
+    grouped = "" if each else "; ×N: N identical events in a row, from created_at to last_at (--each lists them)"
+    console.print(shown + more + grouped, highlight=False)
 
 
 @audit_app.command("reconstruction")

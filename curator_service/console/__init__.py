@@ -19,13 +19,16 @@ from curator_service.console import security
 from curator_service.console.client import ApiRefusal
 from curator_service.console.pages import CsrfRefused, LoginRequired, redirect, render
 from curator_service.console.routes import router
+from curator_service.console.uploads import KeptUploads
 
 STATIC = Path(__file__).parent / "static"
 STATIC_URL = "/console/static"
 
 
 def _login_required(request: Request, exc: LoginRequired) -> RedirectResponse:
-    response = redirect("/console/login", exc.message or "Log in with the admin token or a curator key.", "error")
+    """To the login form: with no session yet it opens plainly (its own words say what to paste); a session that
+    ended or a refused credential says why."""
+    response = redirect("/console/login", exc.message, "notice")
     security.log_out(response)
     return response
 
@@ -45,11 +48,17 @@ def _api_refusal(request: Request, exc: ApiRefusal) -> HTMLResponse:
 
 def install_console(app: FastAPI) -> None:
     app.state.console_key = security.new_console_key()
+    app.state.console_uploads = KeptUploads()
     app.mount(STATIC_URL, StaticFiles(directory=STATIC), name="console-static")
     app.include_router(router)
     app.add_exception_handler(LoginRequired, _login_required)
     app.add_exception_handler(CsrfRefused, _csrf_refused)
     app.add_exception_handler(ApiRefusal, _api_refusal)
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        """A person who types the server's address lands on the console (machines use /v1 and /docs)."""
+        return RedirectResponse("/console", status_code=307)
 
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:

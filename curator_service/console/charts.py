@@ -71,18 +71,23 @@ def _number(value: float) -> str:
 
 def step_chart(name: str, xs: Sequence[float], ys: Sequence[float], titles: Sequence[str], *, x_label: str,
                y_label: str, x_text: Callable[[float], str] = _number, y_floor: float | None = None,
-               y_line: tuple[float, str] | None = None) -> Markup:
+               y_line: tuple[float, str] | None = None, x_until: float | None = None,
+               x_min_span: float = 0.0) -> Markup:
     """A staircase through (xs, ys) (each value holds until the next point), one marker per point.
 
     ``y_floor`` starts the y axis there (e.g. 0 for spent ε); ``y_line`` draws a dashed horizontal reference
-    (value, caption), e.g. the budget's total."""
+    (value, caption), e.g. the budget's total. ``x_until`` holds the last value on to there (e.g. now), and the x
+    axis spans at least ``x_min_span`` from the first point, so one point or a few seconds make a readable axis."""
     if not xs:
         return Markup('<p class="empty">Nothing to draw yet.</p>')
     y_values = list(ys) + ([y_floor] if y_floor is not None else []) + ([y_line[0]] if y_line else [])
-    frame = _Frame(_padded(xs), _padded(y_values))
+    x_end = max(xs[-1], x_until if x_until is not None else xs[-1], xs[0] + x_min_span)
+    frame = _Frame(_padded([xs[0], x_end]), _padded(y_values))
     path = [f"M{frame.px(xs[0]):.1f},{frame.py(ys[0]):.1f}"]
     for x, y, previous in zip(xs[1:], ys[1:], ys):
         path.append(f"H{frame.px(x):.1f}V{frame.py(y):.1f}" if previous != y else f"H{frame.px(x):.1f}")
+    if x_until is not None and x_until > xs[-1]:
+        path.append(f"H{frame.px(x_until):.1f}")
     body = frame.axes(x_label, y_label, x_text, _number)
     if y_line:
         value, caption = y_line
@@ -110,6 +115,27 @@ def front_chart(name: str, points: Sequence[tuple[float, float]], front: Sequenc
         body += "".join(frame.point(x, y, f"front: {x_label} {x:.4g}, {y_label} {y:.4g}", "point front")
                         for x, y in ordered)
     return _svg(name, body, f"Pareto front: {y_label} against {x_label}")
+
+
+def bar_chart(name: str, labels: Sequence[str], values: Sequence[float], titles: Sequence[str], *,
+              caption: str) -> Markup:
+    """Horizontal bars, one per label, their lengths ``values`` relative to the largest (each bar's ``data-value``
+    is its value, its ``<title>`` the exact figures)."""
+    if not values:
+        return Markup('<p class="empty">Nothing to draw yet.</p>')
+    row, label_width, width = 22, 150, WIDTH
+    height = TOP + row * len(values) + 8
+    largest = max(values) or 1.0
+    body = ""
+    for i, (label, value, title) in enumerate(zip(labels, values, titles)):
+        y = TOP + i * row
+        length = (width - label_width - RIGHT) * value / largest
+        body += (f'<text x="{label_width - 6}" y="{y + 15}" text-anchor="end" class="label">{escape(label)}</text>'
+                 f'<rect x="{label_width}" y="{y + 3}" width="{length:.1f}" height="{row - 6}" class="bar" '
+                 f'data-label="{escape(label)}" data-value="{value!r}"><title>{escape(title)}</title></rect>'
+                 f'<text x="{label_width + length + 4:.1f}" y="{y + 15}">{value:.2f}</text>')
+    return Markup(f'<svg class="chart importance" data-chart="{escape(name)}" viewBox="0 0 {width} {height}" '
+                  f'role="img" aria-label="{escape(caption)}" xmlns="http://www.w3.org/2000/svg">{body}</svg>')
 
 
 def gauge(spent: float, total: float, symbol: str = "ε") -> Markup:

@@ -39,6 +39,10 @@ class Api:
 
     async def call(self, method: str, path: str, **options: Any) -> Any:
         """``options`` as for ``httpx.AsyncClient.request`` (json, params, data, files). Returns the decoded JSON."""
+        return (await self.respond(method, path, **options)).json()
+
+    async def respond(self, method: str, path: str, **options: Any) -> httpx.Response:
+        """The API's response (its headers too), or :class:`ApiRefusal`."""
         transport = httpx.ASGITransport(app=self._as_principal)
         async with httpx.AsyncClient(transport=transport, base_url="http://console.internal") as client:
             response = await client.request(method, path, **options)
@@ -48,7 +52,7 @@ class Api:
             code = body.get("code") if isinstance(body, dict) else None
             raise ApiRefusal(response.status_code, code or "error",
                              detail if isinstance(detail, str) else f"the service answered {response.status_code}")
-        return response.json()
+        return response
 
     async def get(self, path: str, **params: Any) -> Any:
         return await self.call("GET", path, params={k: v for k, v in params.items() if v is not None})

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -18,14 +19,17 @@ from starlette.datastructures import FormData
 
 from curator_service.console import security
 from curator_service.console.client import Api, ApiRefusal
+from curator_service.console.reads import live_state
 from curator_service.services import console_sessions
+from shared.checks import ascii_decimal
 
+T = TypeVar("T")
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
-# The pages run no script and load only the console's own CSS; no other site may frame them (clickjacking) or
-# receive where they were (the referrer).
+# The pages load only the console's own CSS and its one script (static/live.js, no inline script, no eval); no
+# other site may frame them (clickjacking) or receive where they were (the referrer).
 PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; "
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; "
                                "form-action 'self'; frame-ancestors 'none'",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
@@ -98,6 +102,8 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
     """The page with its CSRF token and the one-shot message left by the previous redirect."""
     flash = security.read_flash(request)
     cookie, new_nonce = security.form_cookie(request)
+    if context.get("page"):  # a logged-in page: its navigation counts the measurements waiting
+        context["live"] = live_state(request.app.state.db)
     page = TEMPLATES.TemplateResponse(
         request, template, {"csrf": security.csrf_token(console_key(request), cookie), "flash": flash, **context},
         status_code=status_code,
@@ -130,25 +136,67 @@ def field(form: FormData, name: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+class FieldRefusal(ApiRefusal):
+    """A form field the console itself refuses before asking the API: the sentence goes beside ``name``."""
+
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(422, "validation_error", detail)
+        self.field = name
+
+
 def number(form: FormData, name: str, label: str) -> float:
+    """A finite decimal written in ASCII (:func:`~shared.checks.ascii_decimal`): ``nan``, ``inf``, ``1e999`` and
+    ``²`` are a form error naming the field, never a request the API cannot encode."""
     text = field(form, name)
-    try:
-        return float(text)
-    except ValueError:
-        raise ApiRefusal(422, "validation_error", f"{label} must be a number; got {text!r}") from None
+    value = ascii_decimal(text)
+    if value is None:
+        raise FieldRefusal(name, f"{label} must be a finite decimal number such as 0.5 or 1e-5; got {text!r}")
+    return value
 
 
 def whole_number(form: FormData, name: str, label: str) -> int:
     text = field(form, name)
-    if not text.isdigit():
-        raise ApiRefusal(422, "validation_error", f"{label} must be a whole number ≥ 0; got {text!r}")
+    if not (text.isascii() and text.isdigit()):  # str.isdigit is also true of '²' and other scripts' digits
+        raise FieldRefusal(name, f"{label} must be a whole number ≥ 0 in the digits 0-9; got {text!r}")
     return int(text)
 
 
 def numbers(form: FormData, name: str, label: str) -> list[float]:
-    """A comma-separated list of numbers."""
-    parts = [p.strip() for p in field(form, name).split(",") if p.strip()]
-    try:
-        return [float(p) for p in parts]
-    except ValueError:
-        raise ApiRefusal(422, "validation_error", f"{label} must be numbers separated by commas") from None
+    """A comma-separated list of finite decimals (as :func:`number`)."""
+    values = [ascii_decimal(p.strip()) for p in field(form, name).split(",") if p.strip()]
+    if any(value is None for value in values):
+        raise FieldRefusal(name, f"{label} must be finite decimal numbers separated by commas")
+    return [value for value in values if value is not None]
+
+
+class Problems(dict[str, str]):
+    """What is wrong with a form, field name → sentence (``""``: the form as a whole), so that the page can be
+    rendered again with every value kept and each sentence beside its field."""
+
+    def check(self, parse: Callable[[], T]) -> T | None:
+        """``parse()``'s value, or None with its :class:`FieldRefusal` noted."""
+        try:
+            return parse()
+        except FieldRefusal as refusal:
+            self.setdefault(refusal.field, refusal.detail)
+            return None
+
+    def place(self, refusal: ApiRefusal, locations: dict[str, str], keywords: dict[str, str] | None = None) -> None:
+        """Puts the API's sentence beside the field it names: a validation location it quotes (``'spec.name'``),
+        else the first of ``keywords`` it contains, else on the form as a whole. 401 leads to the login form."""
+        if refusal.status == 401:
+            raise LoginRequired(refusal.detail)
+        if isinstance(refusal, FieldRefusal):
+            self.setdefault(refusal.field, refusal.detail)
+            return
+        quoted = [name for where, name in locations.items() if f"'{where}" in refusal.detail]
+        mentioned = [name for word, name in (keywords or {}).items() if word in refusal.detail]
+        self.setdefault((quoted or mentioned or [""])[0], refusal.detail)
+
+
+def kept_values(form: FormData | None, defaults: dict[str, Any], multiple: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What a form shows: the values posted, else the defaults; a name in ``multiple`` (checkboxes) has a list."""
+    if form is None:
+        return dict(defaults)
+    kept: dict[str, Any] = {name: field(form, name) for name in form.keys() if name not in ("csrf", "file")}
+    return kept | {name: [v for v in form.getlist(name) if isinstance(v, str)] for name in multiple}

@@ -13,6 +13,7 @@ from datetime import datetime
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
+from curator_service.persistence.db import Database
 from curator_service.persistence.models import ModelingSession, Query, Release
 
 
@@ -46,3 +47,26 @@ def list_sessions(session: Session) -> list[SessionRow]:
                    queries=queries or 0, pending=pending or 0, created_at=s.created_at)
         for s, dataset_id, queries, pending in session.execute(statement)
     ]
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What the live pages watch: how many queries wait for a measurement, and a version that changes whenever a
+    query is asked, answered, corrected or marked "cannot measure", or a session opens or closes."""
+
+    waiting: int
+    version: str
+
+
+def live_state(db: Database) -> LiveState:
+    with db.read() as session:
+        queries = session.execute(
+            select(func.count(Query.id), func.sum(case((Query.status == "pending", 1), else_=0)),
+                   func.max(Query.answered_at))
+        ).one()
+        sessions = session.execute(
+            select(func.count(ModelingSession.id), func.sum(case((ModelingSession.status == "open", 1), else_=0)))
+        ).one()
+    waiting = int(queries[1] or 0)
+    answered = queries[2].isoformat() if queries[2] else "-"
+    return LiveState(waiting, f"{queries[0]}.{waiting}.{answered}.{sessions[0]}.{sessions[1] or 0}")

@@ -11,22 +11,27 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from urllib.parse import urlencode
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 
 from curator_service.admission import client_address, note_failure
 from curator_service.console import charts, security
-from curator_service.console.client import ApiRefusal
+from curator_service.console.client import Api, ApiRefusal
 from curator_service.console.pages import (
+    PAGE_HEADERS,
     Console,
+    Problems,
     checked_form,
     field,
+    kept_values,
     number,
     numbers,
     redirect,
@@ -34,18 +39,19 @@ from curator_service.console.pages import (
     render,
     whole_number,
 )
-from curator_service.console.reads import list_sessions
+from curator_service.console.uploads import KeptFile, KeptUploads
+from curator_service.console.reads import list_sessions, live_state
 from curator_service.routers.auth import ANONYMOUS
 from curator_service.services import audit, console_sessions
 from curator_service.services.policy import principal_for_token
 from shared.api.errors import ApiError
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
+from shared.gp.regression import fit_hyperparameters
 from shared.regret import best_so_far
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
-AUDIT_ROWS = 500
-AUDIT_PAGE = 10_000
+AUDIT_ROWS = 50
 LIVE_JOB_STATES = ("queued", "running")
 
 
@@ -65,6 +71,15 @@ async def act(back: str, call: Callable[[], Awaitable[Any]], done: Callable[[Any
 @router.get("", response_class=RedirectResponse)
 def home() -> RedirectResponse:
     return RedirectResponse("/console/datasets", status_code=303)
+
+
+@router.get("/live")
+async def live(request: Request, api: Console) -> JSONResponse:
+    """What static/live.js polls: the count of waiting measurements and a version of the queries and sessions
+    (counts and times only, never a value or an index). Not audited: it is the page's own clock, not a read of
+    data, and would otherwise fill the audit log with one event every two seconds per open page."""
+    state = await run_in_threadpool(live_state, request.app.state.db)
+    return JSONResponse({"waiting": state.waiting, "version": state.version}, headers=PAGE_HEADERS)
 
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -142,40 +157,91 @@ def _end_session(request: Request, session_id: str) -> None:
 # --- datasets, ledger, releases ----------------------------------------------------------------------------
 
 
+REGISTRATION_DEFAULTS = {"goal": "maximize", "evaluator_kind": "column", "scaling_kind": "bounds", "diameter": "1",
+                         "epsilon": "10", "delta": "1e-5"}
+REGISTRATION_FIELDS = {"spec.name": "name", "spec.feature_columns": "feature_columns", "spec.goal": "goal",
+                       "spec.evaluator": "measure_column", "spec.scaling.lower": "lower", "spec.scaling.upper": "upper",
+                       "spec.scaling.diameter": "diameter", "spec.scaling": "scaling_kind",
+                       "spec.budget.epsilon": "epsilon", "spec.budget.delta": "delta", "spec.budget": "epsilon"}
+"""Where the API's validation sentences (which quote the field: ``'spec.scaling.lower'``) go on the form."""
+REGISTRATION_WORDS = {"a dataset named": "name", "identifier column": "identifier_column", "CSV": "file",
+                      "feature column": "feature_columns", "'lower'": "lower", "'upper'": "upper"}
+"""…and where its other sentences go, by what they name (first match)."""
+
+
 @router.get("/datasets", response_class=HTMLResponse)
 async def datasets_page(request: Request, api: Console) -> HTMLResponse:
+    return await _datasets_page(request, api)
+
+
+async def _datasets_page(request: Request, api: Api, form: FormData | None = None, problems: Problems | None = None,
+                         kept: KeptFile | None = None, ticket: str = "", status_code: int = 200) -> HTMLResponse:
     datasets = await api.get("/v1/datasets")
-    return render(request, "datasets.html", page="datasets", datasets=datasets, gauge=charts.gauge)
+    return render(request, "datasets.html", status_code=status_code, page="datasets", datasets=datasets,
+                  gauge=charts.gauge, values=kept_values(form, REGISTRATION_DEFAULTS), problems=problems or Problems(),
+                  kept_file=kept.filename if kept else None, kept_ticket=ticket)
 
 
-def _registration_spec(form) -> dict[str, Any]:
-    """The registration spec from the form's fields (the API validates it and names what to fix)."""
+def _registration_spec(form: FormData, problems: Problems) -> dict[str, Any]:
+    """The registration spec from the form's fields; what the console can check itself (numbers, one bound per
+    feature) goes into ``problems`` beside its field, the rest the API checks and names."""
     columns = [c.strip() for c in field(form, "feature_columns").split(",") if c.strip()]
     kind = field(form, "evaluator_kind")
     evaluator = {"kind": "manual"} if kind == "manual" else {"kind": "column", "column": field(form, "measure_column")}
+    if kind != "manual" and not field(form, "measure_column"):
+        problems.setdefault("measure_column", "Name the column that holds the measured value (or choose manual "
+                                              "measurement).")
     if field(form, "scaling_kind") == "identity":
         scaling: dict[str, Any] = {"kind": "identity"}
     else:
-        scaling = {"kind": "bounds", "lower": numbers(form, "lower", "Lower bounds"),
-                   "upper": numbers(form, "upper", "Upper bounds"),
-                   "diameter": number(form, "diameter", "The box diameter")}
+        scaling = {"kind": "bounds", "lower": problems.check(lambda: numbers(form, "lower", "Lower bounds")),
+                   "upper": problems.check(lambda: numbers(form, "upper", "Upper bounds")),
+                   "diameter": problems.check(lambda: number(form, "diameter", "The box diameter"))}
+        for name, label in (("lower", "lower"), ("upper", "upper")):
+            given = scaling[name]
+            if given is not None and columns and len(given) != len(columns):
+                problems.setdefault(name, f"Give one {label} bound per feature column: {len(columns)} feature "
+                                          f"columns, {len(given)} {label} bounds.")
+    budget = {"epsilon": problems.check(lambda: number(form, "epsilon", "Budget ε")),
+              "delta": problems.check(lambda: number(form, "delta", "Budget δ"))}
     return {"name": field(form, "name"), "feature_columns": columns, "evaluator": evaluator, "scaling": scaling,
-            "budget": {"epsilon": number(form, "epsilon", "Budget ε"), "delta": number(form, "delta", "Budget δ")},
-            "goal": field(form, "goal") or "maximize"}
+            "budget": budget, "goal": field(form, "goal") or "maximize"}
 
 
-@router.post("/datasets")
-async def register_dataset(request: Request, api: Console) -> RedirectResponse:
+@router.post("/datasets", response_model=None)
+async def register_dataset(request: Request, api: Console) -> RedirectResponse | HTMLResponse:
+    """Registers the CSV; a problem renders the form again with every value kept (the file too, see
+    :mod:`curator_service.console.uploads`) and each sentence beside its field."""
     form = await checked_form(request)
+    session = security.session_id(request) or ""
+    shelf: KeptUploads = request.app.state.console_uploads
+    problems = Problems()
     upload = form.get("file")
-    if not isinstance(upload, UploadFile) or not upload.filename:
-        return redirect("/console/datasets", "Choose the CSV file to register.", "error")
-    content = await upload.read()
-    try:
-        dataset = await api.post("/v1/datasets", data={"spec": json.dumps(_registration_spec(form))},
-                                 files={"file": (upload.filename, content, "text/csv")})
-    except ApiRefusal as refusal:
-        return refused("/console/datasets", refusal)
+    ticket = field(form, "kept_file")
+    if isinstance(upload, UploadFile) and upload.filename:
+        kept: KeptFile | None = KeptFile(session, upload.filename, await upload.read(), 0.0)
+        ticket = ""
+    else:
+        kept = shelf.get(ticket, session) if ticket else None
+        if kept is None:
+            problems["file"] = "Choose the CSV file to register."
+    spec = _registration_spec(form, problems)
+    if not problems and kept is not None:
+        try:
+            dataset = await api.post("/v1/datasets", data={"spec": json.dumps(spec)},
+                                     files={"file": (kept.filename, kept.content, "text/csv")})
+        except ApiRefusal as refusal:
+            problems.place(refusal, REGISTRATION_FIELDS, REGISTRATION_WORDS)
+        else:
+            if ticket:
+                shelf.forget(ticket)
+            return await _registered(api, form, dataset)
+    if kept is not None and not ticket:
+        ticket = shelf.keep(session, kept.filename, kept.content)
+    return await _datasets_page(request, api, form, problems, kept, ticket, status_code=422)
+
+
+async def _registered(api: Api, form: FormData, dataset: dict) -> RedirectResponse:
     page = f"/console/datasets/{dataset['id']}"
     done = f"Registered {dataset['name']!r}: {dataset['n']} rows, {dataset['d']} features"
     if identifier := field(form, "identifier_column"):
@@ -187,14 +253,18 @@ async def register_dataset(request: Request, api: Console) -> RedirectResponse:
     return redirect(page, done + ".")
 
 
+TIME_AXIS_MIN_SPAN = 120.0
+"""Seconds a time axis spans at least: a new dataset's one point gets two minutes, labelled to the second."""
+
+
 def _clock(span_seconds: float):
-    """Tick labels for a time axis spanning ``span_seconds``: dates past two days, else the time of day (with
-    milliseconds when the span is a few seconds)."""
+    """Tick labels for a time axis spanning ``span_seconds``: dates past two days, the time of day to the minute past
+    ten minutes, else to the second."""
     def label(t: float) -> str:
         moment = datetime.fromtimestamp(t, UTC)
         if span_seconds > 2 * 86400:
             return f"{moment:%Y-%m-%d}"
-        return f"{moment:%H:%M:%S}" + (f".{moment.microsecond // 1000:03d}" if span_seconds <= 8 else "")
+        return f"{moment:%H:%M}" if span_seconds > 600 else f"{moment:%H:%M:%S}"
     return label
 
 
@@ -210,10 +280,11 @@ def _epsilon_over_time(dataset: dict, entries: list[dict]):
         titles.append(f"{moment:%Y-%m-%d %H:%M:%S} · {entry['purpose']} · ε {entry['epsilon']:.4g} (total spent "
                       f"{running:.4g})")
     total = dataset["budget"]["total_epsilon"]
+    now = max(datetime.now(UTC).timestamp(), times[-1])  # the spending holds until now
     return charts.step_chart(
         "epsilon-over-time", times, spent, titles, x_label="time (UTC)", y_label="ε spent",
-        x_text=_clock(times[-1] - times[0]), y_floor=0.0,
-        y_line=(total, f"budget ε {total:.4g}"),
+        x_text=_clock(max(now - times[0], TIME_AXIS_MIN_SPAN)), y_floor=0.0,
+        y_line=(total, f"budget ε {total:.4g}"), x_until=now, x_min_span=TIME_AXIS_MIN_SPAN,
     )
 
 
@@ -227,8 +298,29 @@ def noise_to_spread_of(release: dict, dataset: dict) -> float | None:
     return noise_to_spread(parameters, setting)
 
 
+RELEASE_DEFAULTS = {"mechanism": "gaussian", "epsilon": "", "delta": "1e-6", "dim": "auto"}
+RELEASE_FIELDS = {"epsilon": "epsilon", "delta": "delta", "dim": "dim", "mechanism": "mechanism",
+                  "projection": "dim", "width": "epsilon"}
+RELEASE_WORDS = {"budget": "epsilon", "mechanism": "mechanism", "ε": "epsilon", "δ": "delta", "dimension": "dim"}
+MECHANISMS = {"gaussian": "gaussian (certified (ε, δ)-DP)", "po-gp-ucb": "po-gp-ucb (NOT differentially private)"}
+
+
+def offered_mechanisms(request: Request) -> list[tuple[str, str]]:
+    """The mechanisms this server would accept: an uncertified one only where the operator allows it."""
+    allowed = request.app.state.settings.allow_uncertified_mechanisms
+    return [(name, text) for name, text in MECHANISMS.items() if name == "gaussian" or allowed]
+
+
 @router.get("/datasets/{dataset_id}", response_class=HTMLResponse)
 async def dataset_page(request: Request, api: Console, dataset_id: int) -> HTMLResponse:
+    return await _dataset_page(request, api, dataset_id)
+
+
+async def _dataset_page(request: Request, api: Api, dataset_id: int, form: FormData | None = None,
+                        problems: Problems | None = None, plan: dict | None = None,
+                        status_code: int = 200) -> HTMLResponse:
+    """The dataset's page; after a release form, its values kept with each problem beside its field, or the
+    planner's table for the ε typed."""
     dataset = await api.get(f"/v1/datasets/{dataset_id}")
     ledger = await api.get("/v1/ledger", dataset_id=dataset_id)
     releases = await api.get("/v1/releases", dataset_id=dataset_id)
@@ -236,34 +328,103 @@ async def dataset_page(request: Request, api: Console, dataset_id: int) -> HTMLR
         release["noise_to_spread"] = noise_to_spread_of(release, dataset)
     budget = dataset["budget"]
     worklist = await api.get(f"/v1/datasets/{dataset_id}/worklist") if dataset["evaluator_kind"] == "manual" else None
-    return render(request, "dataset.html", page="datasets", dataset=dataset, ledger=ledger, releases=releases,
-                  identifier_column=worklist["identifier_column"] if worklist else None,
+    return render(request, "dataset.html", status_code=status_code, page="datasets", dataset=dataset, ledger=ledger,
+                  releases=releases, identifier_column=worklist["identifier_column"] if worklist else None,
                   gauge=charts.gauge(budget["spent_epsilon"], budget["total_epsilon"]),
-                  chart=_epsilon_over_time(dataset, ledger), release_request_id=f"console-{uuid.uuid4().hex}")
+                  chart=_epsilon_over_time(dataset, ledger), mechanisms=offered_mechanisms(request),
+                  values=kept_values(form, RELEASE_DEFAULTS), problems=problems or Problems(), plan=plan)
 
 
-@router.post("/datasets/{dataset_id}/releases")
-async def make_release(request: Request, api: Console, dataset_id: int) -> RedirectResponse:
+def _release_options(form: FormData, problems: Problems) -> dict[str, Any]:
+    """The release form's mechanism, δ and r (ε is read by the caller: one to make, several to plan)."""
+    dim = field(form, "dim") or "auto"
+    return {"mechanism": field(form, "mechanism") or "gaussian",
+            "delta": problems.check(lambda: number(form, "delta", "δ")),
+            "dim": dim if dim == "auto" else problems.check(lambda: whole_number(form, "dim", "The dimension r"))}
+
+
+async def _plan(api: Api, dataset_id: int, epsilons: list[float], options: dict[str, Any]) -> dict:
+    """The planner's table (``POST /v1/datasets/{id}/plan``): noise and bound at each ε; it charges nothing."""
+    return await api.post(f"/v1/datasets/{dataset_id}/plan",
+                          {"epsilons": epsilons, "delta": options["delta"], "dim": options["dim"]})
+
+
+@router.post("/datasets/{dataset_id}/plan", response_class=HTMLResponse)
+async def plan_release(request: Request, api: Console, dataset_id: int) -> HTMLResponse:
+    """The planning panel: the planner's table for the ε values typed, nothing charged."""
     form = await checked_form(request)
+    problems = Problems()
+    options = _release_options(form, problems)
+    epsilons = problems.check(lambda: numbers(form, "epsilon", "ε"))
+    if epsilons == [] and "epsilon" not in problems:
+        problems["epsilon"] = "Type one ε or several, separated by commas, to plan for."
+    if options["mechanism"] != "gaussian":
+        problems.setdefault("mechanism", "The planner plans gaussian releases; po-gp-ucb adds no noise to plan.")
+    plan = None
+    if not problems:
+        try:
+            plan = await _plan(api, dataset_id, epsilons, options)
+        except ApiRefusal as refusal:
+            problems.place(refusal, RELEASE_FIELDS, RELEASE_WORDS)
+    return await _dataset_page(request, api, dataset_id, form, problems, plan, 422 if problems else 200)
 
-    def body() -> dict[str, Any]:
-        dim = field(form, "dim") or "auto"
-        request_id = field(form, "request_id")  # the form's own: its retries return the same release or job
-        return {"mechanism": field(form, "mechanism"), "epsilon": number(form, "epsilon", "ε"),
-                "delta": number(form, "delta", "δ"),
-                "dim": dim if dim == "auto" else whole_number(form, "dim", "The dimension r"),
-                **({"request_id": request_id} if request_id else {})}
 
-    back = f"/console/datasets/{dataset_id}"
-    try:
-        made = await api.post(f"/v1/datasets/{dataset_id}/releases", body())
-    except ApiRefusal as refusal:
-        return refused(back, refusal)
+@router.post("/datasets/{dataset_id}/release-form", response_class=HTMLResponse)
+async def release_form_again(request: Request, api: Console, dataset_id: int) -> HTMLResponse:
+    """Back from the confirmation to the release form, with the values as they were."""
+    return await _dataset_page(request, api, dataset_id, await checked_form(request))
+
+
+@router.post("/datasets/{dataset_id}/review-release", response_class=HTMLResponse)
+async def review_release(request: Request, api: Console, dataset_id: int) -> HTMLResponse:
+    """The confirmation step: what the release spends, what is left, what it buys (the planner's row, for a
+    gaussian release) and that it cannot be undone; only its button makes and charges the release."""
+    form = await checked_form(request)
+    problems = Problems()
+    options = _release_options(form, problems)
+    epsilon = problems.check(lambda: number(form, "epsilon", "ε"))
+    if options["mechanism"] not in dict(offered_mechanisms(request)):
+        problems["mechanism"] = f"Mechanism {options['mechanism']!r} is not offered by this server; use gaussian."
+    if problems:
+        return await _dataset_page(request, api, dataset_id, form, problems, status_code=422)
+    dataset = await api.get(f"/v1/datasets/{dataset_id}")
+    budget = dataset["budget"]
+    if epsilon > budget["remaining_epsilon"] or options["delta"] > budget["remaining_delta"]:
+        problems["epsilon" if epsilon > budget["remaining_epsilon"] else "delta"] = (
+            f"This release needs ε {epsilon:g}, δ {options['delta']:g} and the budget has ε "
+            f"{budget['remaining_epsilon']:.6g}, δ {budget['remaining_delta']:.3g} left; lower them or raise the budget.")
+        return await _dataset_page(request, api, dataset_id, form, problems, status_code=422)
+    planned = None
+    if options["mechanism"] == "gaussian":
+        try:
+            planned = (await _plan(api, dataset_id, [epsilon], options))["rows"][0]
+        except ApiRefusal as refusal:  # e.g. no public box to plan for: the confirmation says so
+            planned = {"refusal": refusal.detail}
+    return render(request, "release_confirm.html", page="datasets", dataset=dataset, epsilon=epsilon,
+                  options=options, planned=planned, release_request_id=f"console-{uuid.uuid4().hex}")
+
+
+@router.post("/datasets/{dataset_id}/releases", response_model=None)
+async def make_release(request: Request, api: Console, dataset_id: int) -> RedirectResponse | HTMLResponse:
+    form = await checked_form(request)
+    problems = Problems()
+    options = _release_options(form, problems)
+    epsilon = problems.check(lambda: number(form, "epsilon", "ε"))
+    request_id = field(form, "request_id")  # the confirmation's own: its retries return the same release or job
+    made = None
+    if not problems:
+        try:
+            made = await api.post(f"/v1/datasets/{dataset_id}/releases",
+                                  {**options, "epsilon": epsilon, **({"request_id": request_id} if request_id else {})})
+        except ApiRefusal as refusal:
+            problems.place(refusal, RELEASE_FIELDS, RELEASE_WORDS)
+    if made is None:
+        return await _dataset_page(request, api, dataset_id, form, problems, status_code=422)
     if made.get("kind") == "release":  # 202: the release's job is still running; its page shows the progress
         return redirect(f"/console/jobs/{made['id']}", f"Release job {made['id']} is running; the release is "
                         "stored and charged when it finishes (cancel it here to charge nothing).")
-    return redirect(back, f"Release {made['id']} made ({made['mechanism']}, "
-                          f"{'certified' if made['certified'] else 'NOT certified'}, ε {made['epsilon']:g}).")
+    return redirect(f"/console/datasets/{dataset_id}", f"Release {made['id']} made ({made['mechanism']}, "
+                    f"{'certified' if made['certified'] else 'NOT certified'}, ε {made['epsilon']:g}).")
 
 
 @router.post("/datasets/{dataset_id}/budget")
@@ -298,24 +459,41 @@ async def releases_page(request: Request, api: Console) -> HTMLResponse:
 
 # --- keys ------------------------------------------------------------------------------------------------
 
-async def _keys_page(request: Request, api: Api, created: dict | None = None) -> HTMLResponse:
+KEY_DEFAULTS = {"role": "modeler", "max_queries": "100", "release_ids": []}
+KEY_FIELDS = {"name": "name", "role": "role", "release_ids": "release_ids", "max_queries": "max_queries",
+              "epsilon_cap": "epsilon_cap", "delta_cap": "delta_cap", "jobs": "jobs", "expires_at": "expires_at"}
+KEY_WORDS = {"release": "release_ids", "job": "jobs", "expir": "expires_at", "ε cap": "epsilon_cap",
+             "δ cap": "delta_cap", "queries": "max_queries"}
+
+
+async def _keys_page(request: Request, api: Api, created: dict | None = None, form: FormData | None = None,
+                     problems: Problems | None = None, status_code: int = 200) -> HTMLResponse:
+    keys = await _keys_with_policies(api)
+    return render(request, "keys.html", status_code=status_code, page="keys", keys=keys,
+                  releases=await api.get("/v1/releases"), created=created,
+                  values=kept_values(form, KEY_DEFAULTS, multiple=("release_ids",)), problems=problems or Problems())
+
+
+async def _keys_with_policies(api: Api) -> list[dict]:
+    """Every key with its caps, job kinds and expiry, and what it has spent against its caps."""
     keys = await api.get("/v1/keys")
     now = datetime.now(UTC)
-    for key in keys:  # caps, job kinds and expiry, with what the key has spent against its caps
+    for key in keys:
         key["policy"] = policy = await api.get(f"/v1/keys/{key['id']}/policy")
         key["expired"] = policy["expires_at"] is not None and datetime.fromisoformat(policy["expires_at"]) <= now
-    return render(request, "keys.html", page="keys", keys=keys, releases=await api.get("/v1/releases"),
-                  created=created)
+    return keys
 
 
-def _key_body(form) -> dict[str, Any]:
+def _key_body(form: FormData, problems: Problems) -> dict[str, Any]:
     """``POST /v1/keys``: the key and its policy (an empty field leaves the role's default)."""
-    release_ids = [int(v) for v in form.getlist("release_ids") if isinstance(v, str) and v.isdigit()]
+    release_ids = [int(v) for v in form.getlist("release_ids")
+                   if isinstance(v, str) and v.isascii() and v.isdigit()]
     body: dict[str, Any] = {"name": field(form, "name"), "role": field(form, "role") or "modeler",
-                            "release_ids": release_ids, "max_queries": whole_number(form, "max_queries", "Max queries")}
+                            "release_ids": release_ids,
+                            "max_queries": problems.check(lambda: whole_number(form, "max_queries", "Max queries"))}
     for name, label in (("epsilon_cap", "The ε cap"), ("delta_cap", "The δ cap")):
         if field(form, name):
-            body[name] = number(form, name, label)
+            body[name] = problems.check(lambda: number(form, name, label))
     if jobs := field(form, "jobs"):
         body["jobs"] = [kind.strip() for kind in jobs.split(",") if kind.strip()]
     if expires := field(form, "expires_at"):
@@ -332,11 +510,33 @@ async def keys_page(request: Request, api: Console) -> HTMLResponse:
 async def create_key(request: Request, api: Console) -> HTMLResponse:
     """Renders the token on this response only (not a redirect: it must never sit in a cookie or a URL)."""
     form = await checked_form(request)
-    try:
-        created = await api.post("/v1/keys", _key_body(form))
-    except ApiRefusal as refusal:
-        return refused("/console/keys", refusal)
-    return await _keys_page(request, api, created=created)
+    problems = Problems()
+    body = _key_body(form, problems)
+    if not problems:
+        try:
+            created = await api.post("/v1/keys", body)
+        except ApiRefusal as refusal:
+            problems.place(refusal, KEY_FIELDS, KEY_WORDS)
+        else:
+            return await _keys_page(request, api, created=created)
+    return await _keys_page(request, api, form=form, problems=problems, status_code=422)
+
+
+@router.get("/keys/{key_id}/revoke", response_class=HTMLResponse)
+async def confirm_revoke(request: Request, api: Console, key_id: int) -> HTMLResponse:
+    """The confirmation step: who loses access, what stays spent, and that it cannot be undone."""
+    keys = [k for k in await _keys_with_policies(api) if k["id"] == key_id]
+    if not keys:
+        raise ApiRefusal(404, "not_found", f"there is no key {key_id}; see the keys page")
+    sessions = [s for s in await run_in_threadpool(_sessions, request) if s.key_id == key_id]
+    return render(request, "revoke_confirm.html", page="keys", key=keys[0],
+                  open_sessions=[s for s in sessions if s.status == "open"],
+                  pending=sum(s.pending for s in sessions))
+
+
+def _sessions(request: Request) -> list:
+    with request.app.state.db.read() as session:
+        return list_sessions(session)
 
 
 @router.post("/keys/{key_id}/revoke")
@@ -352,8 +552,7 @@ async def revoke_key(request: Request, api: Console, key_id: int) -> RedirectRes
 @router.get("/sessions", response_class=HTMLResponse)
 async def sessions_page(request: Request, api: Console) -> HTMLResponse:
     keys = {k["id"]: k for k in await api.get("/v1/keys")}  # curator only: checked before reading the database
-    with request.app.state.db.read() as session:
-        sessions = list_sessions(session)
+    sessions = await run_in_threadpool(_sessions, request)
     return render(request, "sessions.html", page="sessions", sessions=sessions, keys=keys)
 
 
@@ -376,7 +575,32 @@ async def session_page(request: Request, api: Console, session_id: int) -> HTMLR
     correctable = dataset["evaluator_kind"] == "manual"  # only answers the curator typed (the API says why)
     notes = await api.get(f"/v1/sessions/{session_id}/notes")
     return render(request, "session.html", page="sessions", session=status, queries=queries, release=release,
-                  correctable=correctable, notes=notes, chart=_best_so_far(queries, release["goal"]))
+                  correctable=correctable, notes=notes, chart=_best_so_far(queries, release["goal"]),
+                  importance=await _importance(api, release, dataset, queries))
+
+
+IMPORTANCE_MIN_ANSWERS = 5
+IMPORTANCE_MAX_ROWS = 100_000  # one page of released inputs
+
+
+async def _importance(api: Api, release: dict, dataset: dict, queries: list[dict]):
+    """Parameter importance for an identity release (its coordinates are the named features): ARD lengthscales ℓ_j
+    fitted by marginal likelihood on the session's answered queries (:func:`shared.gp.regression.fit_hyperparameters`
+    with ``ard=True``), shown as 1/ℓ_j relative to the largest; None for other releases or too few answers. The
+    inputs are the released (noisy) Z the modeler sees, read through the API (an audited ``release.inputs``)."""
+    answered = [q for q in queries if q["status"] == "done" and q["value"] is not None]
+    if (release.get("projection") != "identity" or len(answered) < IMPORTANCE_MIN_ANSWERS
+            or release["n"] > IMPORTANCE_MAX_ROWS):
+        return None
+    Z = np.asarray((await api.get(f"/v1/releases/{release['id']}/inputs", limit=IMPORTANCE_MAX_ROWS))["rows"])
+    X, y = Z[[q["index"] for q in answered]], np.asarray([q["value"] for q in answered])
+    fitted = await run_in_threadpool(fit_hyperparameters, X, y, ard=True, rng=0)
+    lengthscales = np.broadcast_to(fitted.kernel.lengthscale, (X.shape[1],))
+    relevance = 1.0 / lengthscales
+    titles = [f"{name}: lengthscale {scale:.3g} (importance {r / relevance.max():.2f} of the largest)"
+              for name, scale, r in zip(dataset["feature_columns"], lengthscales, relevance)]
+    return charts.bar_chart("importance", dataset["feature_columns"], (relevance / relevance.max()).tolist(), titles,
+                            caption="parameter importance: 1 / ARD lengthscale, relative to the largest")
 
 
 @router.get("/queries", response_class=HTMLResponse)
@@ -451,9 +675,41 @@ def _front(result: dict | None):
 async def job_page(request: Request, api: Console, job_id: int) -> HTMLResponse:
     job = await api.get(f"/v1/jobs/{job_id}")
     result = job.get("result")
-    return render(request, "job.html", page="jobs", job=job, front=_front(result),
+    return render(request, "job.html", page="jobs", job=job, result=result, front=_front(result),
+                  notes=result_notes(job["kind"], result) if result else [],
                   result_text=json.dumps(result, indent=2) if result is not None else None,
                   refresh=job["status"] in LIVE_JOB_STATES)
+
+
+LAPLACE_95 = math.log(20.0)
+"""A Laplace(b) draw lies within ±b·ln 20 ≈ ±3b of zero with probability 95 %."""
+
+
+def result_notes(kind: str, result: dict) -> list[str]:
+    """Plain sentences for a result whose numbers mislead when read alone: a released value its noise dwarfs, a
+    selection its noise makes close to uniform, learners that learned nothing."""
+    notes = []
+    if kind == "dp-bo":
+        value, scale = result["validation_accuracy"], result["value_noise_scale"]
+        if scale > abs(value):
+            notes.append(f"ṽ = {value:.3g} is mostly noise: its Laplace noise scale {scale:.3g} is "
+                         f"{scale / max(abs(value), 1e-12):.0f}× the value, so the true best accuracy lies anywhere "
+                         f"in ṽ ± {LAPLACE_95 * scale:.2g} (95 %); accuracies are between 0 and 1. A larger ε or a "
+                         "larger validation set makes it informative.")
+        temperature = 2 * result["selection_sensitivity"] / result["epsilon"]
+        if temperature >= 1:
+            notes.append(f"λ̃ is close to a uniform draw from the grid: the exponential mechanism's scale 2Δ/ε = "
+                         f"{temperature:.3g} is wider than the whole range of accuracies (0 to 1).")
+    if kind == "dp-tune":
+        held = result["held_out"]
+        if held["accuracy"] is not None and held["noise_scale"] > 0.1:
+            notes.append(f"The held-out accuracy {held['accuracy']:.3g} carries Laplace noise of scale "
+                         f"{held['noise_scale']:.3g} (±{LAPLACE_95 * held['noise_scale']:.2g} at 95 %).")
+        if result["selected"] is None:
+            notes.append("No candidate was selected: the private selection stopped before any passed its threshold.")
+    if kind == "dpareto" and result.get("diagnosis"):
+        notes.append(result["diagnosis"])
+    return notes
 
 
 @router.post("/jobs/{job_id}/cancel")
@@ -464,30 +720,21 @@ async def cancel_job(request: Request, api: Console, job_id: int) -> RedirectRes
 
 
 @router.get("/audit", response_class=HTMLResponse)
-async def audit_page(request: Request, api: Console, actor: str = "", action: str = "",
-                     target: str = "") -> HTMLResponse:
-    """The newest :data:`AUDIT_ROWS` events whose actor, action and target contain the filters (any case)."""
-    events: list[dict] = []
-    while len(page := await api.get("/v1/audit", offset=len(events), limit=AUDIT_PAGE)) > 0:
-        events += page
-        if len(page) < AUDIT_PAGE:
-            break
-    wanted = {"actor": actor.strip().lower(), "action": action.strip().lower(), "target": target.strip().lower()}
-    matching = [e for e in reversed(events)
-                if all(text in (e.get(name) or "").lower() for name, text in wanted.items())]
-    rows = grouped(matching)
-    return render(request, "audit.html", page="audit", rows=rows[:AUDIT_ROWS], total=len(matching),
-                  groups=len(rows), filters=wanted, shown=AUDIT_ROWS)
-
-
-def grouped(events: list[dict]) -> list[dict]:
-    """Runs of consecutive events with the same actor, action and target as one row each (``count``, the newest and
-    oldest event), so 6,000 failed authentications in a row read as one line, not 6,000."""
-    rows: list[dict] = []
-    for event in events:
-        last = rows[-1] if rows else None
-        if last and all(last["newest"][name] == event[name] for name in ("actor", "action", "target")):
-            last["oldest"], last["count"] = event, last["count"] + 1
-        else:
-            rows.append({"newest": event, "oldest": event, "count": 1})
-    return rows
+async def audit_page(request: Request, api: Console, actor: str = "", action: str = "", target: str = "",
+                     changes: str = "", page: int = 1) -> HTMLResponse:
+    """The audit log newest first, :data:`AUDIT_ROWS` rows a page, each run of identical events one row; filtered
+    by actor, action (a prefix), target (contained) and "changes only" (reads hidden), all in the API's query."""
+    wanted = {"actor": actor.strip(), "action": action.strip(), "target": target.strip()}
+    page = max(1, page)
+    params = {name: text for name, text in wanted.items() if text}
+    answer = await api.respond("GET", "/v1/audit", params={
+        **params, "changes_only": bool(changes), "order": "newest", "grouped": True,
+        "offset": (page - 1) * AUDIT_ROWS, "limit": AUDIT_ROWS})
+    total = int(answer.headers.get("x-total-count", "0"))
+    actors = ["admin"] + [f"key:{k['id']}:{k['name']}" for k in await api.get("/v1/keys")]
+    pages = max(1, math.ceil(total / AUDIT_ROWS))
+    query = {**params, **({"changes": "1"} if changes else {})}
+    links = {number_: "/console/audit?" + urlencode({**query, "page": number_}) for number_ in (page - 1, page + 1)
+             if 1 <= number_ <= pages}
+    return render(request, "audit.html", page="audit", rows=answer.json(), total=total, filters=wanted,
+                  changes=bool(changes), actors=actors, page_number=page, pages=pages, links=links)

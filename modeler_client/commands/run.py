@@ -10,6 +10,8 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from shared.gp.ucb import describe_engine, engine_device
+
 from modeler_client.batch import GPBUCBProposer, run_batched
 from modeler_client.loop import LoopEvent, RemoteGPUCB
 from modeler_client.remote import RemoteRelease, RemoteSession
@@ -49,6 +51,12 @@ class InputNoise(StrEnum):
 
 Poll = Annotated[float, typer.Option(help="First wait (s) between checks of a pending manual query; grows 1.5×.")]
 MaxPoll = Annotated[float, typer.Option(help="Longest wait (s) between checks of a pending query.")]
+DeviceOption = Annotated[
+    str,
+    typer.Option(help="Where GP-UCB's candidate posterior runs: 'numba' (this CPU), 'cuda' / 'cuda:N' (a GPU: pip "
+                      "install 'pobo[gpu]'), 'auto' (a GPU torch sees, else numba) or 'cpu' (torch's CPU build). "
+                      "The picks are the same on each."),
+]
 PendingTimeoutOption = Annotated[
     float | None,
     typer.Option(help="Give up waiting on pending queries after this many seconds (resume later); default: wait."),
@@ -78,11 +86,23 @@ def batched(record: RunRecord) -> bool:
     return s.batch > 1 or s.asynchronous or bool(s.reuse_sessions)
 
 
-def drive(client, path: Path, **options) -> RunRecord:
+def chosen_device(device: str) -> str | None:
+    """``--device`` as :class:`shared.gp.ucb.GPUCB` takes it (None: the Numba engine), checked before the run starts."""
+    if device == "numba":
+        return None
+    try:
+        return engine_device(device)
+    except (ValueError, ImportError) as error:
+        raise typer.BadParameter(str(error), param_hint="--device") from None
+
+
+def drive(client, path: Path, device: str | None = None, **options) -> RunRecord:
     """Run (or resume) the run file at ``path`` with a progress display: Algorithm 2 one query per request,
-    or GP-BUCB through the ask/tell layer (:mod:`modeler_client.batch`)."""
+    or GP-BUCB through the ask/tell layer (:mod:`modeler_client.batch`); GP-UCB's posterior on ``device``."""
     record = RunRecord.load(path)
     show_release_warnings(record.release)
+    engine = describe_engine(device)
+    console.print(f"GP-UCB's candidate posterior: {engine}")
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         display = ProgressDisplay(progress, record.settings.iterations)
@@ -94,14 +114,14 @@ def drive(client, path: Path, **options) -> RunRecord:
             session = RemoteSession.resume(client, path, reuse_from=record.settings.reuse_sessions, on_wait=waiting,
                                            **options)
             release = RemoteRelease(client, record.release_id, metadata=record.release)
-            proposer = GPBUCBProposer(release.Z, record.release, record.settings)
+            proposer = GPBUCBProposer(release.Z, record.release, record.settings, device=device)
             record = run_batched(session, proposer, on_step=lambda kind, rec: display(LoopEvent(kind, rec)))
         else:
-            record = RemoteGPUCB.resume(client, path, on_event=display, **options).run()
+            record = RemoteGPUCB.resume(client, path, on_event=display, device=device, **options).run()
     best = record.best()
     console.print(
         f"[bold green]done[/]: {len(record.done())} measurements in {record.elapsed_seconds:.1f} s; "
-        f"best {best.value:.6g} at row {best.index} ({record.goal}); run file {path}"
+        f"best {best.value:.6g} at row {best.index} ({record.goal}); run file {path}; posterior on {engine}"
     )
     return record
 
@@ -142,6 +162,7 @@ def run(
                      help="An earlier run file of this key and release: its answers are reused, not paid again "
                           "(only when a row's answer cannot change). Repeatable."),
     ] = None,
+    device: DeviceOption = "numba",
     poll: Poll = 0.5,
     max_poll: MaxPoll = 30.0,
     pending_timeout: PendingTimeoutOption = None,
@@ -152,8 +173,8 @@ def run(
 
     If OUT already holds an unfinished run of the same release on the same server, it is resumed.
     """
+    options = dict(device=chosen_device(device), poll=poll, max_poll=max_poll, pending_timeout=pending_timeout)
     client = connect(url, token, timeout, retries)
-    options = dict(poll=poll, max_poll=max_poll, pending_timeout=pending_timeout)
     if out.exists():
         existing = RunRecord.load(out)
         if existing.release_id != release or existing.url != client.url:
@@ -199,6 +220,7 @@ def resume(
     token: Token,
     url: Annotated[str | None, typer.Option(help="Override the server URL stored in the run file.")] = None,
     iterations: Annotated[int | None, typer.Option(min=1, help="Raise T to continue a finished run.")] = None,
+    device: DeviceOption = "numba",
     poll: Poll = 0.5,
     max_poll: MaxPoll = 30.0,
     pending_timeout: PendingTimeoutOption = None,
@@ -206,13 +228,14 @@ def resume(
     retries: Retries = 3,
 ) -> None:
     """Resume a run after a crash or a wait: recovers answers the server stored, then continues."""
+    resolved = chosen_device(device)
     record = RunRecord.load(path)
     if iterations is not None:
         record.settings.iterations = iterations
         record.finished = False
         record.save(path)
     client = connect(url or record.url, token, timeout, retries)
-    drive(client, path, poll=poll, max_poll=max_poll, pending_timeout=pending_timeout)
+    drive(client, path, device=resolved, poll=poll, max_poll=max_poll, pending_timeout=pending_timeout)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ CODE_BY_STATUS: dict[int, str] = {
     415: "validation_error",
     422: "validation_error",
     429: "too_many_requests",
+    503: "unavailable",
 }
 """The default ``code`` of an error body for a status, when nothing more specific applies."""
 

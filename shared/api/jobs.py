@@ -183,7 +183,11 @@ class DparetoParams(_Params):
     test_fraction: Number = Field(default=0.3, ge=0.05, le=0.5)
     max_epochs: Integer = Field(default=64, ge=2, le=1000)
     batch_size: tuple[Integer, Integer] = (8, 512)
-    learning_rate: tuple[Number, Number] = (5e-4, 5e-2)
+    learning_rate: tuple[Number, Number] | None = Field(
+        default=None,
+        description="Default: Table 1's range [5e-4, 5e-2] scaled by 32,561 / training rows (never below it, at "
+                    "most 10): an epoch has one step per lot, so a smaller table needs larger steps to learn as far "
+                    "(shared.algorithms.dpareto.problems.learning_rates_for). ε does not depend on it.")
     noise_variance: tuple[Number, Number] = (0.1, 16.0)
     clip_norm: tuple[Number, Number] = (0.1, 4.0)
     baseline: str = Field(default="none", pattern="^(none|random|grid)$",
@@ -199,6 +203,8 @@ class DparetoParams(_Params):
     def _ranges(self) -> DparetoParams:
         # A range of one value would be a division by zero in the search.
         for name, limit in DPARETO_RANGE_LIMITS.items():
+            if getattr(self, name) is None:  # the default that depends on the table's size
+                continue
             low, high = getattr(self, name)
             if not 0 < low < high <= limit:
                 raise ValueError(f"{name} must be a range [low, high] with 0 < low < high ≤ {limit:g}")
@@ -225,6 +231,8 @@ class DparetoResult(_Result):
     n_test: int
     majority_baseline: float
     best_accuracy: float
+    learning_rate: list[float] | None = None  # the range searched (the default depends on n_train)
+    diagnosis: str | None = Field(default=None, description="Why no learner beat the majority class, when none did.")
     points: list[DparetoPoint]
     front: list[DparetoPoint]
     overhead_seconds: float

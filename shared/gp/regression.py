@@ -155,43 +155,36 @@ class CandidatePosterior:
         self.noise_variance = float(noise_variance)
         self.prior_mean = float(prior_mean)
         self.jitter = jitter
-        self.block_rows = block_rows = block_rows or reserve or 32  # with a known budget V is one block
+        self.block_rows = block_rows or reserve or 32  # with a known budget V is one block
         self.chunk = chunk
         self.workers = workers
         self.prior_variance = np.asarray(kernel.diag(C), dtype=float).copy()
-        n = len(C)
+        self._profile, self._kernel_scale, *self._coincident = _compiled_profile(kernel)
+        self.ucb_argmax: tuple[float, int] | None = None  # (β, argmax of μ + √β σ) after the last observe
+        self._L_storage = np.zeros((max(reserve, 8),) * 2)  # L grows in place (doubling): no t² copy a step
+        self._w: list[float] = []
+        self._indices: list[int] = []
+        self._values: list[float] = []
+        scaled = scaled_candidates(C, kernel) if self._profile != GIVEN_COLUMN else np.zeros((1, 0))
+        self._allocate(scaled, reserve)
+
+    def _allocate(self, scaled: NDArray, reserve: int) -> None:
+        """The candidate-sized state: the scaled candidates, μ, σ² and V's blocks (touched for ``reserve`` rows)."""
+        n, chunk, workers = self.n_candidates, self.chunk, self.workers
         edges = [min(n, -(-n * k // workers // chunk) * chunk) for k in range(workers + 1)]  # tile-aligned
         self._ranges = [(lo, hi) for lo, hi in zip(edges, edges[1:]) if hi > lo]
-        self._profile, self._kernel_scale, *self._coincident = _compiled_profile(kernel)
-        if self._profile != GIVEN_COLUMN:
-            # (r + 1) × n: the scaled centred candidates c with −½‖c‖² as the last row, so (c_i, 1) · that
-            # gives c·c_i − ½‖c‖² and the exponent −½ d² = that − ½‖c_i‖². Rows are contiguous: the step
-            # streams each one.
-            kernel.scale(C[:1])  # validates the dimensions without an n × r temporary
-            lengths = np.reshape(kernel.distance_lengthscale, (-1, 1))
-            self._scaled = np.empty((C.shape[1] + 1, n))
-            np.divide(C.T, lengths, out=self._scaled[:-1])  # a fresh array: the caller's C is never modified
-            self._scaled[:-1] -= C.mean(axis=0)[:, None] / lengths
-            np.einsum("ij,ij->j", self._scaled[:-1], self._scaled[:-1], out=self._scaled[-1])
-            self._scaled[-1] *= -0.5
-        else:
-            self._scaled = np.zeros((1, 0))
+        self._scaled = scaled
         self._variance = self.prior_variance.copy()  # unclipped
         self._mean = np.full(n, self.prior_mean)  # m + Vᵀ w
         # V, block_rows full rows a block: the typed list for the compiled pass, the same arrays in a Python list
         # for Python's own indexing (a typed list's costs ~10 µs a call from Python)
-        self._block_arrays = [np.empty((block_rows, n))]
+        self._block_arrays = [np.empty((self.block_rows, n))]
         self._blocks = new_block_list(self._block_arrays[0])
-        while len(self._block_arrays) * block_rows < reserve:
+        while len(self._block_arrays) * self.block_rows < reserve:
             self._add_block()
         for k in range(reserve):
             self._row(k).fill(0.0)  # touched now: the OS zeroes and maps a fresh page on its first write
-        self.ucb_argmax: tuple[float, int] | None = None  # (β, argmax of μ + √β σ) after the last observe
-        self._L_storage = np.zeros((max(reserve, 8),) * 2)  # L grows in place (doubling): no t² copy a step
-        self._query = np.ones(C.shape[1] + 1)  # (c_i, 1), refilled each step
-        self._w: list[float] = []
-        self._indices: list[int] = []
-        self._values: list[float] = []
+        self._query = np.ones(self.candidates.shape[1] + 1)  # (c_i, 1), refilled each step
 
     @property
     def n_candidates(self) -> int:
@@ -223,6 +216,10 @@ class CandidatePosterior:
 
     def mean_at(self, index: int) -> float:
         return float(self._mean[index])
+
+    def variance_at(self, index: int) -> float:
+        """σ² at one candidate, clipped at 0."""
+        return max(float(self._variance[index]), 0.0)
 
     def upper_confidence_bound(self, beta: float) -> NDArray:
         """μ + √β σ over all candidates (the reference the compiled pass's scores are tested against)."""
@@ -264,31 +261,11 @@ class CandidatePosterior:
         if not np.isfinite(y):
             raise ValueError("observed value must be finite")
         t = self.n_observations
-        l = stored_column(self._blocks, t, index)  # the new row of L
-        pivot2 = max(self._variance[index], 0.0) + self.noise_variance
-        pivot = np.sqrt(max(pivot2, self.jitter * self.prior_variance[index]))
+        l = self._stored_column(index)  # the new row of L
+        pivot = np.sqrt(max(self.variance_at(index) + self.noise_variance, self.jitter * self.prior_variance[index]))
         w = (y - self.mean_at(index)) / pivot
-        if t == len(self._block_arrays) * self.block_rows:
-            self._add_block()
-        if self._profile == GIVEN_COLUMN:
-            column = np.asarray(self.kernel(self.candidates, self.candidates[index : index + 1]), dtype=float).ravel()
-            query, query_offset = _NONE, 0.0
-        else:
-            column, query, query_offset = _NONE, self._query, self._scaled[-1, index]
-            query[:-1] = self._scaled[:-1, index]
-        kernel_weight = self._kernel_scale / pivot
         excluded = _NO_INDICES if excluded is None else np.asarray(excluded, dtype=np.int64)
-        sqrt_beta = 0.0 if next_beta is None else math.sqrt(next_beta)
-        new_row, coefficients = self._row(t), -l / pivot
-
-        def step(bounds: tuple[int, int]) -> tuple[float, int]:
-            return fused_step(
-                *bounds, self.chunk, self._profile, self._scaled, query, query_offset, *self._coincident, column,
-                index, self._blocks, coefficients, kernel_weight, w, self._mean, self._variance, new_row,
-                next_beta is not None, sqrt_beta, excluded,
-            )
-
-        best_index = self._best_of_ranges(step)
+        best_index = self._step(index, l, pivot, w, next_beta, excluded)
         self.ucb_argmax = None if next_beta is None else (float(next_beta), best_index)
 
         if t == len(self._L_storage):
@@ -300,6 +277,35 @@ class CandidatePosterior:
         self._w.append(w)
         self._indices.append(index)
         self._values.append(y)
+
+    def _stored_column(self, index: int) -> NDArray:
+        """V[:t, index] as float64."""
+        return stored_column(self._blocks, self.n_observations, index)
+
+    def _step(self, index: int, l: NDArray, pivot: float, w: float, next_beta: float | None, excluded: NDArray) -> int:
+        """V's row t, μ and σ² for an observation at ``index`` (module docstring) and, with ``next_beta``, the
+        argmax of the updated μ + √β σ outside ``excluded`` (−1 without ``next_beta`` or when all are excluded)."""
+        t = self.n_observations
+        if t == len(self._block_arrays) * self.block_rows:
+            self._add_block()
+        if self._profile == GIVEN_COLUMN:
+            column = np.asarray(self.kernel(self.candidates, self.candidates[index : index + 1]), dtype=float).ravel()
+            query, query_offset = _NONE, 0.0
+        else:
+            column, query, query_offset = _NONE, self._query, self._scaled[-1, index]
+            query[:-1] = self._scaled[:-1, index]
+        kernel_weight = self._kernel_scale / pivot
+        sqrt_beta = 0.0 if next_beta is None else math.sqrt(next_beta)
+        new_row, coefficients = self._row(t), -l / pivot
+
+        def step(bounds: tuple[int, int]) -> tuple[float, int]:
+            return fused_step(
+                *bounds, self.chunk, self._profile, self._scaled, query, query_offset, *self._coincident, column,
+                index, self._blocks, coefficients, kernel_weight, w, self._mean, self._variance, new_row,
+                next_beta is not None, sqrt_beta, excluded,
+            )
+
+        return self._best_of_ranges(step)
 
     def best_upper_confidence_bound(self, beta: float, excluded: NDArray) -> int:
         """argmax of μ + √β σ over the candidates not in ``excluded`` (sorted indices), ties to the lowest
@@ -322,12 +328,31 @@ class CandidatePosterior:
     @contextmanager
     def hallucinating(self) -> Iterator[CandidatePosterior]:
         """Observations made inside the block are undone on exit (used for batch suggestions)."""
-        saved = (self._variance.copy(), self._mean.copy(), len(self._w), self.ucb_argmax)
+        saved = (_copy(self._variance), _copy(self._mean), len(self._w), self.ucb_argmax)
         try:
             yield self
         finally:
             self._variance, self._mean, t, self.ucb_argmax = saved  # L's rows past t are simply reused
             del self._w[t:], self._indices[t:], self._values[t:]  # rows past t in V are simply reused
+
+
+def _copy(array):
+    """A copy of a numpy array or a torch tensor (the device engine's μ and σ²)."""
+    return array.clone() if hasattr(array, "clone") else array.copy()
+
+
+def scaled_candidates(C: NDArray, kernel: StationaryKernel) -> NDArray:
+    """(r + 1) × n: the candidates centred and divided by the kernel's distance lengthscale(s), with −½‖c‖² as
+    the last row, so (c_i, 1) · that + (−½‖c_i‖²) is the exponent −½ d² between c_i and every candidate. Rows
+    are contiguous: a step streams each one."""
+    kernel.scale(C[:1])  # validates the dimensions without an n × r temporary
+    lengths = np.reshape(kernel.distance_lengthscale, (-1, 1))
+    scaled = np.empty((C.shape[1] + 1, len(C)))
+    np.divide(C.T, lengths, out=scaled[:-1])  # a fresh array: the caller's C is never modified
+    scaled[:-1] -= C.mean(axis=0)[:, None] / lengths
+    np.einsum("ij,ij->j", scaled[:-1], scaled[:-1], out=scaled[-1])
+    scaled[-1] *= -0.5
+    return scaled
 
 
 def _compiled_profile(kernel: Kernel) -> tuple[int, float, float, float]:

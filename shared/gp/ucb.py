@@ -23,6 +23,28 @@ from shared.gp.regression import CandidatePosterior, HyperparameterBounds, defau
 from shared.gp.kernels import FittableKernel, Kernel, SquaredExponential
 
 
+def engine_device(device: str | None) -> str | None:
+    """The torch device of the candidate posterior, or None for the Numba engine (``device`` as in :class:`GPUCB`)."""
+    if device is None:
+        return None
+    try:
+        from shared.gp.torch_posterior import resolve_device
+    except ImportError:
+        if device == "auto":
+            return None
+        raise ImportError(f"device={device!r} needs torch: pip install 'pobo[gpu]'") from None
+    return resolve_device(device)
+
+
+def describe_engine(device: str | None, workers: int = 1, precision: str = "float64") -> str:
+    """The engine :func:`engine_device`'s answer selects, in words."""
+    if device is None:
+        return f"CPU (Numba, {workers} thread{'s' if workers > 1 else ''})"
+    from shared.gp.torch_posterior import describe_device
+
+    return f"{describe_device(device)}, {precision}"
+
+
 def gp_ucb_beta(t: int, n: int, delta: float) -> float:
     """β_t = 2 log(n t² π² / (6 δ)) (Algorithm 2, line 3)."""
     positive_int(t, "t (the iteration)"), positive_int(n, "n (the number of candidates)"), open_unit(delta, "delta")
@@ -51,6 +73,10 @@ class GPUCB:
     * ``workers``: threads sharing each posterior update's candidates (large n); the picks do not depend on it.
     * ``reserve``: observations to allocate the posterior's factor for up front (with a known budget at
       large n: no step then pays for fresh memory; see :class:`CandidatePosterior`).
+    * ``device``: None (the Numba engine on this CPU), ``"cuda"`` (``"cuda:1"``, …) or ``"cpu"`` for the torch
+      engine (:class:`shared.gp.torch_posterior.TorchCandidatePosterior`, the ``pobo[gpu]`` extra: the same
+      picks in float64), or ``"auto"``: a GPU torch can see, else the Numba engine. ``precision="float32"``
+      (torch engine only) halves its memory and changes the picks. :attr:`engine` says which one runs.
     """
 
     def __init__(
@@ -75,6 +101,8 @@ class GPUCB:
         noise_variance_floor: float = 0.0,
         workers: int = 1,
         reserve: int = 0,
+        device: str | None = None,
+        precision: Literal["float64", "float32"] = "float64",
     ):
         if kernel is None:
             if lengthscale is None or signal_variance is None:
@@ -99,13 +127,30 @@ class GPUCB:
         self.jitter = jitter
         self.workers = positive_int(workers, "workers (threads of a posterior update)")
         self.reserve = reserve
-        self.posterior = CandidatePosterior(
-            candidates, kernel, noise_variance, prior_mean, jitter=jitter, workers=workers, reserve=reserve
-        )
+        self.device = engine_device(device)
+        if precision != "float64" and self.device is None:
+            raise ValueError("precision applies to the torch engine only: give a device")
+        self.precision = precision
+        self.posterior = self._new_posterior(candidates, kernel, noise_variance, prior_mean)
         n = self.posterior.n_candidates
         if not 0 <= n_init <= n:
             raise ValueError(f"n_init must lie in 0..{n} (the number of candidates)")
         self.initial_indices = self.rng.choice(n, size=n_init, replace=False) if n_init else np.zeros(0, int)
+
+    def _new_posterior(self, candidates: ArrayLike, kernel: Kernel, noise_variance: float,
+                       prior_mean: float) -> CandidatePosterior:
+        options = dict(jitter=self.jitter, reserve=self.reserve)
+        if self.device is None:
+            return CandidatePosterior(candidates, kernel, noise_variance, prior_mean, workers=self.workers, **options)
+        from shared.gp.torch_posterior import TorchCandidatePosterior
+
+        return TorchCandidatePosterior(candidates, kernel, noise_variance, prior_mean, device=self.device,
+                                       precision=self.precision, **options)
+
+    @property
+    def engine(self) -> str:
+        """Which engine holds the candidate posterior, in words (e.g. for a command line to print)."""
+        return describe_engine(self.device, self.workers, self.precision)
 
     @property
     def n_candidates(self) -> int:
@@ -137,7 +182,7 @@ class GPUCB:
         """μ + √β_t σ over all candidates (t defaults to the next iteration)."""
         return self.posterior.upper_confidence_bound(self.beta(t or self.n_observations + 1))
 
-    def _never_suggested(self, post: CandidatePosterior, also: Iterable[int] = ()) -> NDArray:
+    def never_suggested(self, post: CandidatePosterior, also: Iterable[int] = ()) -> NDArray:
         """Sorted indices a pick must skip: the excluded ones, and without requery the observed ones (and ``also``)."""
         if self.requery:
             return self._excluded_sorted  # no per-step set → array → sort (~12 µs a step at small n)
@@ -150,7 +195,7 @@ class GPUCB:
         if self.posterior.ucb_argmax is not None and self.posterior.ucb_argmax[0] == beta:
             best = self.posterior.ucb_argmax[1]  # ranked by the last observation's own pass
         else:
-            best = self.posterior.best_upper_confidence_bound(beta, self._never_suggested(self.posterior))
+            best = self.posterior.best_upper_confidence_bound(beta, self.never_suggested(self.posterior))
         if best < 0:
             raise ValueError("every candidate has been queried (requery=False) or excluded: nothing is left to suggest")
         return best
@@ -161,7 +206,7 @@ class GPUCB:
         if t_next <= len(self.initial_indices):
             post.observe(index, y)
         else:
-            post.observe(index, y, next_beta=self.beta(t_next), excluded=self._never_suggested(post, also=[index]))
+            post.observe(index, y, next_beta=self.beta(t_next), excluded=self.never_suggested(post, also=[index]))
 
     def exclude(self, indices: Iterable[int]) -> None:
         """Never suggest these candidates again (e.g. rows the curator could not measure)."""
@@ -218,11 +263,8 @@ class GPUCB:
             rng=self.rng,
             initial=initial if same_kind and current.ard == self.ard else None,
         )
-        rebuilt = CandidatePosterior(
-            post.candidates, fitted.kernel, fitted.noise_variance, fitted.prior_mean, jitter=self.jitter,
-            workers=self.workers, reserve=self.reserve,
-        )
-        for index, y in zip(indices, values):
+        rebuilt = self._new_posterior(post.candidates, fitted.kernel, fitted.noise_variance, fitted.prior_mean)
+        for index, y in zip(indices, values):  # replayed where the posterior lives (on the device for torch)
             rebuilt.observe(index, y)
         self.posterior = rebuilt
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
-from curator_service.console import charts, security
+from curator_service.console import charts, routes, security
 
 
 def _points(svg: str) -> list[tuple[float, float]]:
@@ -46,3 +47,19 @@ def test_a_csrf_token_is_valid_only_for_its_own_cookie_and_key():
     assert not security.csrf_valid(other_key, "cookie-a", token)  # made before a restart
     assert not security.csrf_valid(key, None, token) and not security.csrf_valid(key, "cookie-a", None)
     assert not security.csrf_valid(key, "cookie-a", "é" * 64)
+
+
+def test_a_new_datasets_epsilon_chart_runs_from_its_registration_to_now_in_readable_ticks():
+    """One point (the registration): the axis starts there and spans at least two minutes to now, labelled to the
+    second (it spanned ±12 h labelled to the millisecond)."""
+    registered = datetime.now(UTC) - timedelta(seconds=5)
+    dataset = {"created_at": registered.isoformat(), "budget": {"total_epsilon": 3.0}}
+    svg = str(routes._epsilon_over_time(dataset, []))
+    ticks = re.findall(r'<text x="[^"]+" y="216" text-anchor="middle">([^<]+)</text>', svg)
+    assert len(ticks) == 5 and len(set(ticks)) == 5, ticks
+    assert all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in ticks), ticks
+    assert ticks[0] == f"{registered:%H:%M:%S}"
+    last = datetime.strptime(ticks[-1], "%H:%M:%S").replace(year=registered.year, month=registered.month,
+                                                          day=registered.day, tzinfo=UTC)
+    assert timedelta(seconds=119) <= (last - registered.replace(microsecond=0)) % timedelta(days=1) <= timedelta(
+        seconds=121)

@@ -1,5 +1,5 @@
-"""The console's release form is idempotent: the same form posted twice (a double click, a browser's resubmit after
-a slow answer) makes and charges one release. Plain HTTP against the real server (no browser needed): the console's
+"""The console's release confirmation is idempotent: the same confirmation posted twice (a double click, a browser's
+resubmit after a slow answer) makes and charges one release. Plain HTTP against the real server (no browser needed): the console's
 cookies are ``Secure``, so they are carried by hand over loopback."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ UNIT_BOX = {"kind": "bounds", "lower": [0.0, 0.0], "upper": [1.0, 1.0], "diamete
 
 
 def _hidden(page: str, name: str) -> str:
-    (value,) = re.findall(rf'name="{name}" value="([^"]*)"', page)
+    (value,) = set(re.findall(rf'name="{name}" value="([^"]*)"', page))
     return value
 
 
@@ -47,10 +47,14 @@ def test_the_same_release_form_posted_twice_makes_and_charges_one_release(consol
                          headers={"Authorization": f"Bearer {console_curator.admin_token}"}) as admin:
         cookies = _logged_in(console, console_curator.admin_token)
         page = console.get(page_path, headers=cookies).text
-        (form,) = re.findall(r'<form[^>]*id="release-form".*?</form>', page, flags=re.S)
-        fields = {"csrf": _hidden(form, "csrf"), "request_id": _hidden(form, "request_id"), "mechanism": "gaussian",
-                  "epsilon": "1", "delta": "1e-6", "dim": "auto"}
-        assert fields["request_id"], "the release form carries its own request_id"
+        typed = {"csrf": _hidden(page, "csrf"), "mechanism": "gaussian", "epsilon": "1", "delta": "1e-6", "dim": "auto"}
+        review = console.post(f"{page_path}/review-release", data=typed, headers=cookies)
+        assert review.status_code == 200 and not [e for e in admin.get("/v1/ledger", params={
+            "dataset_id": dataset.id}).json() if e["kind"] == "charge"], "the review charges nothing"
+        (form,) = re.findall(r'<form[^>]*action="[^"]*/releases".*?</form>', review.text, flags=re.S)
+        fields = {"csrf": typed["csrf"], "request_id": _hidden(form, "request_id"), "mechanism": "gaussian",
+                  "epsilon": _hidden(form, "epsilon"), "delta": "1e-6", "dim": "auto"}
+        assert fields["request_id"], "the confirmation carries its own request_id"
         for _ in range(2):
             answer = console.post(f"{page_path}/releases", data=fields, headers=cookies)
             assert answer.status_code == 303, answer.text
@@ -65,6 +69,6 @@ def test_the_same_release_form_posted_twice_makes_and_charges_one_release(consol
         assert [(e["epsilon"], e["release_id"]) for e in charges] == [(1.0, job["result"]["release_id"])]
         assert [r["id"] for r in admin.get("/v1/releases", params={"dataset_id": dataset.id}).json()] == [
             job["result"]["release_id"]]
-        # A newly rendered form is a new request: it makes a second release.
-        fresh = console.get(page_path, headers=cookies).text
+        # A newly rendered confirmation is a new request: it makes a second release.
+        fresh = console.post(f"{page_path}/review-release", data=typed, headers=cookies).text
         assert _hidden(fresh, "request_id") != fields["request_id"]

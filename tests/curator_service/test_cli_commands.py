@@ -104,13 +104,32 @@ def test_the_audit_log_filters_by_actor_and_action(curator_cli):
     key = as_json(run, "key", "create", "--name", "acme", "--release", "1", "--max-queries", "5")
     with httpx.Client(base_url=run.url, headers=bearer(key["token"])) as modeler:
         modeler.post("/v1/releases/1/sessions")
-    actions = [e["action"] for e in as_json(run, "audit", "log")]
+    actions = [e["action"] for e in as_json(run, "audit", "log", "--oldest-first")]
     assert actions == ["dataset.create", "job.submit", "release.create", "key.create", "session.open"]  # a release is a job
+    assert [e["action"] for e in as_json(run, "audit", "log")] == actions[::-1]  # newest first by default
     mine = as_json(run, "audit", "log", "--actor", f"key:{key['id']}:acme")
     assert [e["action"] for e in mine] == ["session.open"]
     assert [e["target"] for e in as_json(run, "audit", "log", "--action", "key.")] == [f"key:{key['id']}"]
     assert [e["action"] for e in as_json(run, "audit", "log", "--offset", "2", "--limit", "1")] == ["release.create"]
     assert "audit log" in run("audit", "log")
+
+
+def test_the_audit_log_hides_reads_groups_repeats_and_pages(curator_cli):
+    run = curator_cli
+    add_dataset_and_release(run)
+    for _ in range(4):
+        run("dataset", "show", "1")
+    run("ledger")
+    [ledger, reads, *_] = as_json(run, "audit", "log")
+    assert (ledger["action"], reads["action"], reads["count"]) == ("ledger.read", "dataset.read", 4)
+    assert reads["last_id"] == reads["id"] + 3
+    assert [e["action"] for e in as_json(run, "audit", "log", "--changes-only")] == \
+        ["release.create", "job.submit", "dataset.create"]
+    assert len(as_json(run, "audit", "log", "--each", "--action", "dataset.read")) == 4
+    page = run("audit", "log", "--limit", "2")
+    assert "×4" in page and "lines 1–2 of 5; the next page: --offset 2" in flat(page)
+    lines = run("audit", "log", "--csv", "--changes-only").splitlines()
+    assert lines[0] == "id,created_at,actor,action,target,count,last_at" and len(lines) == 4
 
 
 def test_budget_raise_is_a_ledger_entry(curator_cli):

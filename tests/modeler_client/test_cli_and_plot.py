@@ -34,6 +34,7 @@ def test_run_resume_plot_and_info(bowl, curator, tmp_path):
     result = runner.invoke(app, ["run", "--release", release, "-T", "4", "--out", str(out), "--optimum", "5"], env=env)
     assert result.exit_code == 0, result.output
     assert "done" in result.output and bowl["token"] not in out.read_text()  # the key never lands in the file
+    assert "posterior on CPU (Numba, 1 thread)" in flat(result.output)
     assert len(RunRecord.load(out).done()) == 4
 
     result = runner.invoke(app, ["resume", str(out), "--iterations", "6"], env=env)
@@ -54,6 +55,18 @@ def test_run_resume_plot_and_info(bowl, curator, tmp_path):
     left = int(text.split("queries left ")[1].split(" of 500")[0])
     assert left <= used and "epsilon spent / cap 0 / no cap of its own" in text
     assert "job kinds it may run none" in text  # a modeler key runs no job unless the curator allows it
+
+
+def test_device_says_where_the_posterior_runs(bowl, curator, tmp_path):
+    env = {"POBO_URL": curator.url, "POBO_TOKEN": bowl["token"]}
+    command = ["run", "--release", str(bowl["release"].id), "-T", "3", "--batch", "2", "--out", str(tmp_path / "run.json")]
+    refused = runner.invoke(app, [*command, "--device", "gpu0"], env=env)
+    assert refused.exit_code == 2 and not (tmp_path / "run.json").exists()  # refused before a session opens
+    assert "Invalid value for --device" in flat(refused.output)
+    pytest.importorskip("torch", reason="the torch engine needs torch (pip install 'pobo[gpu]'); CI installs it")
+    result = runner.invoke(app, [*command, "--device", "cpu"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "posterior on cpu (torch" in flat(result.output) and len(RunRecord.load(tmp_path / "run.json").done()) == 3
 
 
 def test_api_errors_end_with_the_servers_sentence_and_exit_code_1(bowl, curator, tmp_path):

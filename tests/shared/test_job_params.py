@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from curator_service.jobs.kinds import dp_bo, dp_mean, dp_tune, dpareto
 from modeler_client.cli import app
-from shared.algorithms.dpareto.problems import DPSGD_SPACE
+from shared.algorithms.dpareto.problems import DPSGD_SPACE, learning_rates_for
 from shared.api import jobs
 from shared.api.governance import KeyPolicy
 from shared.api.jobs import DpBoParams, DpMeanParams
@@ -28,7 +28,7 @@ def test_the_curator_kinds_validate_with_the_wire_models():
 def test_a_dpareto_range_of_one_value_is_refused_by_the_model(name):
     """A one-value range would be a division by zero in the search; the check is in the model now, so the
     modeler sees it too (it was in the kind's cost only)."""
-    low = jobs.DparetoParams.model_fields[name].default[0]
+    low = (jobs.DparetoParams.model_fields[name].default or (0.01, 1.0))[0]  # learning_rate's default is None
     with pytest.raises(ValidationError, match=f"{name} must be a range"):
         jobs.DparetoParams(label_column="y", **{name: (low, low)})
     with pytest.raises(ValueError, match=f"{name} must be a range"):
@@ -47,10 +47,12 @@ def test_a_value_the_curator_would_refuse_exits_2_naming_the_option(command, opt
 
 
 def test_the_dpareto_job_defaults_are_the_papers_table_1_domain():
-    """The wire cannot import the maths, so the defaults stand twice: they must agree."""
+    """The wire cannot import the maths, so the defaults stand twice: they must agree. The learning rates default to
+    Table 1's scaled to the table's size, which on Adult's 32,561 training rows are Table 1's."""
     defaults = jobs.DparetoParams(label_column="y")
+    assert defaults.learning_rate is None
     wire = {"epochs": (1, defaults.max_epochs), "lot_size": defaults.batch_size,
-            "learning_rate": defaults.learning_rate, "noise_variance": defaults.noise_variance,
+            "learning_rate": learning_rates_for(32_561), "noise_variance": defaults.noise_variance,
             "clip_norm": defaults.clip_norm}
     assert {h.name: (h.low, h.high) for h in DPSGD_SPACE} == wire
 

@@ -3,9 +3,10 @@
 The features are the dataset's public scaling with rows clipped to the unit ball
 (:func:`curator_service.jobs.training_features`), as the paper's Adult rows are; with a 0/1 label column
 they are split (``ctx.rng``) into training and held-out rows. DPareto (``shared.algorithms.dpareto.optimizer``) explores the
-learner's hyperparameters (Table 1 of the paper by default), the privacy oracle is
+learner's hyperparameters (Table 1 of the paper by default, its learning rates scaled to the table's size:
+:func:`shared.algorithms.dpareto.problems.learning_rates_for`), the privacy oracle is
 ``shared.dp.accounting.dpsgd_epsilon`` on the training rows and the utility is held-out accuracy, reported
-beside the held-out majority-class baseline.
+beside the held-out majority-class baseline; when no learner beats it the result's ``diagnosis`` says so and why.
 
 Privacy. The result — every evaluated point, the front and the baseline — is NOT differentially private
 (the paper's threat model: fronts go to trusted analysts only), so the kind is curator-only and costs
@@ -50,7 +51,7 @@ from curator_service.jobs import (
 from shared.algorithms.dpareto.optimizer import (
     Evaluation, ParetoProblem, ParetoResult, dpareto, grid_search, grid_points_per_dimension, random_search,
 )
-from shared.algorithms.dpareto.problems import dpsgd_oracle, dpsgd_space
+from shared.algorithms.dpareto.problems import dpsgd_oracle, dpsgd_space, learning_rates_for
 from shared.api.jobs import DparetoParams, DparetoPoint, DparetoResult
 from shared.dp.noise import SeededNoise
 
@@ -123,8 +124,10 @@ def run(ctx: JobContext) -> dict[str, Any]:
     order = ctx.rng.permutation(len(X))
     n_test = held_out_split(len(X), p.test_fraction)
     test, train = order[:n_test], order[n_test:]
-    space = dpsgd_space(max_epochs=p.max_epochs, lot_size=(p.batch_size[0], min(p.batch_size[1], len(train))),
-                        learning_rate=p.learning_rate, noise_variance=p.noise_variance, clip_norm=p.clip_norm)
+    learning_rate = p.learning_rate or learning_rates_for(len(train))
+    lot_size = (p.batch_size[0], min(p.batch_size[1], len(train)))
+    space = dpsgd_space(max_epochs=p.max_epochs, lot_size=lot_size, learning_rate=learning_rate,
+                        noise_variance=p.noise_variance, clip_norm=p.clip_norm)
     oracle = partial(evaluate_setting, (X[train], y[train]), (X[test], y[test]), p.loss, p.optimizer, p.delta,
                      int(ctx.rng.integers(2**63)))
     front_total = p.initial_points + p.iterations
@@ -146,6 +149,8 @@ def run(ctx: JobContext) -> dict[str, Any]:
                                  map_fn=ctx.map, known=result.evaluations)
     elif p.baseline == "grid":
         baseline = grid_search(problem, points_per_dimension=grid_size(p), progress=progress, map_fn=ctx.map)
+    majority = max(float(np.mean(y[test])), 1.0 - float(np.mean(y[test])))
+    best = 1.0 - min(e.error for e in result.evaluations)
     return DparetoResult(
         warning="This front is not differentially private (DPareto's threat model): share it with trusted analysts only.",
         anti_ideal=list(result.anti_ideal),
@@ -153,13 +158,29 @@ def run(ctx: JobContext) -> dict[str, Any]:
         delta=p.delta,
         n_train=len(train),
         n_test=n_test,
-        majority_baseline=max(float(np.mean(y[test])), 1.0 - float(np.mean(y[test]))),
-        best_accuracy=1.0 - min(e.error for e in result.evaluations),
+        majority_baseline=majority,
+        best_accuracy=best,
+        learning_rate=list(learning_rate),
+        diagnosis=majority_diagnosis(best, majority, n_test, len(train), lot_size[0], learning_rate[1], p.max_epochs),
         points=wire_points(result.evaluations),
         front=wire_points(result.front_evaluations()),
         overhead_seconds=float(np.sum(result.overhead_seconds)),
         **baseline_fields(p.baseline, baseline),
     ).model_dump()
+
+
+def majority_diagnosis(best: float, majority: float, n_test: int, n_train: int, smallest_lot: int,
+                       largest_rate: float, max_epochs: int) -> str | None:
+    """A sentence when no learner beat the majority class by more than one held-out row (None otherwise): what
+    bounds how far the weights can move (steps per epoch, learning rate, epochs) and what to change."""
+    if best > majority + 1.0 / n_test:
+        return None
+    steps = max(1, round(n_train / smallest_lot))
+    return (f"Every learner ended at the majority class (best held-out accuracy {best:.3f}, always guessing the "
+            f"majority {majority:.3f}): with {n_train} training rows an epoch is at most {steps} steps of learning "
+            f"rate ≤ {largest_rate:.3g}, for at most {max_epochs} epochs, which may be too little to move the weights "
+            "away from zero, or the features may not predict the label. Try larger learning rates (learning_rate), "
+            "more epochs (max_epochs) or smaller lots (batch_size).")
 
 
 def wire_points(evaluations: list[Evaluation]) -> list[DparetoPoint]:

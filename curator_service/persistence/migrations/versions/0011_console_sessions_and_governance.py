@@ -2,8 +2,8 @@
 was opened with and its expiry), and the governance mark of a key's policy (only the admin token or a key marked
 for governance raises budgets, revokes keys and edits other keys' policies). Existing keys are not marked.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-11-27
 
 """
@@ -13,8 +13,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision: str = '0010'
-down_revision: Union[str, Sequence[str], None] = '0009'
+revision: str = '0011'
+down_revision: Union[str, Sequence[str], None] = '0010'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
