@@ -109,7 +109,9 @@ async def login(request: Request) -> RedirectResponse:
     if isinstance(opened, ApiError):
         if opened.status == 401:
             await note_failure(request, request.app.state.auth_throttle)
-        return redirect("/console/login", opened.detail, "error")
+        response = redirect("/console/login", opened.detail, "error")
+        security.log_out(response)  # the browser's previous session, if any, was ended above
+        return response
     response = redirect("/console/datasets", "Logged in.")
     security.log_in(response, opened)
     return response

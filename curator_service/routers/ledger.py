@@ -19,7 +19,7 @@ def raise_budget(request: Request, principal: Curator, dataset_id: DatasetId, bo
     """Raises a dataset's total (ε, δ) by a recorded ledger entry with the curator's reason; a budget never changes
     silently, and the total δ must stay below 1. The admin token or a governance key only (a refusal is a 403,
     audited)."""
-    with write_audited(request.app.state.db, principal) as session:
+    with write_audited(request, principal) as session:
         check_governs(session, principal, "dataset.budget_raise", f"dataset:{dataset_id}")
         return ledger.raise_budget(session, principal, dataset_id, body)
 

@@ -29,10 +29,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from sqlalchemy import event, select
+from starlette.requests import Request
 from sqlalchemy.orm import Session
 
 from curator_service.jobs import KINDS
-from curator_service.persistence.db import Database, get_or_404
+from curator_service.persistence.db import get_or_404
 from curator_service.persistence.governance import KeyPolicy as PolicyRow
 from curator_service.persistence.models import ApiKey, Job, LedgerEntry, utcnow
 from curator_service.services.audit import record
@@ -99,15 +100,18 @@ class GovernanceRefusal(ApiError):
 
 
 @contextmanager
-def write_audited(db: Database, principal: Principal) -> Iterator[Session]:
-    """``db.write()``, and a :class:`GovernanceRefusal` raised in it audited in a transaction of its own (the
-    request's own rolls back with nothing written)."""
+def write_audited(request: Request, principal: Principal) -> Iterator[Session]:
+    """The request's write transaction, and a :class:`GovernanceRefusal` raised in it audited in a transaction of its
+    own (the request's own rolls back with nothing written), in place of the generic ``refused.<code>`` event
+    (:func:`curator_service.routers.auth.audit_refusals`), which would not say why."""
+    db = request.app.state.db
     try:
         with db.write() as session:
             yield session
     except GovernanceRefusal as refusal:
         with db.write() as session:
             record(session, principal, f"{refusal.action}.refused", f"{refusal.target} ({refusal.why})")
+        request.state.refusal_audited = True
         raise
 
 
