@@ -180,6 +180,5 @@ def run_batched(
             break
         tell(session.wait(until="any" if settings.asynchronous else "all"))
         report("answered", record)
-    record.finished = True
-    session.save()
+    session.close()
     return record

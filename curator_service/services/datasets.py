@@ -96,7 +96,23 @@ def parse_csv(content: bytes, spec: DatasetSpec) -> RawTable:
             )
         else:
             columns[name] = np.array(cells, dtype=np.str_)
+    _check_labels(spec, columns)
     return RawTable(columns, tuple(spec.feature_columns))
+
+
+def _check_labels(spec: DatasetSpec, columns: dict[str, np.ndarray]) -> None:
+    """Each approved label column holds only 0 and 1 (checked here, by the curator, so that a job never has to
+    refuse a column because of a row's value: that refusal would tell a modeler the row exists)."""
+    for name in spec.label_columns:
+        if name not in columns:
+            raise invalid(f"label column {name!r} is not in the CSV; the columns are "
+                          + ", ".join(repr(column) for column in columns))
+        if name in spec.feature_columns:
+            raise invalid(f"label column {name!r} is also a feature column; a label must not be a released feature")
+        values = columns[name]
+        if values.dtype.kind != "f" or not np.isin(values, (0.0, 1.0)).all():
+            raise invalid(f"label column {name!r} holds values other than 0 and 1; approve only columns of 0/1 "
+                          "labels (recode a yes/no column as 1/0)")
 
 
 def _check_spec_columns(spec: DatasetSpec, header: list[str]) -> None:
@@ -168,6 +184,8 @@ def dataset_out(session: Session, dataset: Dataset) -> DatasetOut:
         scaling_kind=dataset.scaling["kind"],
         neighbouring_step=neighbouring_step(ScalingSpec.model_validate(dataset.scaling), dataset.feature_columns),
         budget=budget_status(session, dataset),
+        measurement=dataset.measurement,
+        label_columns=dataset.label_columns or [],
         created_at=dataset.created_at,
     )
 
@@ -191,6 +209,8 @@ def store_dataset(session: Session, principal: Principal, spec: DatasetSpec, tab
         evaluator=spec.evaluator.model_dump(),
         scaling=spec.scaling.model_dump(),
         goal=spec.goal,
+        measurement=None if spec.measurement is None else spec.measurement.model_dump(),
+        label_columns=list(spec.label_columns),
         budget_epsilon=spec.budget.epsilon,
         budget_delta=spec.budget.delta,
         table=table.encode(),
