@@ -129,3 +129,44 @@ def test_z_is_named_by_the_features_under_the_identity_projection(curator, lab):
     frame = release.to_dataframe()
     assert list(frame.columns) == ["dose", "age"] and frame.shape == (30, 2)
     assert release.describe()["evaluator_kind"] == "manual"
+
+
+def test_optunas_ask_and_tell_names_drive_pobos_gp_ucb(curator, bowl, tmp_path):
+    from modeler_client.batch import GPBUCBProposer, Study
+
+    client = ModelerClient(curator.url, bowl["token"])
+    release = RemoteRelease(client, bowl["release"].id)
+    session = RemoteSession.start(client, release.id, tmp_path / "s.json", RunSettings(iterations=4))
+    study = Study(GPBUCBProposer(release.Z, release.metadata, session.record.settings))
+    first, second = study.ask(), study.ask()  # both pending: the second is chosen with the first hallucinated
+    assert (first.number, second.number) == (0, 1) and first.index != second.index
+    for trial, value in zip((first, second), session.evaluate([first.index, second.index])):
+        study.tell(trial, value)
+    third = study.ask()
+    study.tell(third, session.evaluate([third.index])[0])
+    assert third.index not in (first.index, second.index) and len(session.record.done()) == 3
+    with pytest.raises(ValueError, match="was not asked by this study or was told already"):
+        study.tell(third, 1.0)
+
+
+def test_plot_importance_ranks_the_feature_the_answers_depend_on(curator, tmp_path):
+    rng = np.random.default_rng(11)
+    X = rng.uniform(0, 1, size=(120, 3))
+    y = np.sin(5 * X[:, 1])  # only "pressure" matters
+    dataset = curator.register_table("importance", X, ["temperature", "pressure", "time"],
+                                     evaluator={"kind": "column", "column": "y"}, budget=(100.0, 1e-3),
+                                     extra_columns={"y": y},
+                                     scaling={"kind": "bounds", "lower": [0, 0, 0], "upper": [1, 1, 1], "diameter": 1})
+    release = curator.release(dataset.id, "gaussian", 60.0, 1e-5, dim=3)
+    token = curator.issue_key([release.id], max_queries=100).token
+    env = {"POBO_URL": curator.url, "POBO_TOKEN": token}
+    out = tmp_path / "run.json"
+    assert runner.invoke(app, ["run", "--release", str(release.id), "-T", "25", "--out", str(out)],
+                         env=env).exit_code == 0
+    result = runner.invoke(app, ["plot", str(out), "--importance"], env=env)
+    assert result.exit_code == 0, result.output
+    ranked = [line.split() for line in result.output.splitlines() if line.split()[:1] in (["temperature"],
+                                                                                           ["pressure"], ["time"])]
+    assert [row[0] for row in ranked][0] == "pressure" and ranked[0][1] == "1.00"
+    assert all(float(row[1]) < 0.5 for row in ranked[1:])
+    assert (tmp_path / "run-importance.png").read_bytes()[:4] == b"\x89PNG"
