@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Column
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from shared.gp.ucb import describe_engine, engine_device
@@ -63,6 +64,10 @@ PendingTimeoutOption = Annotated[
 ]
 
 
+DESCRIPTION_WIDTH = 44
+"""The progress line's text column at most: with the bar (20), the count and the time it fits 80 columns."""
+
+
 class ProgressDisplay:
     """A Rich progress bar over iterations; the description shows the best value and any waiting."""
 
@@ -105,7 +110,10 @@ def drive(client, path: Path, device: str | None = None, **options) -> RunRecord
     show_release_warnings(record.release)
     engine = describe_engine(device)
     console.print(f"GP-UCB's candidate posterior: {engine}")
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    # The description is cut to fit, never the bar: a long "waiting for …" line must not squeeze it out.
+    description = TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis",
+                                                                       max_width=DESCRIPTION_WIDTH))
+    columns = (SpinnerColumn(), description, BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         display = ProgressDisplay(progress, record.settings.iterations)
         if batched(record):
