@@ -42,7 +42,7 @@ bench: $(STAMP)
 fuzz: $(STAMP)
 	$(PY) tools/fuzz_api.py --examples 100 --seed 0 --findings build/fuzz/findings.md
 
-## Builds the image with buildah (no Docker engine needed) and runs it as docker-compose wires it (root).
+## Runs docs/deployment.md's compose steps as written, with buildah standing in for Docker (root).
 image: $(STAMP)
 	PY=$(PY) tools/image/check_image.sh
 

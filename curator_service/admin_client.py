@@ -116,7 +116,8 @@ class CuratorAdmin:
         extra_columns: Mapping[str, ArrayLike] | None = None,
         goal: str = "maximize",
     ) -> DatasetOut:
-        """Uploads an array as CSV (features plus e.g. the measured column) and registers it.
+        """Uploads an array as CSV (features plus e.g. the measured column) and registers it; ``extra_columns`` are
+        declared ``numeric_columns`` (jobs may read them).
 
         ``scaling`` is required, as by the service: it fixes what one neighbouring step hides, e.g.
         ``{"kind": "bounds", "lower": [...], "upper": [...], "diameter": 1}`` (a whole record)."""
@@ -127,7 +128,7 @@ class CuratorAdmin:
         body = "\n".join(",".join(repr(float(v)) for v in row) for row in zip(*columns.values()))
         spec = DatasetSpec.model_validate({"name": name, "feature_columns": feature_columns, "evaluator": evaluator,
                                            "budget": {"epsilon": budget[0], "delta": budget[1]}, "scaling": scaling,
-                                           "goal": goal})
+                                           "goal": goal, "numeric_columns": list(extra_columns or {})})
         return self.register_csv(f"{header}\n{body}\n".encode(), spec, filename=f"{name}.csv")
 
     def datasets(self) -> list[DatasetOut]:

@@ -16,6 +16,7 @@ from curator_service.openapi import document as openapi_document
 from curator_service.persistence.blobs import TableCache
 from curator_service.persistence.db import Database, migrate
 from curator_service.routers import ROUTERS, sessions
+from curator_service.routers.auth import audit_refusals
 from curator_service.settings import Settings
 from shared.api.schemas import Health, Ready
 
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.tables = TableCache()
     app.state.jobs = JobRunner(app)
     install_error_handlers(app)
+    audit_refusals(app)
     app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_upload_bytes)
 
     @app.get("/health", response_model=Health, tags=["health"], summary="Liveness (no authentication)")
@@ -67,12 +69,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return Health(version=__version__)
 
     @app.get("/ready", response_model=Ready, tags=["health"],
-             summary="Readiness: the database answers and the job workers run (no authentication)",
+             summary="Readiness: the database answers and accepts a write, and the job workers run (no authentication)",
              responses={503: {"model": Ready, "description": "A dependency is unavailable; the body says which."}})
     def ready(response: Response) -> Ready:
-        """Readiness for a load balancer or orchestrator: 200 when the database answers a query and the job
-        workers accept work, else 503 naming the dependency (never the error, which can name a host or user)."""
-        checks = {"database": "ok" if db.answers() else "unavailable",
+        """Readiness for a load balancer or orchestrator: 200 when the database answers a query and commits a write
+        (a full disk does not) and the job workers accept work, else 503 naming the dependency (never the error,
+        which can name a host or user)."""
+        answers = db.answers()
+        checks = {"database": "ok" if answers else "unavailable",
+                  "database_writes": "ok" if answers and db.accepts_writes() else "unavailable",
                   "jobs": "ok" if app.state.jobs.accepting else "unavailable"}
         ok = all(value == "ok" for value in checks.values())
         response.status_code = 200 if ok else 503

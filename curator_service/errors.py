@@ -6,7 +6,9 @@ that shape. Sentences name the field to fix and never contain a data value.
 
 from __future__ import annotations
 
+import errno
 import logging
+import sqlite3
 import traceback
 from typing import Any
 
@@ -124,8 +126,33 @@ def log_unexpected(exc: BaseException) -> None:
     logger.error("unexpected %s (message withheld: it may contain data)\n%s", type(exc).__name__, frames)
 
 
+CANNOT_WRITE_SQLSTATES = frozenset({"53100", "25006"})
+"""PostgreSQL's ``disk_full`` and ``read_only_sql_transaction`` (a database switched to read-only)."""
+CANNOT_WRITE_SQLITE = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY})
+
+CANNOT_WRITE_SENTENCE = ("the curator's database cannot write now (its disk is full or it is read-only); nothing of "
+                         "this request was stored; retry once the operator has freed space")
+
+
+def cannot_write(exc: BaseException | None) -> bool:
+    """Whether ``exc``, or an error it wraps, says the database cannot write: a full disk (SQLite's ``SQLITE_FULL``,
+    raised as is on the event loop's own connection and wrapped by SQLAlchemy elsewhere; PostgreSQL's ``disk_full``;
+    a file's ``ENOSPC``) or a read-only database."""
+    seen = 0
+    while exc is not None and seen < 8:  # the error, what SQLAlchemy wraps, and what it was raised from
+        if isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorcode", None) in CANNOT_WRITE_SQLITE:
+            return True
+        if getattr(exc, "sqlstate", None) in CANNOT_WRITE_SQLSTATES:
+            return True
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            return True
+        exc, seen = getattr(exc, "orig", None) or exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
 class GuardMiddleware:
-    """Refuses bodies over the upload limit with 413 and turns unexpected exceptions into a JSON 500.
+    """Refuses bodies over the upload limit with 413, answers a database that cannot write (a full disk) with 503
+    and turns other unexpected exceptions into a JSON 500.
 
     Pure ASGI so that it sits inside Starlette's error middleware: an unexpected exception is answered
     here and never reaches the server log with its message.
@@ -171,6 +198,9 @@ class GuardMiddleware:
                 raise
             if isinstance(exc, PayloadTooLarge):
                 response = error_response(413, "payload_too_large", exc.detail)
+            elif cannot_write(exc):
+                logger.error("the database cannot write (a full disk or a read-only database): answered 503")
+                response = error_response(503, "unavailable", CANNOT_WRITE_SENTENCE)
             else:
                 log_unexpected(exc)
                 response = error_response(

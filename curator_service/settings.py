@@ -24,6 +24,10 @@ DEFAULT_MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 # The longest POBO_RELEASE_WAIT_SECONDS: the admin client's release POST waits this long and a margin for its answer
 # (curator_service.admin_client), so a client never times out on, and re-sends, a release it could have seen.
 MAX_RELEASE_WAIT_SECONDS = 120.0
+PLAINTEXT_REFUSED = ("POBO_DASK_SCHEDULER is tcp://, which neither encrypts nor authenticates: whoever reaches the "
+                     "scheduler can run code on the workers that hold raw rows. Use tls:// with POBO_DASK_TLS_CA_FILE, "
+                     "POBO_DASK_TLS_CERT_FILE and POBO_DASK_TLS_KEY_FILE (`pobo-curator cluster certs` makes them), or "
+                     "set POBO_DASK_ALLOW_PLAINTEXT=true to accept that risk (logged at every start)")
 
 
 ADMIN_TOKEN_FILE = "admin_token"
@@ -79,8 +83,13 @@ class Settings(BaseSettings):
     mode: Mode = "production"
     max_upload_bytes: PositiveInt = DEFAULT_MAX_UPLOAD_BYTES
     # The job engine (curator_service.jobs): None starts a local Dask cluster of job_workers worker processes
-    # (one thread each) beside the service; "tcp://host:8786" sends jobs to that Dask scheduler instead.
+    # (one thread each, mutual TLS) beside the service; "tls://host:8786" sends jobs to that Dask scheduler instead,
+    # presenting the dask_tls_* files (`pobo-curator cluster certs` makes them); "tcp://" only with the opt-out.
     dask_scheduler: str | None = Field(default=None, pattern=r"^(tcp|tls)://\S+$")
+    dask_tls_ca_file: Path | None = None
+    dask_tls_cert_file: Path | None = None
+    dask_tls_key_file: Path | None = None
+    dask_allow_plaintext: bool = False
     job_workers: PositiveInt = 2
     # Queued + running jobs of one API key at a time (the admin token: no limit). However many, a key runs at most
     # all the cluster's worker threads but one at once (curator_service.jobs.worker.running_share).
@@ -131,6 +140,23 @@ class Settings(BaseSettings):
         except ArgumentError:
             raise ValueError("POBO_DATABASE_URL is not a database URL (e.g. postgresql+psycopg://user@host/db)") from None
         return values
+
+    @model_validator(mode="after")
+    def _authenticated_cluster(self) -> Settings:
+        if self.dask_scheduler is None:
+            return self
+        if self.dask_scheduler.startswith("tcp://"):
+            if not self.dask_allow_plaintext:
+                raise ValueError(PLAINTEXT_REFUSED)
+            return self
+        for name in ("dask_tls_ca_file", "dask_tls_cert_file", "dask_tls_key_file"):
+            path, variable = getattr(self, name), f"POBO_{name.upper()}"
+            if path is None:
+                raise ValueError(f"POBO_DASK_SCHEDULER is tls://: set {variable} (`pobo-curator cluster certs` makes "
+                                 "the files)")
+            if not os.access(path, os.R_OK) or not Path(path).is_file():
+                raise ValueError(f"{variable}: cannot read {path}")
+        return self
 
     def __repr_args__(self):  # the database URL may carry the password: never in a log line or traceback
         for name, value in super().__repr_args__():

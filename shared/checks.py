@@ -8,8 +8,23 @@ the services turn that into a 4xx. Privacy post-conditions use these too: they m
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
+
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A number written as text (a CSV cell, a form field): ASCII digits, an optional point and exponent. Python's
+``float`` also reads ``1_000``, Arabic-Indic, superscript and full-width digits, ``nan`` and ``inf``; data and forms
+are not code, so none of those."""
+
+
+def ascii_decimal(text: str) -> float | None:
+    """``text`` (already stripped) as a finite float when it is a :data:`DECIMAL`; None otherwise (``1e999``, which
+    overflows to infinity, included)."""
+    if DECIMAL.fullmatch(text) is None:
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 def positive(value: float, name: str) -> float:

@@ -2,6 +2,9 @@
 
 import os
 import re
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -17,8 +20,9 @@ NO_JOBS_UNDER = ("tests/shared/",)  # a run of only these tests starts no cluste
 def job_cluster(request):
     """One Dask cluster of two worker processes for the whole session: every app in this process uses it (it is
     the process's embedded cluster, :func:`curator_service.jobs.cluster.embedded_cluster`) and so does every
-    ``LocalCurator`` subprocess (``POBO_DASK_SCHEDULER`` is exported), instead of each starting its own. Workers
-    get the test PostgreSQL password as libpq's ``PGPASSWORD`` (only they): tasks carry database URLs without it."""
+    ``LocalCurator`` subprocess (``POBO_DASK_SCHEDULER`` and the cluster's client credentials, ``POBO_DASK_TLS_*``,
+    are exported), instead of each starting its own. Workers get the test PostgreSQL password as libpq's
+    ``PGPASSWORD`` (only they): tasks carry database URLs without it."""
     paths = {item.nodeid for item in request.session.items}
     if all(path.startswith(NO_JOBS_UNDER) for path in paths):
         yield None
@@ -31,13 +35,20 @@ def job_cluster(request):
         if password and "PGPASSWORD" not in os.environ:
             patch.setenv("PGPASSWORD", password)
         cluster = embedded_cluster(JOB_WORKERS)
-    os.environ["POBO_DASK_SCHEDULER"] = cluster.scheduler_address
+    credentials = Path(tempfile.mkdtemp(prefix="pobo-test-dask-tls-"))  # 0700
+    exported = {"POBO_DASK_SCHEDULER": cluster.scheduler_address}
+    for name, pem in (("ca", cluster.security.tls_ca_file), ("cert", cluster.security.tls_client_cert),
+                      ("key", cluster.security.tls_client_key)):  # Security.temporary(): PEM text, not paths
+        (credentials / f"{name}.pem").write_text(pem)
+        exported[f"POBO_DASK_TLS_{name.upper()}_FILE"] = str(credentials / f"{name}.pem")
+    os.environ.update(exported)
     # LocalCurator subprocesses: a release answers 201 once stored even on a loaded machine (tests of the 202 path
     # set the wait to 0 themselves).
     os.environ["POBO_RELEASE_WAIT_SECONDS"] = "120"
     yield cluster
-    for variable in ("POBO_DASK_SCHEDULER", "POBO_RELEASE_WAIT_SECONDS"):
+    for variable in (*exported, "POBO_RELEASE_WAIT_SECONDS"):
         os.environ.pop(variable, None)
+    shutil.rmtree(credentials)
     for nanny in list(cluster.workers.values()):  # stopped first, each with time to spare; close() then finds none
         cluster.sync(nanny.kill, timeout=WORKER_STOP_SECONDS)
     cluster.close()

@@ -157,7 +157,8 @@ def test_every_command_the_compose_file_runs_exists_in_the_package():
 
 def test_dockerfile_builds_one_image_with_both_clis_run_by_a_non_root_user():
     instructions = dockerfile()
-    assert instructions[0] == ("FROM", "python:3.11-slim")
+    assert instructions[0][0] == "ARG" and instructions[0][1].startswith("BASE_IMAGE=python:3.11-slim@sha256:")
+    assert instructions[1] == ("FROM", "${BASE_IMAGE}")
     users = [(i, args) for i, (instruction, args) in enumerate(instructions) if instruction == "USER"]
     assert users and users[-1][1] not in {"root", "0"}
     (cmd_at,) = [i for i, (instruction, _) in enumerate(instructions) if instruction == "CMD"]

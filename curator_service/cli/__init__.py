@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from curator_service import __version__
-from curator_service.cli import datasets, jobs, keys, ledger, queries, releases, serve
+from curator_service.cli import cluster, datasets, jobs, keys, ledger, queries, releases, serve
 
 app = typer.Typer(help="The pobo curator: serve the API, register data, make releases, issue keys, answer "
                        "measurements, read the ledger and the audit log.", no_args_is_help=True)
@@ -33,7 +33,7 @@ for command in (serve.serve, serve.upgrade, datasets.plan, ledger.ledger, querie
     app.command()(command)
 for group, name in ((datasets.dataset_app, "dataset"), (releases.release_app, "release"), (keys.key_app, "key"),
                     (queries.queries_app, "queries"), (ledger.audit_app, "audit"), (jobs.jobs_app, "jobs"),
-                    (datasets.budget_app, "budget")):
+                    (datasets.budget_app, "budget"), (cluster.cluster_app, "cluster")):
     app.add_typer(group, name=name)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -52,14 +52,22 @@ def serve(
                       f"{settings.data_dir / ADMIN_TOKEN_FILE}")
     console.print(f"pobo curator on http://{host}:{port} (mode {settings.mode}, "
                   f"uncertified mechanisms {'enabled' if settings.allow_uncertified_mechanisms else 'disabled'})")
+    # The embedded workers inherit this environment and need no admin token (the settings hold it from here on).
+    for variable in ("POBO_ADMIN_TOKEN", "POBO_ADMIN_TOKEN_FILE"):
+        os.environ.pop(variable, None)
     app = create_app(settings)
     if settings.dask_scheduler is None:  # the embedded cluster starts with the service, not with its first job
         from curator_service.jobs.cluster import start_embedded_cluster
 
         start_embedded_cluster(settings.job_workers)
-        console.print(f"jobs: {settings.job_workers} local Dask worker processes, starting (/ready says when)")
+        console.print(f"jobs: {settings.job_workers} local Dask worker processes (mutual TLS on loopback), starting "
+                      "(/ready says when)")
     else:
+        from curator_service.jobs.cluster import PLAINTEXT_WARNING
+
         console.print(f"jobs: the Dask cluster at {settings.dask_scheduler}")
+        if settings.dask_allow_plaintext and settings.dask_scheduler.startswith("tcp://"):
+            console.print("WARNING: " + PLAINTEXT_WARNING % settings.dask_scheduler)
     uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
 
 

@@ -18,6 +18,7 @@ from starlette.datastructures import FormData
 
 from curator_service.console import security
 from curator_service.console.client import Api, ApiRefusal
+from shared.checks import ascii_decimal
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
@@ -125,24 +126,27 @@ def field(form: FormData, name: str) -> str:
 
 
 def number(form: FormData, name: str, label: str) -> float:
+    """A finite decimal written in ASCII (:func:`~shared.checks.ascii_decimal`): ``nan``, ``inf``, ``1e999`` and
+    ``²`` are a form error naming the field, never a request the API cannot encode."""
     text = field(form, name)
-    try:
-        return float(text)
-    except ValueError:
-        raise ApiRefusal(422, "validation_error", f"{label} must be a number; got {text!r}") from None
+    value = ascii_decimal(text)
+    if value is None:
+        raise ApiRefusal(422, "validation_error", f"{label} must be a finite decimal number such as 0.5 or 1e-5; "
+                         f"got {text!r}")
+    return value
 
 
 def whole_number(form: FormData, name: str, label: str) -> int:
     text = field(form, name)
-    if not text.isdigit():
-        raise ApiRefusal(422, "validation_error", f"{label} must be a whole number ≥ 0; got {text!r}")
+    if not (text.isascii() and text.isdigit()):  # str.isdigit is also true of '²' and other scripts' digits
+        raise ApiRefusal(422, "validation_error",
+                         f"{label} must be a whole number ≥ 0 in the digits 0-9; got {text!r}")
     return int(text)
 
 
 def numbers(form: FormData, name: str, label: str) -> list[float]:
-    """A comma-separated list of numbers."""
-    parts = [p.strip() for p in field(form, name).split(",") if p.strip()]
-    try:
-        return [float(p) for p in parts]
-    except ValueError:
-        raise ApiRefusal(422, "validation_error", f"{label} must be numbers separated by commas") from None
+    """A comma-separated list of finite decimals (as :func:`number`)."""
+    values = [ascii_decimal(p.strip()) for p in field(form, name).split(",") if p.strip()]
+    if any(value is None for value in values):
+        raise ApiRefusal(422, "validation_error", f"{label} must be finite decimal numbers separated by commas")
+    return values

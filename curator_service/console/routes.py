@@ -267,7 +267,8 @@ async def _keys_page(request: Request, api: Api, created: dict | None = None) ->
 
 def _key_body(form) -> dict[str, Any]:
     """``POST /v1/keys``: the key and its policy (an empty field leaves the role's default)."""
-    release_ids = [int(v) for v in form.getlist("release_ids") if isinstance(v, str) and v.isdigit()]
+    release_ids = [int(v) for v in form.getlist("release_ids")
+                   if isinstance(v, str) and v.isascii() and v.isdigit()]
     body: dict[str, Any] = {"name": field(form, "name"), "role": field(form, "role") or "modeler",
                             "release_ids": release_ids, "max_queries": whole_number(form, "max_queries", "Max queries")}
     for name, label in (("epsilon_cap", "The ε cap"), ("delta_cap", "The δ cap")):

@@ -66,6 +66,7 @@ class DatasetInfo:
     n: int
     d: int
     columns: tuple[str, ...]
+    numeric_columns: tuple[str, ...]  # what a job may read as numbers: fixed at registration from the spec
     feature_columns: tuple[str, ...]
     evaluator: dict[str, Any]
     remaining_epsilon: float
@@ -153,21 +154,31 @@ def release_held_out_scores(model: Any, X: np.ndarray, y: np.ndarray, epsilon: f
 
 
 class UnknownColumn(ValueError):
-    """For ``cost``: a parameter names a column the dataset does not have. The sentence names no other column
-    (a modeler may not learn the table's columns); the API lists ``columns`` to a curator caller."""
+    """For ``cost``: a parameter names a column that is not one of the dataset's numeric columns (declared at
+    registration). One sentence whether the column is missing or holds text: the sentence names no other column (a
+    modeler may not learn the table's columns); the API lists the numeric ``columns`` to a curator caller, and checks
+    the budget first (:func:`curator_service.services.jobs.submit_job`)."""
 
     def __init__(self, parameter: str, column: str, columns: tuple[str, ...]) -> None:
-        super().__init__(f"{parameter} {column!r} is not in the dataset")
+        super().__init__(f"{parameter} {column!r} is not a numeric column of the dataset (a feature, the measured "
+                         "column, or one its registration declared in numeric_columns or label_columns)")
         self.columns = columns
 
 
+def check_numeric_column(dataset: DatasetInfo | None, parameter: str, column: str) -> None:
+    """For ``cost``: ``column`` must be one of the dataset's numeric columns, which the registration checked cell by
+    cell, so ``run`` never meets a cell it cannot read (a job that failed on one cell would tell its submitter that
+    such a row exists, and stay charged)."""
+    if dataset is not None and column not in dataset.numeric_columns:
+        raise UnknownColumn(parameter, column, dataset.numeric_columns)
+
+
 def check_label_column(dataset: DatasetInfo | None, column: str) -> None:
-    """For ``cost``: the label column must be a column of the dataset, not one of its features, and one of the
-    approved 0/1 label columns when the dataset names any (public facts only: never a row's value)."""
+    """For ``cost``: the label column must be a numeric column of the dataset, not one of its features, and one of
+    the approved 0/1 label columns when the dataset names any (public facts only: never a row's value)."""
+    check_numeric_column(dataset, "label_column", column)
     if dataset is None:
         return
-    if column not in dataset.columns:
-        raise UnknownColumn("label_column", column, dataset.columns)
     if column in dataset.feature_columns:
         raise ValueError("label_column must not be one of the feature columns")
     if dataset.label_columns and column not in dataset.label_columns:
@@ -176,14 +187,10 @@ def check_label_column(dataset: DatasetInfo | None, column: str) -> None:
 
 
 def binary_labels(table: RawTable, column: str) -> np.ndarray:
-    """For ``run``: the label column as 0/1 integers, 1 where the value is exactly 1 and 0 everywhere else.
-
-    Never fails on a row's value: a job that failed because one row held 2 would tell a modeler that such a
-    row exists. Only a non-numeric column (a property of the registered schema) is refused."""
-    labels = table.columns[column]
-    if labels.dtype.kind not in "fiu":
-        raise JobFailed(f"column {column!r} is not numeric; choose a column of 0/1 labels")
-    return (labels == 1).astype(np.int64)
+    """For ``run``: the label column (a numeric column: :func:`check_label_column`) as 0/1 integers, 1 where the
+    value is exactly 1 and 0 everywhere else. Never fails on a row's value: a job that failed because one row held 2
+    would tell a modeler that such a row exists."""
+    return (table.columns[column] == 1).astype(np.int64)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The Dask cluster that runs jobs: the embedded one (worker processes beside ``pobo-curator serve``) or a
 scheduler given by ``POBO_DASK_SCHEDULER``, and the parallel map a running job uses to spread its pieces over it.
 
-Jobs hold raw rows, so the workers must live inside the curator's trust boundary (docs/deployment.md).
+Jobs hold raw rows, so the workers must live inside the curator's trust boundary (docs/deployment.md), and every
+connection to the cluster is mutual TLS: a Dask client that reaches a scheduler can run any code on its workers.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import os
 import threading
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask
-from distributed import Client, LocalCluster, get_worker, wait, worker_client
+from distributed import Client, LocalCluster, Security, get_worker, wait, worker_client
 
 from shared.learners.stopping import stop_check
+
+if TYPE_CHECKING:
+    from curator_service.settings import Settings
 
 POLL_SECONDS = 0.25  # how often a job waiting on its pieces looks at its cancel flag
 
@@ -28,25 +32,35 @@ NO_SPILLING = {"distributed.worker.memory.target": False, "distributed.worker.me
 # A worker that really dies is replaced by its nanny; one that hangs is failed by the job's own heartbeat and limit.
 NO_WORKER_TTL = {"distributed.scheduler.worker-ttl": None}
 
+# Dask starts an HTTP server in the scheduler (port 8787 by default, even without a dashboard) and in each worker,
+# without authentication: its pages list the workers, their logs and the running tasks' call stacks. The embedded
+# cluster serves none of them (its HTTP ports answer 404 to everything).
+NO_HTTP_PAGES = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+
 _embedded: LocalCluster | None = None
 _embedded_lock = threading.Lock()
 
 
 def embedded_cluster(workers: int) -> LocalCluster:
     """This process's local cluster of ``workers`` worker processes (one thread each, loopback only), started on
-    first use and shared by every app in the process (the tests' many apps use one), closed when it exits."""
+    first use and shared by every app in the process (the tests' many apps use one), closed when it exits.
+
+    Its scheduler, nannies and workers listen on ``tls://`` only and require a client certificate from a key pair
+    made for this cluster at its start (Dask's ``Security.temporary()``: held in memory and handed to the worker
+    processes, never written to the data directory), so another local account cannot join it or run code on it."""
     global _embedded
     with _embedded_lock:
         if _embedded is None:
             # Set for the process, not in a `with`: each nanny keeps a shallow copy of this configuration and
             # respawns its worker from it, so a block's exit would give a replaced worker spilling back. The API
             # process runs no worker of its own.
-            dask.config.set({**NO_SPILLING, **NO_WORKER_TTL})
+            dask.config.set({**NO_SPILLING, **NO_WORKER_TTL, **NO_HTTP_PAGES})
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Port 8787 is already in use")  # loopback HTTP endpoint
                 _embedded = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                          scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR,
-                                         preload=[__name__])  # dask_setup below, in each worker process
+                                         preload=[__name__],  # dask_setup below, in each worker process
+                                         security=Security.temporary())
             atexit.register(_embedded.close)
         return _embedded
 
@@ -99,14 +113,30 @@ def embedded_starting() -> bool:
     return _starting.is_set()
 
 
-def scheduler_address(configured: str | None, workers: int) -> str:
-    """``POBO_DASK_SCHEDULER``, or the embedded cluster's scheduler when it is unset."""
-    return configured or embedded_cluster(workers).scheduler_address
+def client_security(settings: Settings) -> Security | None:
+    """The credentials the service presents to ``POBO_DASK_SCHEDULER``: the ``POBO_DASK_TLS_*`` files for a
+    ``tls://`` scheduler; none for a ``tcp://`` one, which the settings accept only with the logged opt-out
+    ``POBO_DASK_ALLOW_PLAINTEXT``."""
+    if settings.dask_scheduler.startswith("tls://"):
+        return Security(require_encryption=True, tls_ca_file=str(settings.dask_tls_ca_file),
+                        tls_client_cert=str(settings.dask_tls_cert_file), tls_client_key=str(settings.dask_tls_key_file))
+    logging.getLogger(__name__).warning(PLAINTEXT_WARNING, settings.dask_scheduler)
+    return None
 
 
-def connect(address: str) -> Client:
-    """A client of the scheduler at ``address`` that is not the process's default (kinds never use it)."""
-    return Client(address, set_as_default=False, timeout="30s")
+PLAINTEXT_WARNING = ("the Dask scheduler %s is plain TCP (POBO_DASK_ALLOW_PLAINTEXT): whoever reaches it can run code "
+                     "on the workers that hold raw rows")
+
+
+def connect(settings: Settings) -> Client:
+    """A client of ``POBO_DASK_SCHEDULER``, or of the embedded cluster when it is unset, that is not the process's
+    default (kinds never use it)."""
+    if settings.dask_scheduler is None:
+        local = embedded_cluster(settings.job_workers)
+        address, security = local.scheduler_address, local.security
+    else:
+        address, security = settings.dask_scheduler, client_security(settings)
+    return Client(address, security=security, set_as_default=False, timeout="30s")
 
 
 def on_worker() -> bool:

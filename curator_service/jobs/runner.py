@@ -59,8 +59,7 @@ class JobRunner:
             if self._stopping.is_set():
                 raise RuntimeError("the job engine is shutting down")
             if self._client is None:
-                address = cluster.scheduler_address(self.settings.dask_scheduler, self.settings.job_workers)
-                self._client = cluster.connect(address)
+                self._client = cluster.connect(self.settings)
             return self._client
 
     @property

@@ -41,6 +41,7 @@ def dataset_info(session: Session, dataset: Dataset):
     status = budget_status(session, dataset)
     return DatasetInfo(
         id=dataset.id, n=dataset.n, d=dataset.d, columns=tuple(dataset.columns),
+        numeric_columns=tuple(dataset.numeric_columns),
         feature_columns=tuple(dataset.feature_columns), evaluator=dict(dataset.evaluator),
         remaining_epsilon=status.remaining_epsilon, remaining_delta=status.remaining_delta,
         scaling=ScalingSpec.model_validate(dataset.scaling), label_columns=tuple(dataset.label_columns or ()),

@@ -175,20 +175,53 @@ class Database:
         """Whether a new connection opens and reads the schema's revision: what a readiness probe needs to know.
         A fresh connection, not a pooled one, because a pooled SQLite connection answers from its cache even
         after its file was replaced or corrupted (and a pool that cannot connect any more is not ready)."""
-        pool = self.engine.pool.recreate()  # same creator and connect-time PRAGMAs, none of the pooled connections
+        def read(cursor: Any) -> bool:
+            cursor.execute("SELECT version_num FROM alembic_version")
+            cursor.fetchall()
+            return True
+
+        return self._on_fresh_connection(read)
+
+    def accepts_writes(self) -> bool:
+        """Whether a new connection commits a write (rewriting the schema's revision as it is): false on a full disk
+        or a read-only file system, where every request that writes (an audit row included) would fail. Another
+        writer holding the lock past :data:`PROBE_LOCK_TIMEOUT_MS` means the database is writing: true."""
+        def write(cursor: Any) -> bool:
+            if self.is_sqlite:
+                cursor.execute(f"PRAGMA busy_timeout={PROBE_LOCK_TIMEOUT_MS}")
+                cursor.execute("BEGIN IMMEDIATE")
+            else:
+                cursor.execute(f"SET LOCAL lock_timeout = {PROBE_LOCK_TIMEOUT_MS}")
+            cursor.execute("UPDATE alembic_version SET version_num = version_num")
+            cursor.connection.commit()
+            return True
+
+        return self._on_fresh_connection(write, busy_means=True)
+
+    def _on_fresh_connection(self, probe: Callable[[Any], bool], busy_means: bool = False) -> bool:
+        """``probe(cursor)`` on a connection of a new pool (same creator and connect-time PRAGMAs, none of the
+        pooled connections); False when it raises (its text may name a host or user: never shown), ``busy_means``
+        when it raised because a lock was held."""
+        pool = self.engine.pool.recreate()
         try:
             connection = pool.connect()
             try:
                 cursor = connection.cursor()
-                cursor.execute("SELECT version_num FROM alembic_version")
-                cursor.fetchall()
+                try:
+                    return probe(cursor)
+                except Exception as exc:
+                    if _lock_busy(exc):
+                        return busy_means
+                    raise
+                finally:
+                    if self.is_sqlite and connection.driver_connection.in_transaction:
+                        connection.driver_connection.rollback()
             finally:
                 connection.close()
-        except Exception:  # noqa: BLE001 -- any DBAPI error means not ready; its text may name a host or user
+        except Exception:  # noqa: BLE001 -- any DBAPI error means not ready
             return False
         finally:
             pool.dispose()
-        return True
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -198,6 +231,18 @@ class Database:
                     self._loop_connection.close()
                     self._loop_connection = None
             self._unwaiting_engine.dispose()
+
+
+PROBE_LOCK_TIMEOUT_MS = 2_000
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for a lock_timeout that expired
+
+
+def _lock_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` says another transaction held the lock a probe waited for (SQLite's busy, PostgreSQL's
+    lock_not_available)."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return getattr(exc, "sqlstate", None) == LOCK_NOT_AVAILABLE
 
 
 def _committed(session: Session) -> Iterator[Session]:

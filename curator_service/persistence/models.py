@@ -59,6 +59,9 @@ class Dataset(Base):
     n: Mapped[int] = mapped_column(Integer)
     d: Mapped[int] = mapped_column(Integer)
     columns: Mapped[list[str]] = mapped_column(JSON)
+    # The columns a job may read as numbers, fixed at registration from the spec (services.datasets.numeric_columns);
+    # set on every row (migration 0010 filled the older ones), nullable only because SQLite adds a column so.
+    numeric_columns: Mapped[list[str]] = mapped_column(JSON, nullable=True)
     feature_columns: Mapped[list[str]] = mapped_column(JSON)
     evaluator: Mapped[dict[str, Any]] = mapped_column(JSON)
     scaling: Mapped[dict[str, Any]] = mapped_column(JSON)

@@ -3,21 +3,25 @@ authenticates ``Authorization: Bearer <token>`` and checks the role; what the ca
 :func:`~curator_service.services.policy.visible_or_404`). A :data:`Modeler` route (opening a session, the query
 path) authenticates inside its handler's one write transaction: :class:`UncheckedModeler`, :class:`ModelerRoute`.
 
-Every refusal is audited (the method and path only, never the token) and committed even though the request fails.
+Every refusal is audited (the method and path only, never the token) and committed even though the request fails:
+``auth.failed`` and ``auth.denied`` here, and any other 4xx answered to a caller whose token stood for someone
+``refused.<code>`` (:func:`audit_refusals`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+import json
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from curator_service.services import audit
 from curator_service.services.policy import Principal, principal_for_token
@@ -41,6 +45,7 @@ def _not_a_modeler() -> ApiError:
 
 def _record_refusal(session: Session, request: Request, actor: Principal | str, action: str) -> None:
     audit.record(session, actor, action, f"{request.method} {request.url.path}")
+    request.state.refusal_audited = True
 
 
 def _audit_refusal(request: Request, actor: Principal | str, action: str) -> None:
@@ -64,7 +69,8 @@ def authenticate(
         raise _no_token()
     try:
         with request.app.state.db.read() as session:
-            return principal_for_token(session, token, request.app.state.settings.admin_token)
+            request.state.principal = principal_for_token(session, token, request.app.state.settings.admin_token)
+            return request.state.principal
     except ApiError:
         _audit_refusal(request, ANONYMOUS, "auth.failed")
         raise
@@ -96,6 +102,7 @@ class UncheckedModeler:
         except ApiError:
             self._refuse(session, ANONYMOUS, "auth.failed")
             raise
+        self.request.state.principal = principal
         if principal.role != "modeler":
             self._refuse(session, principal, "auth.denied")
             raise _not_a_modeler()
@@ -146,6 +153,30 @@ class ModelerRoute(APIRoute):
                 raise
 
         return authenticated_first
+
+
+def audit_refusals(app: FastAPI) -> None:
+    """Wraps the app's error handlers so that every 4xx answered to a caller whose token stood for someone (a refused
+    seed, a curator-only kind, a budget or query budget exhausted, a body or an id refused) is audited
+    ``refused.<code>`` with its method and path, in a transaction of its own (the request's was rolled back), unless
+    it was audited already (``auth.denied``). A caller without a valid token is ``auth.failed``; a 413 (the body is
+    refused while it is read) and a 503 (the database cannot write) are not audited."""
+    for kind, handler in list(app.exception_handlers.items()):
+        if kind in (ApiError, RequestValidationError, StarletteHTTPException):
+            app.exception_handlers[kind] = _audited(handler)
+
+
+def _audited(handler: Callable[[Request, Exception], Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
+    async def audited(request: Request, exc: Exception) -> Response:
+        response = await handler(request, exc)
+        principal = getattr(request.state, "principal", None)
+        if (400 <= response.status_code < 500 and principal is not None
+                and not getattr(request.state, "refusal_audited", False)):
+            code = json.loads(response.body).get("code", "error")
+            await run_in_threadpool(_audit_refusal, request, principal, f"refused.{code}")
+        return response
+
+    return audited
 
 
 AnyRole = Annotated[Principal, Depends(authenticate)]

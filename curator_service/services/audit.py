@@ -14,19 +14,21 @@ from sqlalchemy.orm import Session
 from curator_service.persistence.db import Prepared
 from curator_service.persistence.models import AuditEvent as AuditRow, utcnow
 from curator_service.services.policy import Principal
-from shared.api.schemas import AuditEvent
+from shared.api.schemas import AuditEvent, escaped
 
 
 TARGET_LENGTH = AuditRow.__table__.c.target.type.length
 
 
 def record(session: Session, principal: Principal | str, action: str, target: str | None = None) -> None:
-    """Adds an event to the caller's transaction, so it commits (or not) with what it describes. A target longer
-    than its column is cut to fit, ending in "…": it may embed caller text (a refused request's path), and
-    PostgreSQL would otherwise fail the write, so the refusal would be a 500 and never audited (review F1)."""
+    """Adds an event to the caller's transaction, so it commits (or not) with what it describes. The target is
+    :func:`escaped`, and cut to its column's length, ending in "…", when longer: it may embed caller text (a refused
+    request's path), and PostgreSQL would otherwise fail the write, so the refusal would be a 500 and never audited."""
     actor = principal if isinstance(principal, str) else principal.actor
-    if target is not None and len(target) > TARGET_LENGTH:
-        target = target[:TARGET_LENGTH - 1] + "…"
+    if target is not None:
+        target = escaped(target)
+        if len(target) > TARGET_LENGTH:
+            target = target[:TARGET_LENGTH - 1] + "…"
     # Prepared and sent now: an ORM object would cost a unit-of-work flush at commit (the query path's hot spot).
     INSERT_EVENT.run(session.connection(), {"actor": actor, "action": action, "target": target,
                                             "created_at": utcnow()})

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
-import re
 import secrets
 from pathlib import Path
 
@@ -28,37 +26,48 @@ from curator_service.services.ledger import budget_status
 from curator_service.services.policy import Principal
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
-from shared.api.schemas import DatasetOut, DatasetSpec, RowOrder, ScalingSpec
+from shared.api.schemas import (
+    CONTROL_CHARACTER_SENTENCE,
+    DatasetOut,
+    DatasetSpec,
+    RowOrder,
+    ScalingSpec,
+    control_character_at,
+)
 from shared.api.scaling import neighbouring_step
+from shared.checks import ascii_decimal
 
 
 def invalid(sentence: str) -> ApiError:
     return ApiError(422, "validation_error", sentence)
 
 
-NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-"""A CSV cell that is a number: ASCII digits, an optional point and exponent. Python's ``float`` also reads
-``1_000``, Arabic-Indic and full-width digits, ``nan`` and ``inf``; a table is data, not code, so none of those."""
-
-
-def _parse_number(text: str) -> float | None:
-    if NUMBER.fullmatch(text) is None:
-        return None
-    value = float(text)
-    return value if math.isfinite(value) else None
+def csv_rows(content: bytes) -> list[list[str]]:
+    """The rows of a UTF-8 CSV file; a 422 naming the line the ``csv`` module cannot read (a cell longer than its
+    field limit, a quote left open)."""
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise invalid("the CSV file is not UTF-8 text; save it as UTF-8 and upload it again") from None
+    reader = csv.reader(io.StringIO(text))
+    try:
+        return list(reader)
+    except csv.Error as exc:
+        limit = csv.field_size_limit()
+        problem = (f"holds a cell longer than {limit:,} characters, the most a cell may hold"
+                   if str(exc).startswith("field larger than field limit") else f"cannot be read as CSV ({exc})")
+        raise invalid(f"line {reader.line_num} of the CSV {problem}; fix that line") from None
 
 
 def parse_csv(content: bytes, spec: DatasetSpec) -> RawTable:
     """The validated raw table of a CSV with a header row.
 
-    Feature columns and the evaluator's column must hold a finite number in every row; other columns are
-    kept as numbers when every cell is one, otherwise as text (a python evaluator receives them).
+    Feature columns, the evaluator's column and the spec's numeric and label columns (:func:`numeric_columns`) must
+    hold a finite number in every row, and label columns 0 or 1: so a job that reads one never meets a cell it
+    cannot use. Other columns are kept as numbers when every cell is one, otherwise as text (a python evaluator
+    receives them); a job never reads them.
     """
-    try:
-        text = content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise invalid("the CSV file is not UTF-8 text; save it as UTF-8 and upload it again") from None
-    rows = list(csv.reader(io.StringIO(text)))
+    rows = csv_rows(content)
     while rows and not any(cell.strip() for cell in rows[-1]):
         rows.pop()
     if not rows:
@@ -66,6 +75,8 @@ def parse_csv(content: bytes, spec: DatasetSpec) -> RawTable:
     header = [name.strip() for name in rows[0]]
     if any(not name for name in header):
         raise invalid(f"column {header.index('') + 1} of the CSV header has no name; name every column")
+    if (where := control_character_at(header)) is not None:
+        raise invalid(f"column {int(where) + 1} of the CSV header {CONTROL_CHARACTER_SENTENCE}")
     seen: set[str] = set()
     for name in header:
         if name in seen:
@@ -80,44 +91,47 @@ def parse_csv(content: bytes, spec: DatasetSpec) -> RawTable:
                 f"line {line} of the CSV has {len(row)} fields but the header has {len(header)}; fix that line"
             )
     _check_spec_columns(spec, header)
-    required = set(spec.feature_columns) | ({spec.evaluator.column} if spec.evaluator.kind == "column" else set())
+    required, labels = set(numeric_columns(spec, header)), set(spec.label_columns)
     columns: dict[str, np.ndarray] = {}
     for j, name in enumerate(header):
         cells = [row[j].strip() for row in body]
-        numbers = [_parse_number(cell) for cell in cells]
+        numbers = [ascii_decimal(cell) for cell in cells]
         bad = next((i for i, value in enumerate(numbers) if value is None), None)
-        if bad is None:
-            columns[name] = np.array(numbers, dtype=np.float64)
-        elif name in required:
+        if bad is not None and name in required:
             what = "is empty" if not cells[bad] else "is not a finite number"
             raise invalid(
-                f"column {name!r}, data row {bad + 1} (line {bad + 2} of the file) {what}; "
-                "every feature and measurement cell must be a finite number"
+                f"column {name!r}, data row {bad + 1} (line {bad + 2} of the file) {what}; every cell of a feature, "
+                "the measured column and a declared numeric or label column must be a finite number"
             )
-        else:
-            columns[name] = np.array(cells, dtype=np.str_)
-    _check_labels(spec, columns)
+        off_label = next((i for i, v in enumerate(numbers) if v not in (0.0, 1.0)), None) if name in labels else None
+        if off_label is not None:
+            raise invalid(f"column {name!r}, data row {off_label + 1} (line {off_label + 2} of the file) is not 0 or "
+                          "1; every cell of a label column must be 0 or 1")
+        columns[name] = np.array(numbers, dtype=np.float64) if bad is None else np.array(cells, dtype=np.str_)
     return RawTable(columns, tuple(spec.feature_columns))
 
 
-def _check_labels(spec: DatasetSpec, columns: dict[str, np.ndarray]) -> None:
-    """Each approved label column holds only 0 and 1 (checked here, by the curator, so that a job never has to
-    refuse a column because of a row's value: that refusal would tell a modeler the row exists)."""
-    for name in spec.label_columns:
-        if name not in columns:
-            raise invalid(f"label column {name!r} is not in the CSV; the columns are "
-                          + ", ".join(repr(column) for column in columns))
-        if name in spec.feature_columns:
-            raise invalid(f"label column {name!r} is also a feature column; a label must not be a released feature")
-        values = columns[name]
-        if values.dtype.kind != "f" or not np.isin(values, (0.0, 1.0)).all():
-            raise invalid(f"label column {name!r} holds values other than 0 and 1; approve only columns of 0/1 "
-                          "labels (recode a yes/no column as 1/0)")
+def numeric_columns(spec: DatasetSpec, header: list[str]) -> list[str]:
+    """The columns a job may read as numbers, in the header's order: the features, the measured column and the
+    spec's numeric and label columns. Fixed by the spec alone, so whether a job may read a column never depends on
+    what its cells hold."""
+    declared = {*spec.feature_columns, *spec.numeric_columns, *spec.label_columns}
+    if spec.evaluator.kind == "column":
+        declared.add(spec.evaluator.column)
+    return [name for name in header if name in declared]
 
 
 def _check_spec_columns(spec: DatasetSpec, header: list[str]) -> None:
     """Spec-against-header checks: known columns, no duplicates, scaling vectors of length d."""
     available = ", ".join(repr(name) for name in header)
+    for field in ("numeric_columns", "label_columns"):
+        listed: set[str] = set()
+        for name in getattr(spec, field):
+            if name in listed:
+                raise invalid(f"{field} lists {name!r} twice; list each column once")
+            listed.add(name)
+            if name not in header:
+                raise invalid(f"{field[:-1].replace('_', ' ')} {name!r} is not in the CSV; the columns are {available}")
     seen: set[str] = set()
     for name in spec.feature_columns:
         if name in seen:
@@ -205,6 +219,7 @@ def store_dataset(session: Session, principal: Principal, spec: DatasetSpec, tab
         n=table.n,
         d=len(spec.feature_columns),
         columns=list(table.columns),
+        numeric_columns=numeric_columns(spec, list(table.columns)),
         feature_columns=list(spec.feature_columns),
         evaluator=spec.evaluator.model_dump(),
         scaling=spec.scaling.model_dump(),

@@ -5,7 +5,8 @@ deviation. That noise simulates a noisy test; it is not a privacy mechanism, so 
 It is memoised per (dataset, row): row i's noise is the normal drawn from (the dataset's secret
 ``simulation_key``, i), the same on every query, so repeating a query cannot average it away (a real
 test's result would not change either). ``python``: y = ``module:function(row)`` with the raw row as
-``{column: value}``. ``manual``: no value now; the query stays pending until the curator posts one.
+``{column: value}`` (a query whose row it fails on is ``unmeasurable``, stored and charged like any answer).
+``manual``: no value now; the query stays pending until the curator posts one.
 
 :func:`measure_all` measures every row at once, for private measurements made at release time.
 """

@@ -59,15 +59,27 @@ def kind_for(principal: Principal, name: str) -> JobKind:
     return kind
 
 
+class ColumnRefused(ApiError):
+    """A job's parameter names a column it may not read (:class:`~curator_service.jobs.UnknownColumn`), priced
+    without the dataset's columns: its submission checks the budget for ``cost`` before refusing, so a missing
+    column and a column it may read answer alike (409) when the budget cannot pay."""
+
+    def __init__(self, detail: str, cost: tuple[float, float]) -> None:
+        super().__init__(422, "validation_error", detail)
+        self.cost = cost
+
+
 def job_cost(kind: JobKind, params: dict, info: DatasetInfo | None, principal: Principal) -> tuple[float, float]:
-    """The kind's (ε, δ) for ``params``: a 422 naming the parameter when they are bad (an unknown column's lists the
-    table's columns to a curator only); a kind that returns an impossible cost is a bug of the kind (500)."""
+    """The kind's (ε, δ) for ``params``: a 422 naming the parameter when they are bad (:class:`ColumnRefused` for a
+    column, listing the dataset's numeric columns to a curator only); a kind that returns an impossible cost is a bug
+    of the kind (500)."""
     try:
         epsilon, delta = kind.cost(params, info)
     except UnknownColumn as exc:
-        known = (f"the columns are {list(exc.columns)}" if principal.is_curator
+        known = (f"the numeric columns are {list(exc.columns)}" if principal.is_curator
                  else "ask the curator for the column's name")
-        raise ApiError(422, "validation_error", f"bad params for job kind {kind.name!r}: {exc}; {known}") from None
+        raise ColumnRefused(f"bad params for job kind {kind.name!r}: {exc}; {known}",
+                            job_cost(kind, params, None, principal)) from None
     except ValidationError as exc:
         raise api_error_from_validation(exc, prefix="params.") from None
     except ValueError as exc:
@@ -78,7 +90,7 @@ def job_cost(kind: JobKind, params: dict, info: DatasetInfo | None, principal: P
                        "privacy cost; use finite epsilon values")
     if not (math.isfinite(epsilon) and epsilon >= 0 and 0 <= delta < 1):
         raise RuntimeError(f"job kind {kind.name!r} returned an invalid cost")
-    if (epsilon > 0 or delta > 0) and info is None:
+    if (epsilon > 0 or delta > 0) and info is None and not kind.needs_dataset:
         raise RuntimeError(f"job kind {kind.name!r} costs privacy budget but has no dataset to charge")
     return epsilon, delta
 
@@ -107,13 +119,21 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
     refuse_seed(settings, principal, body.params.get("seed"))
     if kind.needs_dataset and body.dataset_id is None:
         raise ApiError(422, "validation_error", f"job kind {kind.name!r} needs a 'dataset_id'")
+    refused: ColumnRefused | None = None
     with db.read() as session:
         info = None
         if body.dataset_id is not None:
             info = dataset_info(session, visible_or_404(session, principal, Dataset, body.dataset_id))
-        epsilon, delta = job_cost(kind, body.params, info, principal)
+        try:
+            epsilon, delta = job_cost(kind, body.params, info, principal)
+        except ColumnRefused as exc:
+            refused, (epsilon, delta) = exc, exc.cost
     try:
         with db.write() as session:
+            if refused is not None:  # the budget first: a missing column answers as one it may read would
+                if epsilon > 0 or delta > 0:
+                    check_affordable_with_reservations(session, body.dataset_id, epsilon, delta, f"job {kind.name}")
+                raise refused
             check_job_limit(session, settings, principal)
             entry = None
             if kind.commit is not None and body.dataset_id is not None:

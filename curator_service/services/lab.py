@@ -12,8 +12,6 @@ never a measured value or the lab's free text (which may name a patient).
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,12 +27,13 @@ from curator_service.persistence.db import get_or_404
 from curator_service.persistence.governance import DatasetIdentifier, QueryNote
 from curator_service.persistence.models import Dataset, ModelingSession, Query, Release, utcnow
 from curator_service.services.audit import record
-from curator_service.services.datasets import _parse_number, cached_table, invalid
+from curator_service.services.datasets import cached_table, csv_rows, invalid
 from curator_service.services.policy import Principal
 from curator_service.services.queries import pending_queries, post_answer, query_result
 from shared.api.errors import ApiError
 from shared.api.governance import AnswersOut, IdentifierColumnOut, LabQuery, WorkItem, Worklist
 from shared.api.schemas import PendingQueryList, QueryResult, _Model
+from shared.checks import ascii_decimal
 
 
 @dataclass(frozen=True)
@@ -162,12 +161,8 @@ def worklist(session: Session, tables: TableCache, dataset_id: int) -> Worklist:
 
 def parse_answers_csv(content: bytes) -> list[Answer]:
     """``identifier,value`` lines after a header line (e.g. ``mrn,value``); every problem is a 422 naming the line."""
-    try:
-        text = content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise invalid("the CSV file is not UTF-8 text; save it as UTF-8 and upload it again") from None
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows or len(rows[0]) != 2 or _parse_number(rows[0][1].strip()) is not None:
+    rows = csv_rows(content)
+    if not rows or len(rows[0]) != 2 or ascii_decimal(rows[0][1].strip()) is not None:
         raise invalid("line 1 of the CSV must be a header naming two columns, the identifier and the value "
                       "(e.g. mrn,value)")
     answers = []
@@ -176,7 +171,7 @@ def parse_answers_csv(content: bytes) -> list[Answer]:
             continue
         if len(cells) != 2:
             raise invalid(f"line {line} of the CSV has {len(cells)} fields; each line is identifier,value")
-        answers.append(Answer(f"line {line}", cells[0].strip(), _parse_number(cells[1].strip())))
+        answers.append(Answer(f"line {line}", cells[0].strip(), ascii_decimal(cells[1].strip())))
     if not answers:
         raise invalid("the CSV has no answers after its header; add identifier,value lines")
     return answers
@@ -218,7 +213,7 @@ def answer_by_identifier(session: Session, tables: TableCache, principal: Princi
 
 def _as_identifier(text: str, numbers: bool) -> str:
     """Reads an identifier given by the lab the way the column's identifiers read (numbers without ``.0``)."""
-    number = _parse_number(text) if numbers else None
+    number = ascii_decimal(text) if numbers else None
     return identifier_text(number) if number is not None else text.strip()
 
 

@@ -8,24 +8,31 @@ repeated ``request_id`` returns the stored results without a new charge.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Connection, Row, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from curator_service.persistence.blobs import TableCache, decode_matrix
+from curator_service.persistence.blobs import RawTable, TableCache, decode_matrix
 from curator_service.persistence.db import Prepared, get_or_404, not_found
 from curator_service.persistence.models import ApiKey, Dataset, ModelingSession, Query, QueryBatch, Release, utcnow
 from curator_service.services.audit import record
 from curator_service.services.datasets import cached_table
-from curator_service.services.evaluators import measure
+from curator_service.services.evaluators import EvaluatorError, measure
 from curator_service.services.policy import Principal, visible, visible_or_404
 from curator_service.services.releases import check_served
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
 from shared.api.schemas import PendingQuery, PendingQueryList, QueryList, QueryRequest, QueryResponse, QueryResult, SessionOut
+
+
+logger = logging.getLogger(__name__)
+
+Answer = tuple[Literal["done", "pending", "unmeasurable"], float | None]
+"""A query's status and value as it is stored."""
 
 
 def session_out(session: Session, modeling: ModelingSession) -> SessionOut:
@@ -200,9 +207,9 @@ def check_query_budget(key: ApiKey | Row, count: int) -> None:
 
 
 def answers(session: Session, tables: TableCache, context: Row, indices: list[int],
-            on_event_loop: bool = False) -> list[float | None]:
+            on_event_loop: bool = False) -> list[Answer]:
     """The answers for rows ``indices``: with private measurements, the ỹ drawn once at release time (no evaluator
-    runs, so no error, pending state or timing depends on y); otherwise the dataset's evaluator (None: pending).
+    runs, so no error, pending state or timing depends on y); otherwise the dataset's evaluator (:func:`answer_of`).
     A column evaluator's time does not depend on y (an array lookup); a python evaluator is the curator's code.
     ``on_event_loop``: :class:`NeedsThread` instead of decoding what is not cached or running a python evaluator."""
 
@@ -217,25 +224,37 @@ def answers(session: Session, tables: TableCache, context: Row, indices: list[in
         private_y = DECODED_PRIVATE_MEASUREMENTS.get((context.id, context.created_at, context.n), unless_on_event_loop(
             lambda: decode_matrix(session.connection().execute(PRIVATE_MEASUREMENTS,
                                                                {"release_id": context.id}).scalar_one())))
-        return [float(private_y[i]) for i in indices]
+        return [("done", float(private_y[i])) for i in indices]
     if on_event_loop and context.evaluator["kind"] not in ("column", "manual"):
         raise NeedsThread
     # The dataset's ORM row (and its table blob) is read only when the decoded table is not cached.
     table = tables.get(context.dataset_id, unless_on_event_loop(
         lambda: cached_table(tables, session.get(Dataset, context.dataset_id))))
-    return [measure(context.evaluator, table, i, context.simulation_key) for i in indices]
+    return [answer_of(context, table, i) for i in indices]
+
+
+def answer_of(context: Row, table: RawTable, index: int) -> Answer:
+    """Row ``index``'s answer: ``done`` with its value, ``pending`` (manual), or ``unmeasurable`` when the curator's
+    python evaluator fails on it. Unmeasurable is an answer like any other, stored and charged: a refusal (an error,
+    nothing charged) would tell the modeler for free on which rows the evaluator fails, a fact about their data."""
+    try:
+        value = measure(context.evaluator, table, index, context.simulation_key)
+    except EvaluatorError:
+        logger.error("a queried row is unmeasurable: the python evaluator %r failed on it",
+                     context.evaluator["target"])  # never the row or its values
+        return "unmeasurable", None
+    return ("pending", None) if value is None else ("done", value)
 
 
 def store_answers(connection: Connection, session_id: int, body: QueryRequest,
-                  values: list[float | None]) -> list[QueryResult]:
-    """One batch (keyed by ``request_id``) holding a query per index, done or pending."""
+                  answered: list[Answer]) -> list[QueryResult]:
+    """One batch (keyed by ``request_id``) holding a query per index: done, pending or unmeasurable."""
     now = utcnow()
     batch_id = INSERT_BATCH.run(connection, {"session_id": session_id, "request_id": body.request_id,
                                              "created_at": now})
     rows = [{"session_id": session_id, "batch_id": batch_id, "row_index": index, "value": value,
-             "status": "pending" if value is None else "done", "answered_at": None if value is None else now,
-             "created_at": now}
-            for index, value in zip(body.indices, values, strict=True)]
+             "status": status, "answered_at": None if status == "pending" else now, "created_at": now}
+            for index, (status, value) in zip(body.indices, answered, strict=True)]
     ids = INSERT_QUERY.run_many(connection, rows)
     return [QueryResult(query_id=query_id, index=row["row_index"], status=row["status"], value=row["value"])
             for query_id, row in zip(ids, rows, strict=True)]

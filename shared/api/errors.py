@@ -13,6 +13,7 @@ CODE_BY_STATUS: dict[int, str] = {
     413: "payload_too_large",
     415: "validation_error",
     422: "validation_error",
+    503: "unavailable",
 }
 """The default ``code`` of an error body for a status, when nothing more specific applies."""
 

@@ -13,13 +13,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from shared.api.schemas import FILE_ROW, KeyCreate, MeasurementSpec, Number, QueryResult, _Model
+from shared.api.schemas import FILE_ROW, KeyCreate, MeasurementSpec, Number, QueryResult, _Model, _Request
 
 REASON_MAX_LENGTH = 150
 """A reason is kept in the query's lab notes (query_notes), never in the audit log."""
 
 
-class KeyPolicy(_Model):
+class KeyPolicy(_Request):
     """What a key may spend and run, and until when. Every field is optional: null leaves the role's default."""
 
     epsilon_cap: Number | None = Field(
@@ -56,7 +56,7 @@ class KeyPolicyOut(_Model):
     used_queries: int
 
 
-class IdentifierColumn(_Model):
+class IdentifierColumn(_Request):
     """``PUT /v1/datasets/{id}/identifier-column``: the column of the registered table that identifies a row for
     the curator (e.g. the MRN). Stored on the curator only; never a feature, never sent to a modeler."""
 
@@ -108,7 +108,7 @@ class IdentifiedAnswer(_Model):
     value: Number
 
 
-class IdentifiedAnswers(_Model):
+class IdentifiedAnswers(_Request):
     """``POST /v1/datasets/{id}/answers`` (``POST /v1/datasets/{id}/answers/csv`` takes the same as a CSV)."""
 
     answers: list[IdentifiedAnswer] = Field(min_length=1, max_length=100_000)
@@ -118,14 +118,14 @@ class AnswersOut(_Model):
     answered: list[QueryResult] = Field(description="Every query answered, in the order of the answers given.")
 
 
-class CannotMeasure(_Model):
+class CannotMeasure(_Request):
     """``POST /v1/queries/{id}/cannot-measure``: the lab cannot measure this row; the query keeps its one charge."""
 
     reason: str = Field(min_length=1, max_length=REASON_MAX_LENGTH,
                         description="Kept in the session's lab notes (GET /v1/sessions/{id}/notes).")
 
 
-class Correction(_Model):
+class Correction(_Request):
     """``POST /v1/queries/{id}/correct``: replace a wrong answer; the session's lab notes keep the old value and the
     reason; the audit log records only the query id."""
 

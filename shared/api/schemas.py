@@ -9,10 +9,20 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    WithJsonSchema,
+    model_validator,
+)
 
 from shared.checks import open_unit, ordered_interval, positive
 
@@ -29,6 +39,7 @@ ErrorCode = Literal[
     "conflict",
     "payload_too_large",
     "seed_refused",
+    "unavailable",
     "internal_error",
 ]
 
@@ -96,6 +107,68 @@ UNCERTIFIED_MEASUREMENTS_NOTE = (
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# --- text on the wire ------------------------------------------------------------------------------
+
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""A control character (Unicode category Cc) other than tab, line feed and carriage return. None belongs in a name,
+a reason or an id, PostgreSQL cannot store U+0000 in text at all, and a NUL or an escape sequence in a stored name
+would reach every log and terminal that shows it."""
+
+CONTROL_CHARACTER_SENTENCE = ("holds a control character (such as a NUL byte or an escape; tab, line feed and "
+                              "carriage return are allowed); remove it")
+
+
+ESCAPED = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
+
+
+def escaped(text: str) -> str:
+    """``text`` with every control character written ``\\xNN`` and a backslash written twice, so that caller text
+    can be stored (PostgreSQL refuses U+0000), quoted in a sentence or shown in a terminal, and read back
+    unambiguously."""
+    return ESCAPED.sub(lambda m: "\\\\" if m.group() == "\\" else f"\\x{ord(m.group()):02x}", text)
+
+
+def control_character_at(value: Any, where: str = "") -> str | None:
+    """Where the first string in a JSON value (object keys included) holds a :data:`CONTROL_CHARACTER`, as a dotted
+    path (``features.2``; the key itself, :func:`escaped`, for a bad key); None when there is none."""
+    if isinstance(value, str):
+        return where if CONTROL_CHARACTER.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{where}.{escaped(str(key))}" if where else escaped(str(key))
+            if isinstance(key, str) and CONTROL_CHARACTER.search(key):
+                return path
+            if (found := control_character_at(item, path)) is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if (found := control_character_at(item, f"{where}.{i}" if where else str(i))) is not None:
+                return found
+    return None
+
+
+def _plain_text(value: str | None) -> str | None:
+    if value is not None and CONTROL_CHARACTER.search(value):
+        raise ValueError(CONTROL_CHARACTER_SENTENCE)
+    return value
+
+
+PlainText = Annotated[str, AfterValidator(_plain_text)]
+"""A string without a :data:`CONTROL_CHARACTER` (for query parameters; request bodies are :class:`_Request`)."""
+
+
+class _Request(_Model):
+    """A request body: no string in it, at any depth (free-form job parameters included), may hold a
+    :data:`CONTROL_CHARACTER`. Only requests: a response may carry the curator's own text (a CSV cell)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_control_characters(cls, data: Any) -> Any:
+        if (where := control_character_at(data)) is not None:
+            raise ValueError(f"'{where}' {CONTROL_CHARACTER_SENTENCE}")
+        return data
 
 
 # --- numbers on the wire ---------------------------------------------------------------------------
@@ -193,7 +266,7 @@ class BudgetStatus(_Model):
     remaining_delta: float
 
 
-class BudgetRaise(_Model):
+class BudgetRaise(_Request):
     """The curator raises a dataset's total budget: a recorded, audited ledger entry, never a silent change."""
 
     epsilon: Number = Field(default=0.0, ge=0, le=MAX_BUDGET_EPSILON, allow_inf_nan=False,
@@ -299,7 +372,7 @@ class MeasurementSpec(_Model):
                     "turnaround); null: not stated.")
 
 
-class DatasetSpec(_Model):
+class DatasetSpec(_Request):
     """What the curator says about a table when registering it."""
 
     name: str = Field(min_length=1, max_length=200)
@@ -311,10 +384,16 @@ class DatasetSpec(_Model):
         default="maximize", description="Whether the modeler should look for the largest or smallest measurement."
     )
     measurement: MeasurementSpec | None = Field(default=None, description="What is measured and in which unit.")
+    numeric_columns: list[str] = Field(
+        default_factory=list, max_length=10_000,
+        description="Other columns a job may read as numbers (dp-mean's column, a learner's label column): every "
+                    "cell must be a finite number, checked at registration like the features. A column not declared "
+                    "(nor a feature, nor the measured column) is never read as a number by a job, whatever it holds.")
     label_columns: list[str] = Field(
-        default_factory=list, max_length=100,
-        description="Columns the curator approves for jobs to name as 0/1 labels (dp-bo, dp-tune, dpareto): their "
-                    "names are public with every release; each must hold only 0 and 1 and be no feature column.")
+        default_factory=list, max_length=10_000,
+        description="Columns of 0/1 labels for the learners (dp-bo, dp-tune, dpareto): every cell must be 0 or 1, "
+                    "checked at registration. Their names are public with every release, and a job may name only "
+                    "these as its label column when there are any.")
 
     @model_validator(mode="before")
     @classmethod
@@ -419,7 +498,7 @@ class MeasurementsSpec(_Model):
         return self
 
 
-class ReleaseOptions(_Model):
+class ReleaseOptions(_Request):
     """How a release is shaped: its dimension, projection, DP-PCA and private measurements."""
 
     dim: Dim = Field(
@@ -647,7 +726,7 @@ class PlanOut(_Model):
 # --- keys -----------------------------------------------------------------------------------------
 
 
-class KeyCreate(_Model):
+class KeyCreate(_Request):
     name: str = Field(min_length=1, max_length=200)
     release_ids: list[Id] = Field(min_length=1, max_length=10_000)
     max_queries: Count
@@ -690,7 +769,7 @@ MAX_INDICES_PER_REQUEST = 1000
 rows (100,000 indices held SQLite's lock for 8.8 s), so larger asks are split into several requests."""
 
 
-class QueryRequest(_Model):
+class QueryRequest(_Request):
     indices: list[RowIndex] = Field(
         min_length=1, max_length=MAX_INDICES_PER_REQUEST,
         description=f"Row indices into the released inputs Z (0 to n − 1), at most {MAX_INDICES_PER_REQUEST} per "
@@ -716,7 +795,7 @@ class QueryList(_Model):
     queries: list[QueryResult]
 
 
-class AnswerRequest(_Model):
+class AnswerRequest(_Request):
     value: Number
 
 
@@ -743,7 +822,7 @@ class PendingQueryList(_Model):
 # --- reconstruction audit -------------------------------------------------------------------------
 
 
-class ReconstructionAuditRequest(_Model):
+class ReconstructionAuditRequest(_Request):
     """Simulate an attacker who knows ``known`` records and their row indices (chosen at random)."""
 
     known: Count = Field(
@@ -807,7 +886,7 @@ class AuditEvent(_Model):
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
-class JobCreate(_Model):
+class JobCreate(_Request):
     kind: str = Field(max_length=100, description="One of the registered job kinds (dp-bo, dp-tune, dpareto).")
     dataset_id: Id | None = None
     params: dict[str, Any] = Field(default_factory=dict)

@@ -105,7 +105,7 @@ def test_a_label_column_must_hold_0_and_1_and_jobs_may_name_only_approved_ones(c
     common = ["dataset", "add", str(csv), "--features", "a,b", "--evaluator", "column:y", "--epsilon", "4",
               "--lower", "0,0", "--upper", "1,1"]
     refused = run.invoke(*common, "--name", "counts", "--label-columns", "visits")
-    assert refused.exit_code == 1 and "label column 'visits' holds values other than 0 and 1" in flat(refused.stderr)
+    assert refused.exit_code == 1 and "column 'visits', data row 2 (line 3 of the file) is not 0 or 1" in flat(refused.stderr)
     added = json.loads(run.invoke(*common, "--name", "ok", "--label-columns", "sick", "--json").stdout)
     assert added["label_columns"] == ["sick"]
     run("release", "create", "--dataset", str(added["id"]), "--epsilon", "1")

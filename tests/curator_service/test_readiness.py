@@ -10,7 +10,8 @@ from sqlalchemy import text
 def test_ready_when_the_database_answers_and_the_workers_run(client):
     response = client.get("/ready", headers={})  # no token needed: an orchestrator probes it
     assert response.status_code == 200
-    assert response.json() == {"status": "ready", "checks": {"database": "ok", "jobs": "ok"}}
+    assert response.json() == {"status": "ready", "checks": {"database": "ok", "database_writes": "ok",
+                                                             "jobs": "ok"}}
 
 
 def test_unavailable_names_the_database_and_never_its_error(make_client):
@@ -27,12 +28,14 @@ def test_unavailable_names_the_database_and_never_its_error(make_client):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     response = client.get("/ready")
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "checks": {"database": "unavailable", "jobs": "ok"}}
+    assert response.json() == {"status": "unavailable", "checks": {"database": "unavailable",
+                                                                   "database_writes": "unavailable", "jobs": "ok"}}
     assert str(path) not in response.text and "not a database" not in response.text
 
 
 def test_unavailable_when_the_job_workers_stopped(client):
     client.app.state.jobs.shutdown()
     response = client.get("/ready")
-    assert response.status_code == 503 and response.json()["checks"] == {"database": "ok", "jobs": "unavailable"}
+    assert response.status_code == 503 and response.json()["checks"] == {"database": "ok", "database_writes": "ok",
+                                                                   "jobs": "unavailable"}
     assert client.get("/health").status_code == 200  # still alive: liveness and readiness differ

@@ -132,7 +132,8 @@ def run_context(n: int, seed: int, progress: list) -> JobContext:
     """The context a worker gives the kind (no cluster: ``ctx.map`` is a loop here), for an n × 3 table."""
     X, y = synthetic_table(n, seed)
     table = RawTable({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "y": y}, ("a", "b", "c"))
-    info = DatasetInfo(id=1, n=n, d=3, columns=("a", "b", "c", "y"), feature_columns=("a", "b", "c"),
+    info = DatasetInfo(id=1, n=n, d=3, columns=("a", "b", "c", "y"), numeric_columns=("a", "b", "c", "y"),
+                       feature_columns=("a", "b", "c"),
                        evaluator={"kind": "column", "column": "y"}, remaining_epsilon=10.0, remaining_delta=1e-3,
                        scaling=ScalingSpec.model_validate(dataset_spec()["scaling"]))
     noise, rng = seeded_streams(0)

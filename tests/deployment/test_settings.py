@@ -29,10 +29,10 @@ def test_every_variable_is_read_and_parsed(tmp_path):
         "POBO_DATA_DIR": str(tmp_path), "POBO_DATABASE_URL": PG, "POBO_ADMIN_TOKEN": "t0k",
         "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "yes", "POBO_MODE": "research", "POBO_MAX_UPLOAD_BYTES": "1024",
         "POBO_JOB_WORKERS": "3", "POBO_IMPORT_ROOT": str(tmp_path / "imports"),
-        "POBO_DASK_SCHEDULER": "tcp://scheduler:8786", "POBO_JOB_LIMIT_PER_KEY": "5",
+        "POBO_DASK_SCHEDULER": "tcp://scheduler:8786", "POBO_DASK_ALLOW_PLAINTEXT": "true", "POBO_JOB_LIMIT_PER_KEY": "5",
         "POBO_JOB_TIME_LIMIT_SECONDS": "60.5", "POBO_RELEASE_WAIT_SECONDS": "0",
     })
-    assert settings.dask_scheduler == "tcp://scheduler:8786"
+    assert settings.dask_scheduler == "tcp://scheduler:8786" and settings.dask_allow_plaintext
     assert (settings.job_limit_per_key, settings.job_time_limit_seconds, settings.release_wait_seconds) == (5, 60.5, 0)
     assert (settings.database_url, settings.admin_token, settings.mode) == (PG, "t0k", "research")
     assert settings.allow_uncertified_mechanisms

@@ -79,5 +79,5 @@ def test_bad_label_column_is_refused_and_not_charged(curator):
         before = api.get("/v1/ledger")
         with pytest.raises(ApiError) as refused:
             api.post("/v1/jobs", {"kind": "dp-bo", "dataset_id": dataset.id, "params": params})
-        assert refused.value.status == 422 and "label_column 'nope' is not in the dataset" in refused.value.detail
+        assert refused.value.status == 422 and "label_column 'nope' is not a numeric column" in refused.value.detail
         assert api.get("/v1/ledger") == before

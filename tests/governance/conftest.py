@@ -74,6 +74,7 @@ def register_csv(server: LocalCurator, csv: str, *, evaluator: dict | None = Non
         "evaluator": evaluator or {"kind": "column", "column": "y"},
         "scaling": {"kind": "bounds", "lower": [0, 0, 0], "upper": [1, 1, 1], "diameter": 1},
         "budget": {"epsilon": budget[0], "delta": budget[1]},
+        "label_columns": ["label"],  # every table here has the 0/1 label column of lab_csv
         **spec,
     }
     with http(server) as admin:

@@ -22,3 +22,10 @@ class RowHolder:
 
     def __init__(self, row: dict[str, Any]) -> None:
         self.row = row
+
+
+def fail_on_large_a(row: dict[str, Any]) -> float:
+    """Measures rows whose feature ``a`` is at most 0.5 and fails on the others: whether it fails depends on the row."""
+    if row["a"] > 0.5:
+        raise ValueError("cannot measure this row")
+    return row["a"] + row["b"]

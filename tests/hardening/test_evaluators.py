@@ -1,5 +1,6 @@
-"""Issue 16: a python evaluator's failure, of any kind, never puts a raw value in the log or a response, and
-targets that are not plain functions of the curator's own modules are refused at registration.
+"""A python evaluator's failure, of any kind, never puts a raw value in the log or a response (on a query it is an
+``unmeasurable`` answer, counted like any other), and targets that are not plain functions of the curator's own
+modules are refused at registration.
 
 The curator runs in its own process (``pobo-curator serve``), so its log file is exactly what an operator reads.
 """
@@ -45,21 +46,44 @@ def python_dataset(admin, function: str) -> dict:
 
 
 @pytest.mark.parametrize(("function", "kind"), [("exit_with_row", "SystemExit"), ("fail_with_row", "RuntimeError")])
-def test_an_evaluator_failure_on_a_query_is_a_json_error_and_the_log_names_only_its_type(
+def test_an_evaluator_failure_on_a_query_is_an_unmeasurable_answer_counted_and_the_log_names_only_its_type(
         curator_process, admin, new_log, function, kind):
+    """A refusal, uncharged, would tell a modeler on which rows the curator's code fails (a fact about their data)
+    for free: the query is answered ``unmeasurable`` and counts against the key like any answer."""
     dataset = python_dataset(admin, function)
     rel = curator_process.release(dataset["id"], "gaussian", 1.0, 1e-5)
     key = curator_process.issue_key([rel.id], max_queries=10)
     with process_client(curator_process, key.token) as modeler:
         session = modeler.post(f"/v1/releases/{rel.id}/sessions").json()
         response = modeler.post(f"/v1/sessions/{session['id']}/queries", json={"indices": [0, 1]})
-        assert_error(response, 500, "internal_error", "evaluator", kind)
-        assert modeler.get(f"/v1/sessions/{session['id']}").json()["used"] == 0  # nothing charged
+        assert response.status_code == 200, response.text
+        assert [(r["index"], r["status"], r["value"]) for r in response.json()["results"]] == [
+            (0, "unmeasurable", None), (1, "unmeasurable", None)]
+        assert modeler.get(f"/v1/sessions/{session['id']}").json()["used"] == 2  # counted like any answer
+        listed = modeler.get(f"/v1/sessions/{session['id']}/queries").json()["queries"]
+        assert [q["status"] for q in listed] == ["unmeasurable", "unmeasurable"]
     assert_no_raw_value(response.text)
     log = new_log()
     assert_no_raw_value(log)
     assert kind in log  # the type, and only that
     assert admin.get("/health").status_code == 200  # the server lives on
+
+
+def test_rows_an_evaluator_fails_on_are_unmeasurable_and_count_against_the_key_like_the_others(
+        curator_process, admin):
+    dataset = python_dataset(admin, "fail_on_large_a")
+    rel = curator_process.release(dataset["id"], "gaussian", 1.0, 1e-5)
+    key = curator_process.issue_key([rel.id], max_queries=len(X))
+    with process_client(curator_process, key.token) as modeler:
+        session = modeler.post(f"/v1/releases/{rel.id}/sessions").json()
+        response = modeler.post(f"/v1/sessions/{session['id']}/queries", json={"indices": list(range(len(X)))})
+        assert response.status_code == 200, response.text
+        statuses = {r["status"] for r in response.json()["results"]}
+        assert statuses == {"done", "unmeasurable"}  # the table has rows of both kinds
+        assert all((r["value"] is None) == (r["status"] == "unmeasurable") for r in response.json()["results"])
+        assert modeler.get(f"/v1/sessions/{session['id']}").json()["used"] == len(X)
+        assert_error(modeler.post(f"/v1/sessions/{session['id']}/queries", json={"indices": [0]}), 409,
+                     "query_budget_exhausted")  # unmeasurable answers used the budget up like the others
 
 
 def test_an_evaluator_exit_during_a_release_with_private_measurements_is_a_json_error(admin, new_log):

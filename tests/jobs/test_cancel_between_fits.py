@@ -19,7 +19,8 @@ def test_a_cancelled_dp_bo_job_fits_nothing_more(monkeypatch):
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(N, 2))
     raw = RawTable({"a": X[:, 0], "b": X[:, 1], "label": (X.sum(axis=1) > 1.0).astype(float)}, FEATURES)
-    info = DatasetInfo(id=1, n=N, d=2, columns=tuple(raw.columns), feature_columns=FEATURES,
+    info = DatasetInfo(id=1, n=N, d=2, columns=tuple(raw.columns), numeric_columns=tuple(raw.columns),
+                       feature_columns=FEATURES,
                        evaluator={"kind": "manual"}, remaining_epsilon=1e9, remaining_delta=1.0,
                        scaling=ScalingSpec(kind="bounds", lower=[0.0, 0.0], upper=[1.0, 1.0]))
     params = {"label_column": "label", "log10_lambda": np.linspace(-4, 1, 9).tolist(), "iterations": 6,

@@ -34,7 +34,8 @@ def labelled(client, n: int = 60):
 
 
 def info(n: int) -> DatasetInfo:
-    return DatasetInfo(id=1, n=n, d=3, columns=("a", "b", "c", "y"), feature_columns=("a", "b", "c"),
+    return DatasetInfo(id=1, n=n, d=3, columns=("a", "b", "c", "y"), numeric_columns=("a", "b", "c", "y"),
+                       feature_columns=("a", "b", "c"),
                        evaluator={"kind": "column", "column": "y"}, remaining_epsilon=1.0, remaining_delta=1e-3,
                        scaling=ScalingSpec(kind="bounds", lower=[0.0] * 3, upper=[1.0] * 3))
 

@@ -19,7 +19,7 @@ SCALING = {"kind": "bounds", "lower": [0.0, 0.0], "upper": [1.0, 1.0], "diameter
 def test_serve_starts_its_own_workers_runs_a_job_there_and_stops_them(tmp_path):
     curator = LocalCurator(tmp_path, env={"POBO_DASK_SCHEDULER": "", "POBO_JOB_WORKERS": "2"}).start()
     try:
-        assert "jobs: 2 local Dask worker processes, starting" in curator.log_tail()
+        assert "jobs: 2 local Dask worker processes (mutual TLS on loopback), starting" in curator.log_tail()
         deadline = time.monotonic() + 120
         while httpx.get(f"{curator.url}/ready").status_code != 200:  # ready once the workers are up
             assert time.monotonic() < deadline, curator.log_tail()

@@ -89,7 +89,8 @@ def with_column(raw: RawTable, name: str, row: int, value: float) -> RawTable:
 def run_kind(kind: str, params: dict[str, Any], raw: RawTable, seed: int = 0,
              progress=lambda fraction, message=None: None):
     """``cost`` then ``run`` with a real context; returns the charge, the result and the recorded noise."""
-    info = DatasetInfo(id=1, n=N, d=len(FEATURES), columns=tuple(raw.columns), feature_columns=FEATURES,
+    info = DatasetInfo(id=1, n=N, d=len(FEATURES), columns=tuple(raw.columns), numeric_columns=tuple(raw.columns),
+                       feature_columns=FEATURES,
                        evaluator={"kind": "column", "column": "y"}, remaining_epsilon=1e9, remaining_delta=1.0,
                        scaling=ScalingSpec(kind="bounds", lower=[0.0] * 3, upper=[1.0] * 3))
     charge = KINDS[kind].cost(params, info)

@@ -1,16 +1,21 @@
-"""One docker-compose service as ``buildah run`` arguments, so check_image.sh runs the image as compose wires it.
+"""docker-compose's services as ``buildah run`` arguments, so check_image.sh runs the image as compose wires it.
 
+``order``: the services ``docker compose [--profile P]... up`` starts (those without a profile and those of the
+named profiles, with what they depend on), dependencies first, one ``NAME IMAGE RESTART`` line each.
 ``options``: an ``--env`` per environment entry (``${VAR:-default}`` resolved from this environment), a
 read-only ``--volume`` per secret the service lists (``<secrets dir>/<name>`` at ``/run/secrets/<name>``: a
-service sees only its own secrets, as under compose) and a ``--volume`` per named volume (a directory under
+service sees only its own secrets, as under compose), a ``--volume`` per named volume (a directory under
 ``<volumes dir>``, created owned by the image's user like a fresh compose volume over a directory the image
-gave that user). ``argv``: the entrypoint then the command, ``$$`` unescaped. One argument per line.
+gave that user), a tmpfs ``--mount`` per ``tmpfs`` entry and a ``--cap-drop`` per dropped capability.
+``argv``: the entrypoint then the command, ``$$`` unescaped. ``health``: the healthcheck's command (after ``CMD``).
+One argument per line.
 
 Chroot isolation shares the host's network, so service names and ports are rewritten: ``--sub OLD=NEW``
 replaces a substring in values and arguments (``curator:8000=127.0.0.1:41234``), ``--token OLD=NEW`` an
 argument equal to OLD (the ``8000`` after ``--port``).
 
-Run: ``python tools/image/compose_service.py SERVICE options|argv --secrets DIR --volumes DIR [--sub ...]``
+Run: ``python tools/image/compose_service.py options|argv|health SERVICE --secrets DIR --volumes DIR [--sub ...]``
+or ``python tools/image/compose_service.py order [--profile P]...``
 """
 
 from __future__ import annotations
@@ -56,11 +61,42 @@ def options(service: dict, args: argparse.Namespace) -> list[str]:
             source.mkdir(parents=True)
             os.chown(source, IMAGE_UID, IMAGE_UID)
         out += ["--volume", ":".join([str(source), target, *mode])]
+    tmpfs = service.get("tmpfs", [])
+    for target in [tmpfs] if isinstance(tmpfs, str) else tmpfs:
+        out += ["--mount", f"type=tmpfs,destination={target}"]
+    for capability in service.get("cap_drop", []):
+        out += ["--cap-drop", capability]
     return out
 
 
 def argv(service: dict, args: argparse.Namespace) -> list[str]:
     return [rewrite(token, args) for token in service.get("entrypoint", []) + service["command"]]
+
+
+def health(service: dict, args: argparse.Namespace) -> list[str]:
+    kind, *command = service["healthcheck"]["test"]
+    if kind != "CMD":
+        raise SystemExit(f"only a CMD healthcheck can run from the host, not {kind}")
+    return [rewrite(token, args) for token in command]
+
+
+def order(services: dict, profiles: list[str]) -> list[str]:
+    """``NAME IMAGE RESTART`` of each service ``up`` starts with ``profiles``, every one after its dependencies."""
+    wanted = [name for name, service in services.items()
+              if not service.get("profiles") or set(service["profiles"]) & set(profiles)]
+    started: list[str] = []
+
+    def start(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            raise SystemExit(f"depends_on cycle: {' -> '.join((*path, name))}")
+        if name not in started:
+            for dependency in services[name].get("depends_on") or {}:
+                start(dependency, (*path, name))
+            started.append(name)
+
+    for name in wanted:
+        start(name, ())
+    return [f"{name} {services[name]['image']} {services[name].get('restart', 'no')}" for name in started]
 
 
 def pair(text: str) -> tuple[str, str]:
@@ -72,11 +108,12 @@ def pair(text: str) -> tuple[str, str]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("service")
-    parser.add_argument("part", choices=["options", "argv"])
+    parser.add_argument("part", choices=["options", "argv", "health", "order"])
+    parser.add_argument("service", nargs="?", help="the service (not for order)")
+    parser.add_argument("--profile", action="append", default=[], help="order: a profile up enables")
     parser.add_argument("--compose", type=Path, default=Path("docker-compose.yml"))
-    parser.add_argument("--secrets", type=Path, required=True, help="a directory holding one file per secret")
-    parser.add_argument("--volumes", type=Path, required=True, help="a directory for the named volumes")
+    parser.add_argument("--secrets", type=Path, help="a directory holding one file per secret")
+    parser.add_argument("--volumes", type=Path, help="a directory for the named volumes")
     parser.add_argument("--sub", type=pair, action="append", default=[], help="OLD=NEW, substrings")
     parser.add_argument("--token", type=pair, action="append", default=[], help="OLD=NEW, whole arguments")
     return parser
@@ -84,8 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = build_parser().parse_args()
-    service = yaml.safe_load(args.compose.read_text())["services"][args.service]
-    lines = options(service, args) if args.part == "options" else argv(service, args)
+    services = yaml.safe_load(args.compose.read_text())["services"]
+    if args.part == "order":
+        lines = order(services, args.profile)
+    else:
+        lines = {"options": options, "argv": argv, "health": health}[args.part](services[args.service], args)
     sys.stdout.write("".join(f"{line}\n" for line in lines))  # none for none: an empty line would be an argument
 
 

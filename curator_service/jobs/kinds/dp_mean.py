@@ -6,7 +6,8 @@ it is the framework's worked example and a genuinely useful summary for the cura
 
 Parameters and privacy (the requester may be a modeler):
 
-* ``column``: any column of the table, features or not; the guarantee does not depend on it.
+* ``column``: any numeric column of the table (declared at registration), features or not; the guarantee does not
+  depend on it.
 * ``lower``, ``upper``: the clipping bounds. They set Δ, but every value is clipped to them first, so Δ
   is the true sensitivity of the computed mean for any bounds. Bounds far from zero (1e12, 1e12 + 1e-3)
   would let floating-point rounding of the mean move it by more than (upper − lower)/n, so Δ carries the
@@ -23,15 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind, UnknownColumn, bounded_mean_sensitivity
+from curator_service.jobs import DatasetInfo, JobContext, JobKind, bounded_mean_sensitivity, check_numeric_column
 from curator_service.services.ledger_events import Event, laplace_event
 from shared.api.jobs import DpMeanParams, DpMeanResult
 from shared.dp.mechanisms import laplace_mechanism
 
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
     parsed = DpMeanParams.model_validate(params)
-    if dataset is not None and parsed.column not in dataset.columns:
-        raise UnknownColumn("column", parsed.column, dataset.columns)
+    check_numeric_column(dataset, "column", parsed.column)
     return parsed.epsilon, 0.0
 
 
@@ -44,9 +44,7 @@ def event(params: dict[str, Any], dataset: DatasetInfo) -> Event:
 
 def run(ctx: JobContext) -> dict[str, Any]:
     params = DpMeanParams.model_validate(ctx.params)
-    values = ctx.table.columns[params.column]
-    if values.dtype.kind != "f":
-        raise JobFailed(f"column {params.column!r} is not numeric; choose a numeric column")
+    values = ctx.table.columns[params.column]  # a numeric column: every cell a finite number (check_numeric_column)
     n = values.shape[0]
     clipped_mean = float(np.clip(values, params.lower, params.upper).mean())
     delta_mean = bounded_mean_sensitivity(params.lower, params.upper, n)

@@ -2,8 +2,8 @@
 delay, public words shown on worklists and releases) and ``label_columns`` (0/1 columns a job may name). Datasets
 registered before this revision state neither.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-11-27
 
 """
@@ -13,8 +13,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision: str = '0010'
-down_revision: Union[str, Sequence[str], None] = '0009'
+revision: str = '0011'
+down_revision: Union[str, Sequence[str], None] = '0010'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
