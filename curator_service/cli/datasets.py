@@ -152,7 +152,8 @@ def _show_datasets(datasets: DatasetOut | list[DatasetOut], title: str, as_json:
                                                                           if d.measurement else ""),
              "ε spent / total": f"{d.budget.spent_epsilon:.3g} / {d.budget.total_epsilon:.3g}",
              "δ spent / total": f"{d.budget.spent_delta:.2g} / {d.budget.total_delta:.2g}"} for d in datasets]
-    show(rows, ["id", "name", "n", "d", "measured", "goal", "ε spent / total", "δ spent / total"], title, as_csv=as_csv)
+    show(rows, ["id", "name", "n", "d", "measured", "goal", "ε spent / total", "δ spent / total"], title,
+         as_csv=as_csv)
     if as_csv:
         return
     for dataset in datasets:

@@ -105,13 +105,29 @@ def test_a_label_column_must_hold_0_and_1_and_jobs_may_name_only_approved_ones(c
     common = ["dataset", "add", str(csv), "--features", "a,b", "--evaluator", "column:y", "--epsilon", "4",
               "--lower", "0,0", "--upper", "1,1"]
     refused = run.invoke(*common, "--name", "counts", "--label-columns", "visits")
-    assert refused.exit_code == 1 and "column 'visits', data row 2 (line 3 of the file) is not 0 or 1" in flat(refused.stderr)
+    assert refused.exit_code == 1
+    assert "column 'visits', data row 2 (line 3 of the file) is not 0 or 1" in flat(refused.stderr)
     added = json.loads(run.invoke(*common, "--name", "ok", "--label-columns", "sick", "--json").stdout)
     assert added["label_columns"] == ["sick"]
     run("release", "create", "--dataset", str(added["id"]), "--epsilon", "1")
     with httpx.Client(base_url=run.url, headers=ADMIN_HEADERS) as admin:
         assert admin.get("/v1/releases/1").json()["label_columns"] == ["sick"]
         job = admin.post("/v1/jobs", json={"kind": "dp-bo", "dataset_id": added["id"],
-                                           "params": {"label_column": "visits", "epsilon": 1.0, "delta": 1e-6,
+                                           "params": {"label_column": "y", "epsilon": 1.0, "delta": 1e-6,
                                                       "iterations": 3, "log10_lambda": [-3.0, -1.0]}})
-    assert job.status_code == 422 and "not one of the 0/1 label columns the curator approved" in job.json()["detail"]
+    # 'y' is numeric (the measured column) but not an approved label: refused by public facts alone
+    assert job.status_code == 422 and "label_column 'y' is not one of the 0/1 label columns the curator approved" \
+        in job.json()["detail"]
+
+
+def test_a_command_without_a_token_names_the_variable_and_the_file_serve_wrote(tmp_path):
+    from typer.testing import CliRunner
+
+    from curator_service.cli import app
+
+    result = CliRunner().invoke(app, ["queries", "pending"], env={"POBO_ADMIN_TOKEN": "", "XDG_DATA_HOME": str(tmp_path),
+                                                                   "COLUMNS": "200"})
+    assert result.exit_code == 2
+    said = flat(result.stderr)
+    assert "no admin token: set POBO_ADMIN_TOKEN to the admin token (or pass --token)" in said
+    assert f"wrote one to {tmp_path / 'pobo-curator' / 'admin_token'}" in said

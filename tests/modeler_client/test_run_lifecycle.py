@@ -129,6 +129,11 @@ def test_z_is_named_by_the_features_under_the_identity_projection(curator, lab):
     frame = release.to_dataframe()
     assert list(frame.columns) == ["dose", "age"] and frame.shape == (30, 2)
     assert release.describe()["evaluator_kind"] == "manual"
+    shown = runner.invoke(app, ["info", "--release", str(release.id)], env={"POBO_URL": curator.url,
+                                                                            "POBO_TOKEN": lab["token"]})
+    text = said(shown.output)
+    assert "measured by hand in a lab: a query stays pending until someone measures the row" in text
+    assert "features dose, age" in text
 
 
 def test_optunas_ask_and_tell_names_drive_pobos_gp_ucb(curator, bowl, tmp_path):
@@ -170,3 +175,8 @@ def test_plot_importance_ranks_the_feature_the_answers_depend_on(curator, tmp_pa
     assert [row[0] for row in ranked][0] == "pressure" and ranked[0][1] == "1.00"
     assert all(float(row[1]) < 0.5 for row in ranked[1:])
     assert (tmp_path / "run-importance.png").read_bytes()[:4] == b"\x89PNG"
+    from modeler_client.notebook import importance_figure
+
+    figure = importance_figure(RemoteRelease(ModelerClient(curator.url, token), release.id), RunRecord.load(out))
+    [axes] = figure.axes
+    assert [label.get_text() for label in axes.get_yticklabels()][-1] == "pressure"  # the longest bar on top
