@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from curator_service.settings import MAX_RELEASE_WAIT_SECONDS
 from shared.api.errors import ApiError
-from shared.api.governance import KeyCreateWithPolicy
+from shared.api.governance import CannotMeasure, Correction, KeyCreateWithPolicy, LabQuery
 from shared.api.http_client import ApiClient
 from shared.api.schemas import (
     API_PREFIX,
@@ -244,6 +244,11 @@ class CuratorAdmin:
         with self.admin() as api:
             return api.get(f"{API_PREFIX}/sessions/{session_id}/queries", model=QueryList)
 
+    def session_lab_queries(self, session_id: int) -> list[LabQuery]:
+        """The session's queries with each row's identifier (the MRN, or the file row) and file row."""
+        with self.admin() as api:
+            return _list(api, f"{API_PREFIX}/sessions/{session_id}/lab-queries", LabQuery)
+
     def pending_queries(self, dataset_id: int | None = None) -> PendingQueryList:
         with self.admin() as api:
             params = None if dataset_id is None else {"dataset_id": dataset_id}
@@ -252,6 +257,15 @@ class CuratorAdmin:
     def answer_query(self, query_id: int, value: float) -> QueryResult:
         with self.admin() as api:
             return api.post(f"{API_PREFIX}/queries/{query_id}/answer", {"value": value}, model=QueryResult)
+
+    def correct_query(self, query_id: int, body: Correction) -> QueryResult:
+        """Replaces a manual answer (or a "cannot measure"); the session's lab notes keep the old value and reason."""
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/queries/{query_id}/correct", body, model=QueryResult)
+
+    def cannot_measure(self, query_id: int, body: CannotMeasure) -> QueryResult:
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/queries/{query_id}/cannot-measure", body, model=QueryResult)
 
     # --- jobs -----------------------------------------------------------------------------------------------
 

@@ -23,13 +23,13 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
-from rich.table import Table  # noqa: E402
 
 from demo_handoff import DemoTable, Handoff  # noqa: E402
 from modeler_client.client import ModelerClient  # noqa: E402
 from modeler_client.loop import RemoteGPUCB  # noqa: E402
 from modeler_client.plot import plot_runs  # noqa: E402
 from modeler_client.runfile import RunRecord, RunSettings  # noqa: E402
+from shared.terminal import print_table  # noqa: E402
 
 console = Console()
 
@@ -64,19 +64,13 @@ def run(handoff: Handoff, out_dir: Path) -> list[tuple[DemoTable, RunRecord]]:
 
 
 def show_table(results: list[tuple[DemoTable, RunRecord]]) -> None:
-    table = Table(
-        title="pobo demo: GP-UCB by a modeler who never sees the rows",
-        caption="diabetes: find the patient with the highest one-year disease progression; "
-        "synthetic-gp: regret in units of σ_y",
-    )
-    for column in ("dataset", "mechanism", "certified", "seeded", "ε", "r", "best", "optimum", "regret", "time s"):
-        text = column in ("dataset", "mechanism")  # these may wrap in a narrow terminal; the numbers may not
-        table.add_column(column, justify="left" if text else "right", no_wrap=not text,
-                         overflow="fold" if text else "ellipsis")
+    """The comparison: a boxed table on a wide terminal, plain aligned lines when piped or logged."""
+    columns = ["dataset", "mechanism", "certified", "seeded", "ε", "r", "best", "optimum", "regret", "time s"]
+    rows = []
     for info, record in results:
         release = record.release
         regret = record.simple_regret()
-        table.add_row(
+        rows.append([
             info.name,
             release.mechanism,
             "[green]yes[/]" if release.certified else "[bold red]NO[/]",
@@ -87,8 +81,11 @@ def show_table(results: list[tuple[DemoTable, RunRecord]]) -> None:
             f"{info.optimum:.4g}" if info.optimum is not None else "—",
             f"{regret[-1]:.3g}" if regret is not None else "—",
             f"{record.elapsed_seconds:.1f}",
-        )
-    console.print(table)
+        ])
+    print_table(console, columns, rows, title="pobo demo: GP-UCB by a modeler who never sees the rows",
+                caption="diabetes: find the patient with the highest one-year disease progression; "
+                        "synthetic-gp: regret in units of σ_y",
+                right={"ε", "r", "best", "optimum", "regret", "time s"})
     deltas = ", ".join(sorted({f"{record.release.delta:g}" for _, record in results}))
     console.print(
         "[bold red]po-gp-ucb is NOT differentially private[/]: its release is an affine image of the data "

@@ -40,8 +40,8 @@ def main() -> None:
         proposer = OptunaProposer(release.Z, seed=args.seed)
         record = run_batched(session, proposer)
     best = proposer.study.best_trial
-    print(f"{len(proposer.study.trials)} trials; best {record.best().value:.6g} at row {best.user_attrs['row']} "
-          f"(z = {[round(v, 3) for v in best.params.values()]}); run file {args.out}")
+    print(f"{len(proposer.study.trials)} trials for {len(record.queries)} queries; best {record.best().value:.6g} at "
+          f"row {best.user_attrs['row']} (z = {[round(v, 3) for v in best.params.values()]}); run file {args.out}")
 
 
 if __name__ == "__main__":

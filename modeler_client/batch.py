@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -52,6 +53,42 @@ class Proposer(Protocol):
 
     def exclude(self, index: int) -> None:
         """Never propose this row again (the curator could not measure it; asking again is charged again)."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A proposed row, as Optuna's ``study.ask()`` returns a trial: ``index`` is the row to query, ``number`` counts
+    the study's trials from 0."""
+
+    number: int
+    index: int
+
+
+class Study:
+    """Optuna's ask/tell names over any :class:`Proposer`: ``trial = study.ask()``, query ``trial.index``, then
+    ``study.tell(trial, value)`` (``None``: the curator could not measure the row; values oriented, larger is better).
+    Trials asked and not yet told are pending, so several asks in a row give a batch (GP-BUCB hallucinates them).
+    The proposer's own ``ask(q, pending)`` / ``tell(index, value)`` are the batch form :func:`run_batched` drives."""
+
+    def __init__(self, proposer: Proposer) -> None:
+        self.proposer = proposer
+        self.trials: list[Trial] = []
+        self._open: dict[int, Trial] = {}
+
+    def ask(self) -> Trial:
+        [index] = self.proposer.ask(1, [trial.index for trial in self._open.values()])
+        trial = Trial(number=len(self.trials), index=int(index))
+        self.trials.append(trial)
+        self._open[trial.number] = trial
+        return trial
+
+    def tell(self, trial: Trial, value: float | None) -> None:
+        if self._open.pop(trial.number, None) is None:
+            raise ValueError(f"trial {trial.number} was not asked by this study or was told already")
+        if value is None or not math.isfinite(value):
+            self.proposer.exclude(trial.index)
+        else:
+            self.proposer.tell(trial.index, float(value))
 
 
 def gp_bucb(ucb: GPUCB, q: int, pending: Sequence[int] = (), *, inflate: bool = True) -> list[int]:
@@ -180,6 +217,5 @@ def run_batched(
             break
         tell(session.wait(until="any" if settings.asynchronous else "all"))
         report("answered", record)
-    record.finished = True
-    session.save()
+    session.close()
     return record

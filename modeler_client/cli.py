@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from modeler_client.commands import dp_bo, dp_tune, dpareto, info, plot, run
+from modeler_client.commands import dp_bo, dp_tune, dpareto, info, plot, run, sessions
 
 app = typer.Typer(
     name="pobo-modeler",
@@ -20,6 +20,7 @@ app = typer.Typer(
 run.register(app)
 plot.register(app)
 info.register(app)
+sessions.register(app)
 dp_bo.register(app)
 dp_tune.register(app)
 dpareto.register(app)

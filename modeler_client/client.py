@@ -113,6 +113,18 @@ class ModelerClient:
     def close_session(self, session_id: int) -> SessionOut:
         return self.api.post(f"{API_PREFIX}/sessions/{session_id}/close", {}, model=SessionOut, idempotent=True)
 
+    def reopen_session(self, session_id: int) -> SessionOut:
+        return self.api.post(f"{API_PREFIX}/sessions/{session_id}/reopen", {}, model=SessionOut, idempotent=True)
+
+    def reopen_if_closed(self, session_id: int) -> None:
+        """A run with queries left continues in its own session, which it closed when it last ended."""
+        if self.session(session_id).status == "closed":
+            self.reopen_session(session_id)
+
+    def sessions(self) -> list[SessionOut]:
+        """This key's sessions, oldest first."""
+        return [SessionOut.model_validate(item) for item in self.api.get(f"{API_PREFIX}/sessions")]
+
     def query(self, session_id: int, indices: Iterable[int], *, request_id: str | None = None) -> list[QueryResult]:
         """Ask for the measurements of rows ``indices``, in order.
 

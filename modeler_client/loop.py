@@ -133,9 +133,12 @@ class RemoteGPUCB:
     # --- steps ---------------------------------------------------------------------------------------
 
     def reconcile(self) -> None:
-        """Recover what the server stored but this run never recorded, then finish an in-flight query."""
+        """Recover what the server stored but this run never recorded (and every answer the curator changed since,
+        each reported as a ``corrected`` event), then finish an in-flight query."""
         record = self.record
         recovered = record.merge(self.client.queries(record.session_id))
+        for change in record.take_changes():
+            self._emit("corrected", change)
         if record.in_flight is not None:
             flight = record.in_flight
             results = self.client.query(record.session_id, flight.indices, request_id=flight.request_id)
@@ -178,6 +181,8 @@ class RemoteGPUCB:
                 f"{record.release.dim}"
             )
         self._emit("started", f"{len(record.queries)} of {record.settings.iterations} queries already made")
+        if not record.complete():
+            self.client.reopen_if_closed(record.session_id)
         self.reconcile()
         self.wait_for_pending()
         last_fit = record.hyperparameter_history[-1] if record.hyperparameter_history else None
@@ -204,5 +209,7 @@ class RemoteGPUCB:
             self.wait_for_pending()
         record.finished = True
         self._save()
-        self._emit("finished")
+        self.client.close_session(record.session_id)
+        self._emit("finished", record.summary())
         return record
+

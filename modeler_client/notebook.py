@@ -1,4 +1,5 @@
-"""A progress bar that works in Jupyter and in a plain terminal, for runs driven from Python.
+"""A progress bar that works in Jupyter and in a plain terminal, for runs driven from Python, and the parameter
+importance of a run as a figure (:func:`importance_figure`).
 
 In a notebook it is one HTML bar updated in place (``IPython.display`` with a display id, no widget extension
 needed); elsewhere one text line per update. Pass it as the ``on_event`` of :class:`modeler_client.loop.RemoteGPUCB`
@@ -10,7 +11,16 @@ from __future__ import annotations
 import html
 import sys
 
+from modeler_client.importance import parameter_importance
+from modeler_client.plot import figure_importance, run_title
+from modeler_client.remote import RemoteRelease
 from modeler_client.runfile import RunRecord
+
+
+def importance_figure(release: RemoteRelease, record: RunRecord):
+    """The bar chart of :func:`modeler_client.plot.figure_importance` for ``record``'s answers on ``release``'s
+    inputs (shown inline when it is a cell's result)."""
+    return figure_importance(parameter_importance(release.Z, record), run_title([record]))
 
 
 def in_notebook() -> bool:

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln
 
+from modeler_client.importance import Importance
 from modeler_client.runfile import RunRecord
 
 
@@ -123,3 +124,17 @@ def plot_runs(records: Sequence[RunRecord], out: str | Path, **options) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     figure_runs(records, **options).savefig(out, dpi=110)
     return out
+
+
+def figure_importance(importance: Importance, title: str = "") -> Figure:
+    """A horizontal bar per released coordinate: its relative importance (1 / ARD lengthscale, largest = 1)."""
+    order = np.argsort(importance.relative)
+    fig = Figure(figsize=(6.4, 0.9 + 0.32 * len(order)))
+    ax = fig.add_subplot()
+    ax.barh([importance.names[j] for j in order], [importance.relative[j] for j in order], color="C0")
+    what = "feature" if importance.per_feature else "released coordinate (mixes the features)"
+    ax.set(xlabel="relative importance: 1 / ARD lengthscale, largest = 1", xlim=(0, 1.05),
+           title=(title + "\n" if title else "") + f"Importance per {what}, from {importance.observations} answers")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -80,13 +80,22 @@ class RemoteRelease:
             self._Z = Z
         return self._Z
 
+    @property
+    def columns(self) -> list[str]:
+        """Z's column names: the dataset's feature names under the identity projection (each coordinate is that
+        feature, scaled and noised), else ``z0 … z{dim-1}`` (mixtures of every feature)."""
+        m = self.metadata
+        if m.projection == "identity" and len(m.feature_columns) == m.dim:
+            return list(m.feature_columns)
+        return [f"z{j}" for j in range(m.dim)]
+
     def to_dataframe(self):
-        """Z as a pandas DataFrame: columns ``z0 … z{dim-1}``, index = the row index a query sends."""
+        """Z as a pandas DataFrame: columns :attr:`columns`, index = the row index a query sends."""
         try:
             import pandas as pd
         except ImportError as exc:  # optional extra
             raise ImportError("to_dataframe needs pandas: pip install 'pobo[pandas]'") from exc
-        frame = pd.DataFrame(self.Z, columns=[f"z{j}" for j in range(self.dim)])
+        frame = pd.DataFrame(self.Z, columns=self.columns)
         frame.index.name = "index"
         return frame
 
@@ -96,7 +105,27 @@ class RemoteRelease:
         return dict(
             release_id=m.id, mechanism=m.mechanism, certified=m.certified, epsilon=m.epsilon, delta=m.delta,
             n=m.n, dim=m.dim, noise_std=m.noise_std, measurement_noise_std=m.measurement_noise_std, goal=m.goal,
+            columns=self.columns, evaluator_kind=m.evaluator_kind,
+            measurement=None if m.measurement is None else m.measurement.model_dump(),
         )
+
+
+def row_indices(indices: Iterable[object], n: int) -> list[int]:
+    """``indices`` as row numbers of a release of ``n`` rows, or a ValueError saying which one is not: a query names
+    a row by its whole number from 0 to n − 1, never a fraction (1.5 is no row) or a count from the end (−1)."""
+    rows = []
+    for index in indices:
+        number = index.item() if isinstance(index, np.generic) else index
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            raise ValueError(f"index {index!r} is not a row number; give whole numbers from 0 to {n - 1}")
+        if isinstance(number, float) and not number.is_integer():
+            raise ValueError(f"index {index!r} is not a whole number; a row index is one of 0, 1, …, {n - 1} (round "
+                             "or choose the row you mean)")
+        if not 0 <= number < n:
+            raise ValueError(f"index {int(number)} is out of range: the release has {n} rows, numbered 0 to {n - 1} "
+                             "(negative indices do not count from the end)")
+        rows.append(int(number))
+    return rows
 
 
 def previous_answers(client: ModelerClient, session_ids: Iterable[int]) -> dict[int, deque[tuple[int, QueryResult]]]:
@@ -138,6 +167,7 @@ class RemoteSession:
         self._clock_start = time.monotonic()
         self._elapsed_before = record.elapsed_seconds
         self._reusable = self._unused_previous_answers(reuse_from)
+        self.changes: list[str] = []
 
     @classmethod
     def start(cls, client: ModelerClient, release_id: int, path: str | Path, settings: RunSettings, **options) -> RemoteSession:
@@ -157,6 +187,23 @@ class RemoteSession:
         remote = cls(client, RunRecord.load(path), path, **options)
         remote.reconcile()
         return remote
+
+    @classmethod
+    def rebuild(cls, client: ModelerClient, session_id: int, path: str | Path, settings: RunSettings | None = None,
+                **options) -> RemoteSession:
+        """A run file for server session ``session_id`` (one of this key's) rebuilt from what the server keeps: the
+        release and every query in order with its answer, written to ``path``. The server keeps no GP settings:
+        ``settings`` (default: T = the queries made) apply from now on."""
+        info = client.session(session_id)
+        results = client.queries(session_id)
+        record = RunRecord(
+            run_id=uuid.uuid4().hex, url=client.url, release_id=info.release_id, session_id=session_id,
+            release=client.release(info.release_id), settings=settings or RunSettings(iterations=max(len(results), 1)),
+        )
+        record.merge(results)
+        record.finished = record.complete()
+        record.save(path)
+        return cls(client, record, path, **options)
 
     @classmethod
     def open(cls, client: ModelerClient, release_id: int, path: str | Path, settings: RunSettings, **options) -> RemoteSession:
@@ -182,9 +229,13 @@ class RemoteSession:
 
     def reconcile(self) -> int:
         """Record answers the server stored but the run file missed, and re-send an in-flight request with
-        its ``request_id`` (the server returns the stored results, uncharged). Returns how many were new."""
+        its ``request_id`` (the server returns the stored results, uncharged). Returns how many were new; every
+        answer the curator changed since the run file recorded it is added to :attr:`changes` as a sentence."""
         record = self.record
+        if not record.complete():
+            self.client.reopen_if_closed(record.session_id)
         recovered = record.merge(self.client.queries(record.session_id))
+        self.changes += record.take_changes()
         if record.in_flight is not None:
             flight = record.in_flight
             results = self.client.query(record.session_id, flight.indices, request_id=flight.request_id)
@@ -208,8 +259,9 @@ class RemoteSession:
         return query
 
     def submit(self, indices: Sequence[int]) -> list[QueryRecord]:
-        """Ask for rows ``indices``: reusable earlier answers first, the rest in one charged request."""
-        indices = [int(i) for i in indices]
+        """Ask for rows ``indices``: reusable earlier answers first, the rest in one charged request. Each index must
+        be a whole number from 0 to n − 1 (:func:`row_indices`); nothing is sent otherwise."""
+        indices = row_indices(indices, self.record.release.n)
         if not indices:
             return []
         out: dict[int, QueryRecord] = {}

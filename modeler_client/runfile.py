@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from shared.api.schemas import QueryResult, ReleaseOut
 from shared.regret import best_so_far, simple_regret
@@ -108,6 +108,7 @@ class RunRecord(_Model):
     updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     elapsed_seconds: float = 0.0
     finished: bool = False
+    _changes: list[str] = PrivateAttr(default_factory=list)
 
     # --- derived ------------------------------------------------------------------------------------
 
@@ -124,6 +125,31 @@ class RunRecord(_Model):
     def unmeasurable(self) -> list[QueryRecord]:
         """Queries the curator could not measure (charged once, never answered)."""
         return [q for q in self.queries if q.status == "unmeasurable"]
+
+    def complete(self) -> bool:
+        """All T queries made and none pending: ``run`` has nothing left to do."""
+        return len(self.queries) >= self.settings.iterations and not self.pending() and self.in_flight is None
+
+    def summary(self) -> str:
+        """One sentence: queries made of T, how many measured, any the curator could not measure, the best."""
+        unmeasurable = self.unmeasurable()
+        text = f"{len(self.queries)} of T = {self.settings.iterations} queries made, {len(self.done())} measured"
+        if unmeasurable:
+            rows = ", ".join(str(q.index) for q in unmeasurable)
+            text += (f", {len(unmeasurable)} the curator could not measure (row{'s' if len(unmeasurable) > 1 else ''} "
+                     f"{rows}: charged, no value)")
+        if self.pending():
+            text += f", {len(self.pending())} still pending"
+        best = self.best()
+        if best is not None:
+            text += f"; best {best.value:.6g} at row {best.index} ({self.goal})"
+        return text
+
+    def take_changes(self) -> list[str]:
+        """Sentences for every answer the curator changed after this run recorded it (a corrected value, a row
+        measured after all), since the last call; :meth:`merge` collects them."""
+        changes, self._changes = self._changes, []
+        return changes
 
     def best_so_far(self) -> np.ndarray:
         """Best measured value after each answered query (max, or min for a ``minimize`` goal)."""
@@ -176,6 +202,8 @@ class RunRecord(_Model):
         for result in results:
             record = known.get(result.query_id)
             if record is not None:
+                if record.status != "pending" and (record.status, record.value) != (result.status, result.value):
+                    self._changes.append(_change(record, result))
                 record.status, record.value = result.status, result.value
                 continue
             number = iteration if iteration is not None else len(self.queries) + 1
@@ -217,3 +245,16 @@ class RunRecord(_Model):
         if raw.get("format") != RUN_FORMAT:
             raise ValueError(f"{path} is not a pobo run file (format {raw.get('format')!r}, expected {RUN_FORMAT!r})")
         return cls.model_validate(raw)
+
+
+def _change(before: QueryRecord, after: QueryResult) -> str:
+    """What the curator changed in an answer this run had recorded, in a sentence."""
+    where = f"query {before.query_id} (row {before.index})"
+    if before.status == "done" and after.status == "done":
+        return (f"{where}: its value was corrected from {before.value:.6g} to {after.value:.6g} by the curator; the "
+                f"run uses {after.value:.6g} from now on")
+    if before.status == "unmeasurable" and after.status == "done":
+        return f"{where}, once 'cannot measure', was measured by the curator after all: {after.value:.6g}"
+    old = before.status if before.value is None else f"{before.status} {before.value:.6g}"
+    new = after.status if after.value is None else f"{after.status} {after.value:.6g}"
+    return f"{where} changed from {old} to {new} by the curator"

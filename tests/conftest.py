@@ -1,6 +1,7 @@
 """Fixtures shared by the whole suite, and the suite's one Dask cluster for jobs."""
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -81,3 +82,29 @@ def postgres_url():
     if not url:
         pytest.skip("POBO_TEST_POSTGRES_URL is not set; .ci/run starts a PostgreSQL server and sets it")
     return url
+
+
+def aligned_table(output: str, header: list[str]) -> list[list[str]]:
+    """The rows of the plain table under the line naming ``header`` (cells two or more spaces apart): each row one
+    line with one cell per column, each cell beginning where its header begins (left) or ending where it ends
+    (right), so no column is narrower than its header."""
+    lines = output.splitlines()
+    [start] = [k for k, line in enumerate(lines) if re.split(r"\s{2,}", line.strip()) == header]
+    head = lines[start]
+    bounds, at = [], 0
+    for name in header:
+        at = head.index(name, at)
+        bounds.append((at, at + len(name)))
+        at += len(name)
+    rows = []
+    for line in lines[start + 1:]:
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) != len(header):
+            break
+        at = 0
+        for cell, (begin, end) in zip(cells, bounds):
+            at = line.index(cell, at)
+            assert at == begin or at + len(cell) == end, (line, cell, head)
+            at += len(cell)
+        rows.append(cells)
+    return rows

@@ -16,7 +16,8 @@ from curator_service.admin_client import CuratorAdmin
 from curator_service.errors import validation_sentence
 from curator_service.settings import ADMIN_TOKEN_FILE, default_data_dir
 from shared.api.errors import ApiError
-from shared.api.schemas import FeatureStep, NeighbouringStep
+from shared.api.scaling import step_line
+from shared.api.schemas import NeighbouringStep
 from shared.terminal import print_table, to_csv
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -143,15 +144,6 @@ def single(item: BaseModel, as_json: bool, columns: Sequence[str], title: str,
         print_json(item)
         return False
     return listing([item], False, columns, title, format_cell)
-
-
-def step_line(feature: FeatureStep) -> str:
-    """What the guarantee hides along one feature, in the feature's own units and plain words."""
-    if feature.covers_range:
-        return f"{feature.feature}: any change within its public range (width {feature.public_range:.3g}) is hidden"
-    of_range = "" if feature.public_range is None else f" (its public range is {feature.public_range:.3g} wide)"
-    return (f"{feature.feature}: a change of up to {feature.raw_extent:.3g} in the file's units is hidden{of_range}; "
-            "a larger one is not")
 
 
 def show_step(what: str, step: NeighbouringStep | None) -> None:

@@ -11,6 +11,7 @@ import typer
 from curator_service.cli.common import (
     DEFAULT_URL,
     USAGE_ERROR,
+    Csv,
     Json,
     Token,
     Url,
@@ -25,6 +26,7 @@ from curator_service.cli.common import (
     show_step,
     split,
 )
+from curator_service.cli.queries import measure_cell
 from curator_service.cli.releases import (
     DEFAULT_RELEASE_DELTA,
     RELEASE_FLAGS,
@@ -46,7 +48,9 @@ SPEC_FLAGS = {"name": "--name", "feature_columns": "--features", "evaluator": "-
               "evaluator.column": "--evaluator column:<name>", "evaluator.target": "--evaluator python:<target>",
               "evaluator.noise_std": "--noise-std", "budget": "--epsilon", "budget.epsilon": "--epsilon",
               "budget.delta": "--delta", "goal": "--goal", "scaling": "--lower/--upper or --identity",
-              "scaling.lower": "--lower", "scaling.upper": "--upper", "scaling.diameter": "--diameter"}
+              "scaling.lower": "--lower", "scaling.upper": "--upper", "scaling.diameter": "--diameter",
+              "measurement.quantity": "--measure", "measurement.unit": "--unit",
+              "measurement.expected_delay_hours": "--expected-delay-hours", "label_columns": "--label-columns"}
 BUDGET_FLAGS = {"epsilon": "--epsilon", "delta": "--delta", "reason": "--reason"}
 PLAN_FLAGS = {**RELEASE_FLAGS, "epsilons": "--epsilon", "width": "--width", "simulate_runs": "--simulate",
               "queries": "--queries"}
@@ -61,9 +65,16 @@ def _evaluator(text: str, noise_std: float) -> dict[str, Any]:
 
 def _spec(name: str | None, features: str | None, evaluator: str | None, noise_std: float, epsilon: float | None,
           delta: float, goal: str, lower: str | None, upper: str | None, diameter: float, identity: bool,
-          spec_file: Path | None) -> dict[str, Any]:
+          spec_file: Path | None, measurement: dict[str, Any], label_columns: str | None) -> dict[str, Any]:
     """The dataset spec from ``--spec`` (a JSON file) overridden by the individual options."""
     spec: dict[str, Any] = json.loads(spec_file.read_text()) if spec_file else {}
+    if measurement.get("quantity") is not None:
+        spec["measurement"] = {name: value for name, value in measurement.items() if value is not None}
+    elif any(value is not None for value in measurement.values()):
+        fail("--unit and --expected-delay-hours describe a quantity: give --measure too (e.g. --measure HbA1c)",
+             USAGE_ERROR)
+    if label_columns:
+        spec["label_columns"] = split(label_columns)
     if name:
         spec["name"] = name
     if features:
@@ -102,6 +113,13 @@ def dataset_add(
                                             "neighbouring step a whole record.")] = 1.0,
     identity: Annotated[bool, typer.Option(help="Use the features as given: no clipping, one neighbouring step is "
                                            "one raw unit (hides far less than a record).")] = False,
+    measure: Annotated[str | None, typer.Option(help="What is measured, in public words shown to the lab and to "
+                                                "modelers (e.g. HbA1c).")] = None,
+    unit: Annotated[str | None, typer.Option(help="The measurement's unit (e.g. mmol/mol).")] = None,
+    expected_delay_hours: Annotated[float | None, typer.Option(help="How long a measurement usually takes, in hours "
+                                                               "(the lab's turnaround; told to modelers).")] = None,
+    label_columns: Annotated[str | None, typer.Option(help="0/1 columns jobs may name as labels (public names), "
+                                                      "comma-separated.")] = None,
     spec: Annotated[Path | None, typer.Option(help="A JSON DatasetSpec; the options above override it.")] = None,
     on_server: Annotated[bool, typer.Option(help="CSV is a path on the server: register it without uploading.")] = False,
     as_json: Json = False,
@@ -109,7 +127,9 @@ def dataset_add(
     token: Token = "",
 ) -> None:
     """Register a dataset."""
-    values = _spec(name, features, evaluator, noise_std, epsilon, delta, goal, lower, upper, diameter, identity, spec)
+    measurement = {"quantity": measure, "unit": unit, "expected_delay_hours": expected_delay_hours}
+    values = _spec(name, features, evaluator, noise_std, epsilon, delta, goal, lower, upper, diameter, identity, spec,
+                   measurement, label_columns)
     if on_server:
         from_path = build(DatasetFromPath, {**values, "path": str(csv)}, SPEC_FLAGS)
     else:
@@ -122,25 +142,33 @@ def dataset_add(
     _show_datasets(out, "registered", as_json)
 
 
-def _show_datasets(datasets: DatasetOut | list[DatasetOut], title: str, as_json: bool) -> None:
+def _show_datasets(datasets: DatasetOut | list[DatasetOut], title: str, as_json: bool, as_csv: bool = False) -> None:
     """A table of datasets and their neighbouring steps, or JSON (an object for one, a list for a listing)."""
     if as_json:
         print_json(datasets)
         return
     datasets = [datasets] if isinstance(datasets, DatasetOut) else datasets
-    rows = [{**d.model_dump(mode="json"), "features": ", ".join(d.feature_columns),
-             "ε spent / total": f"{d.budget.spent_epsilon:.4g} / {d.budget.total_epsilon:.4g}",
-             "δ spent / total": f"{d.budget.spent_delta:.3g} / {d.budget.total_delta:.3g}"} for d in datasets]
-    show(rows, ["id", "name", "n", "d", "features", "evaluator_kind", "ε spent / total", "δ spent / total"], title)
+    rows = [{**d.model_dump(mode="json"), "measured": d.evaluator_kind + (f": {measure_cell(d.measurement)}"
+                                                                          if d.measurement else ""),
+             "ε spent / total": f"{d.budget.spent_epsilon:.3g} / {d.budget.total_epsilon:.3g}",
+             "δ spent / total": f"{d.budget.spent_delta:.2g} / {d.budget.total_delta:.2g}"} for d in datasets]
+    show(rows, ["id", "name", "n", "d", "measured", "goal", "ε spent / total", "δ spent / total"], title,
+         as_csv=as_csv)
+    if as_csv:
+        return
     for dataset in datasets:
+        console.print(f"dataset {dataset.id} features: {', '.join(dataset.feature_columns)}", highlight=False)
+        if dataset.label_columns:
+            console.print(f"dataset {dataset.id} label columns (0/1, public): {', '.join(dataset.label_columns)}",
+                          highlight=False)
         show_step(f"dataset {dataset.id}", dataset.neighbouring_step)
 
 
 @dataset_app.command("list")
-def dataset_list(as_json: Json = False, url: Url = DEFAULT_URL, token: Token = "") -> None:
+def dataset_list(as_json: Json = False, as_csv: Csv = False, url: Url = DEFAULT_URL, token: Token = "") -> None:
     """List datasets with their budgets."""
     with curator(url, token) as admin:
-        _show_datasets(admin.datasets(), "datasets", as_json)
+        _show_datasets(admin.datasets(), "datasets", as_json, as_csv)
 
 
 @dataset_app.command("show")
@@ -207,28 +235,34 @@ def plan(
 
 
 def _show_plan(out: PlanOut) -> None:
-    n = out.n
+    n, width = out.n, out.width
     rows = []
     for row in out.rows:
         measurements = row.parameters.measurements
         multiple = row.random_search_multiple
         rows.append({
-            "ε": row.epsilon, "μ": row.mu, "input σ": row.parameters.noise_std,
-            "σ_y": measurements.noise_std if measurements else None, "noise / spread": row.noise_to_spread,
-            "random search per query": (f"at most {multiple:.3g}×" if multiple < 0.999 * n
-                                        else f"at most {n}× (says nothing)"),
-            "regret": None if row.regret is None else f"{row.regret:.3f} ± {row.regret_stderr:.3f}",
+            "ε": f"{row.epsilon:g}", "μ": f"{row.mu:.2g}",
+            "input noise σ": f"{row.parameters.noise_std:.2g} ({row.parameters.noise_std / width:.0%} of a range)",
+            "measurement noise σ_y": "-" if measurements is None else f"{measurements.noise_std:.2g}",
+            "noise / spread": f"{row.noise_to_spread:.2g}",
+            "vs random search": (f"≤ {multiple:.2g}× per query" if multiple < 0.999 * n else "no bound"),
+            "regret (σ of y)": "-" if row.regret is None else f"{row.regret:.2f} ± {row.regret_stderr:.2f}",
         })
     first = out.rows[0].parameters
-    show(rows, ["ε", "μ", "input σ", "σ_y", "noise / spread", "random search per query", "regret"],
-         f"plan for dataset {out.dataset_id} (n = {n}, d = {out.d}, width {out.width:.4g}, δ = {out.delta:g}, "
-         f"r = {first.dim}, {first.projection})")
-    console.print(f"the bound: {out.assumptions}")
-    console.print(f"the bound covers {out.bound_covers}")
+    show(rows, list(rows[0]),
+         f"plan for dataset {out.dataset_id} (n = {n}, d = {out.d}, each scaled feature in [0, {width:.3g}], "
+         f"δ = {out.delta:g}, r = {first.dim}, {first.projection})")
+    console.print("input noise σ: added to every released coordinate, in scaled units (a feature's range is "
+                  f"[0, {width:.3g}]); measurement noise σ_y: in the measurement's own unit; vs random search: how "
+                  "many times a random guess's chance any modeler can have of first hitting a target row per query; "
+                  "regret: simulated distance from the best row's value, in standard deviations of the measured "
+                  "values (0 = found it)", highlight=False)
+    console.print(f"the bound: {out.assumptions}", highlight=False)
+    console.print(f"the bound covers {out.bound_covers}", highlight=False)
     if out.random_search_regret is not None:
         half = out.half_gap_epsilon
         console.print(f"simulated on {out.simulate_runs} stand-in table(s) of the same n, d and public box, "
-                      f"{out.queries} queries: random search {out.random_search_regret:.3f}, non-private "
-                      f"GP-UCB {out.non_private_regret:.3f}; half the gap is forecast at "
-                      + (f"ε = {half:g}" if half is not None else "no planned ε (plan larger ones)"))
+                      f"{out.queries} queries: random search {out.random_search_regret:.2f}, non-private "
+                      f"GP-UCB {out.non_private_regret:.2f} (σ of y); half the gap is forecast at "
+                      + (f"ε = {half:g}" if half is not None else "no planned ε (plan larger ones)"), highlight=False)
     console.print("nothing was charged and no row was read")

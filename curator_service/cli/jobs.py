@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from curator_service.cli.common import DEFAULT_URL, Json, Token, Url, console, curator, listing, single
+from curator_service.cli.common import DEFAULT_URL, Csv, Json, Token, Url, console, curator, listing, single
 
 jobs_app = typer.Typer(help="Watch and cancel curator-side jobs.", no_args_is_help=True)
 
@@ -20,12 +20,13 @@ def jobs_list(
     status: Annotated[str | None, typer.Option(help="Only jobs in this status: queued, running, succeeded, failed "
                                                "or cancelled.")] = None,
     as_json: Json = False,
+    as_csv: Csv = False,
     url: Url = DEFAULT_URL,
     token: Token = "",
 ) -> None:
     """Every job with its status, progress and charge."""
     with curator(url, token, {"status": "--status"}) as admin:
-        listing(admin.jobs(status), as_json, JOB_COLUMNS, "jobs")
+        listing(admin.jobs(status), as_json, JOB_COLUMNS, "jobs", as_csv=as_csv)
 
 
 @jobs_app.command("show")

@@ -8,6 +8,7 @@ import typer
 
 from curator_service.cli.common import (
     DEFAULT_URL,
+    Csv,
     Json,
     Token,
     Url,
@@ -78,10 +79,10 @@ def key_create(
 
 
 @key_app.command("list")
-def key_list(as_json: Json = False, url: Url = DEFAULT_URL, token: Token = "") -> None:
+def key_list(as_json: Json = False, as_csv: Csv = False, url: Url = DEFAULT_URL, token: Token = "") -> None:
     """List keys with their scope, query budget and use (never their tokens)."""
     with curator(url, token) as admin:
-        listing(admin.keys(), as_json, KEY_COLUMNS, "keys", _key_cell)
+        listing(admin.keys(), as_json, KEY_COLUMNS, "keys", _key_cell, as_csv=as_csv)
 
 
 @key_app.command("revoke")

@@ -31,12 +31,13 @@ LEDGER_COLUMNS = ["id", "dataset_id", "kind", "epsilon", "delta", "purpose", "me
 def ledger(
     dataset: Annotated[int | None, typer.Option(help="Only this dataset.")] = None,
     as_json: Json = False,
+    as_csv: Csv = False,
     url: Url = DEFAULT_URL,
     token: Token = "",
 ) -> None:
     """The privacy ledger: every (ε, δ) spent or raised, for what, by whom."""
     with curator(url, token) as admin:
-        listing(admin.ledger(dataset), as_json, LEDGER_COLUMNS, "ledger")
+        listing(admin.ledger(dataset), as_json, LEDGER_COLUMNS, "ledger", _audit_cell, as_csv=as_csv)
 
 
 def _when(_column: str, value: Any) -> str:

@@ -10,51 +10,101 @@ import typer
 from curator_service.cli.common import (
     DEFAULT_URL,
     USAGE_ERROR,
+    Csv,
     Json,
     Token,
     Url,
+    build,
     console,
     curator,
     fail,
     listing,
     single,
 )
-from shared.api.governance import AnswersOut
-from shared.api.schemas import API_PREFIX
+from shared.api.governance import AnswersOut, CannotMeasure, Correction
+from shared.api.schemas import API_PREFIX, MeasurementSpec
 
-queries_app = typer.Typer(help="Manual measurements: list pending queries and answer them.", no_args_is_help=True)
+queries_app = typer.Typer(help="Manual measurements: list pending queries, answer, correct or mark them "
+                          "'cannot measure'.", no_args_is_help=True)
 
 
 def sessions(
     release: Annotated[int | None, typer.Option(help="Only this release's sessions.")] = None,
-    session: Annotated[int | None, typer.Option(help="Show this session's queries instead.")] = None,
+    session: Annotated[int | None, typer.Option(help="Show this session's queries instead, each row by its "
+                                                "identifier (e.g. the MRN).")] = None,
     as_json: Json = False,
+    as_csv: Csv = False,
     url: Url = DEFAULT_URL,
     token: Token = "",
 ) -> None:
     """Modeler sessions with their key's query budget, or (with --session) one session's queries in order."""
     with curator(url, token) as admin:
         if session is not None:
-            listing(admin.session_queries(session).queries, as_json, ["query_id", "index", "status", "value"],
-                    f"session {session}: queries")
+            listing(admin.session_lab_queries(session), as_json,
+                    ["query_id", "identifier", "row", "index", "status", "value"], f"session {session}: queries",
+                    as_csv=as_csv)
         else:
             listing(admin.sessions(release), as_json, ["id", "release_id", "status", "used", "max_queries"],
-                    "sessions (used / max_queries: the key's, over all its sessions)")
+                    "sessions (used / max_queries: the key's, over all its sessions)", as_csv=as_csv)
+
+
+def measure_cell(measurement: MeasurementSpec | None) -> str:
+    """What to measure, with its unit: ``HbA1c (mmol/mol)``."""
+    if measurement is None:
+        return "-"
+    return measurement.quantity + (f" ({measurement.unit})" if measurement.unit else "")
 
 
 @queries_app.command("pending")
 def queries_pending(
     dataset: Annotated[int | None, typer.Option(help="Only this dataset.")] = None,
     as_json: Json = False,
+    as_csv: Csv = False,
     url: Url = DEFAULT_URL,
     token: Token = "",
 ) -> None:
-    """Queries waiting for a manual measurement (measure row `row` of the file you registered)."""
+    """Queries waiting for a manual measurement: measure the row with this identifier (e.g. the MRN)."""
     with curator(url, token) as admin:
         pending = admin.pending_queries(dataset).queries
-    if listing(pending, as_json, ["query_id", "dataset_id", "row", "session_id", "release_id", "created_at"],
-               "pending queries"):
-        console.print("row: the row's number in the file you registered (1 = the first data row, after the header)")
+    if listing(pending, as_json, ["query_id", "identifier", "row", "measure", "dataset_id", "session_id", "created_at"],
+               "pending queries", as_csv=as_csv, extra=lambda q: {"measure": measure_cell(q.measurement)}):
+        console.print("identifier: the row's value in the dataset's identifier column (its file row when there is "
+                      "none); row: its number in the file you registered (1 = the first data row)", highlight=False)
+
+
+@queries_app.command("correct")
+def queries_correct(
+    query_id: Annotated[int, typer.Argument(help="The answered query's id.")],
+    value: Annotated[float, typer.Argument(help="The right value.")],
+    reason: Annotated[str, typer.Option(help="Why the answer changes (kept in the session's lab notes, never sent to "
+                                        "the modeler or the audit log).")],
+    as_json: Json = False,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Correct a manual answer (or give a value to a query marked "cannot measure")."""
+    flags = {"value": "VALUE", "reason": "--reason"}
+    body = build(Correction, {"value": value, "reason": reason}, flags)
+    with curator(url, token, flags) as admin:
+        out = admin.correct_query(query_id, body)
+    single(out, as_json, ["query_id", "status", "value"], "corrected (the old value and the reason are in the lab "
+           "notes)")
+
+
+@queries_app.command("cannot-measure")
+def queries_cannot_measure(
+    query_id: Annotated[int, typer.Argument(help="The pending query's id.")],
+    reason: Annotated[str, typer.Option(help="Why (kept in the session's lab notes).")],
+    as_json: Json = False,
+    url: Url = DEFAULT_URL,
+    token: Token = "",
+) -> None:
+    """Mark a pending query "cannot measure": it keeps its one charge and the modeler is told."""
+    flags = {"reason": "--reason"}
+    body = build(CannotMeasure, {"reason": reason}, flags)
+    with curator(url, token, flags) as admin:
+        out = admin.cannot_measure(query_id, body)
+    single(out, as_json, ["query_id", "status"], "marked cannot measure")
 
 
 @queries_app.command("answer")

@@ -72,6 +72,7 @@ class DatasetInfo:
     remaining_epsilon: float
     remaining_delta: float
     scaling: ScalingSpec
+    label_columns: tuple[str, ...] = ()
 
 
 @dataclass
@@ -173,10 +174,16 @@ def check_numeric_column(dataset: DatasetInfo | None, parameter: str, column: st
 
 
 def check_label_column(dataset: DatasetInfo | None, column: str) -> None:
-    """For ``cost``: the label column must be a numeric column of the dataset and not one of its features."""
+    """For ``cost``: the label column must be a numeric column of the dataset, not one of its features, and one of
+    the approved 0/1 label columns when the dataset names any (public facts only: never a row's value)."""
     check_numeric_column(dataset, "label_column", column)
-    if dataset is not None and column in dataset.feature_columns:
+    if dataset is None:
+        return
+    if column in dataset.feature_columns:
         raise ValueError("label_column must not be one of the feature columns")
+    if dataset.label_columns and column not in dataset.label_columns:
+        raise ValueError(f"label_column {column!r} is not one of the 0/1 label columns the curator approved for this "
+                         f"dataset: {', '.join(map(repr, dataset.label_columns))}")
 
 
 def binary_labels(table: RawTable, column: str) -> np.ndarray:

@@ -44,7 +44,7 @@ def dataset_info(session: Session, dataset: Dataset):
         numeric_columns=tuple(dataset.numeric_columns),
         feature_columns=tuple(dataset.feature_columns), evaluator=dict(dataset.evaluator),
         remaining_epsilon=status.remaining_epsilon, remaining_delta=status.remaining_delta,
-        scaling=ScalingSpec.model_validate(dataset.scaling),
+        scaling=ScalingSpec.model_validate(dataset.scaling), label_columns=tuple(dataset.label_columns or ()),
     )
 
 

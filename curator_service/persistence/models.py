@@ -66,6 +66,9 @@ class Dataset(Base):
     evaluator: Mapped[dict[str, Any]] = mapped_column(JSON)
     scaling: Mapped[dict[str, Any]] = mapped_column(JSON)
     goal: Mapped[str] = mapped_column(String(16))
+    # Public words for what is measured (MeasurementSpec), and the 0/1 columns a job may name as labels.
+    measurement: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    label_columns: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     budget_epsilon: Mapped[float] = mapped_column(Float)
     budget_delta: Mapped[float] = mapped_column(Float)
     table: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)

@@ -23,12 +23,12 @@ def list_audit_events(
     principal: Curator,
     offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
-    actor: Annotated[PlainText | None, Query(max_length=240,
-                                       description="Only this actor's events ('admin' or 'key:<id>:<name>').")] = None,
+    actor: Annotated[PlainText | None, Query(max_length=240, description="Only this actor's events ('admin' or "
+                                             "'key:<id>:<name>').")] = None,
     action: Annotated[PlainText | None, Query(max_length=64, description="Only actions starting with this ('key.' or "
-                                        "'key.revoke').")] = None,
-    target: Annotated[PlainText | None, Query(max_length=240, description="Only targets containing this ('dataset:1', "
-                                        "'query:12').")] = None,
+                                              "'key.revoke').")] = None,
+    target: Annotated[PlainText | None, Query(max_length=240, description="Only targets containing this "
+                                              "('dataset:1', 'query:12').")] = None,
     changes_only: Annotated[bool, Query(description="Hide reads (browsing datasets and the ledger, planning, "
                                         "released inputs fetched): only what changed something, and refusals.")] = False,
     order: Annotated[audit.Order, Query(description="'oldest' first (stable pages while events arrive) or 'newest' "

@@ -18,6 +18,7 @@ from shared.api.governance import (
     IdentifiedAnswers,
     IdentifierColumn,
     IdentifierColumnOut,
+    LabQuery,
     Worklist,
 )
 from shared.api.schemas import AnswerRequest, PendingQueryList, QueryResult
@@ -31,10 +32,10 @@ def list_pending_queries(
     principal: Curator,
     dataset_id: DatasetFilter = None,
 ) -> PendingQueryList:
-    """Manual-evaluator queries waiting for a measurement, with the file row to measure (the curator's number; never
-    shown to the modeler)."""
+    """Manual-evaluator queries waiting for a measurement, with the row to measure by its identifier (the MRN, or the
+    file row number) and what to measure (the curator's own numbers; never shown to the modeler)."""
     with request.app.state.db.read() as session:
-        return queries.pending_queries(session, request.app.state.tables, dataset_id)
+        return lab.identified_pending(session, request.app.state.tables, dataset_id)
 
 
 @router.post("/v1/queries/{query_id}/answer", response_model=QueryResult,
@@ -100,6 +101,15 @@ def correct_answer(request: Request, principal: Curator, query_id: QueryId, body
     audit log records only the query id."""
     with request.app.state.db.write() as session:
         return lab.correct(session, principal, query_id, body.value, body.reason)
+
+
+@router.get("/v1/sessions/{session_id}/lab-queries", response_model=list[LabQuery],
+            summary="A session's queries as the lab sees them: each row by its identifier (e.g. the MRN)")
+def session_lab_queries(request: Request, principal: Curator, session_id: SessionId) -> list[LabQuery]:
+    """The session's queries in order with the identifier and file row of each row asked for, its status and value.
+    Curator only: identifiers and file rows never reach a modeler."""
+    with request.app.state.db.read() as session:
+        return lab.session_rows(session, request.app.state.tables, session_id)
 
 
 @router.get("/v1/sessions/{session_id}/notes", response_model=list[lab.QueryNoteOut],

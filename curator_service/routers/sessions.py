@@ -144,3 +144,10 @@ def close_session(request: Request, principal: AnyRole, session_id: SessionId) -
     """Closes a session; no further queries are accepted in it."""
     with request.app.state.db.write() as session:
         return queries.close_session(session, principal, session_id)
+
+
+@router.post("/v1/sessions/{session_id}/reopen", response_model=SessionOut, summary="Reopen a closed session")
+def reopen_session(request: Request, principal: AnyRole, session_id: SessionId) -> SessionOut:
+    """Opens a closed session again, so that its run continues in it (a run closes its session when it ends)."""
+    with request.app.state.db.write() as session:
+        return queries.reopen_session(session, principal, session_id)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import Select, and_, case, func, literal, select
+from sqlalchemy import Row, Select, Subquery, and_, case, func, literal, select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import Prepared
@@ -67,35 +67,51 @@ class EventFilter:
         return statement
 
 
-def _runs(matching: Select) -> Select:
-    """Runs of consecutive identical events (same actor, action and target, next to each other in id order among the
-    matching ones) as one row each, with their count and their last id and time: the gaps-and-islands query, a run
-    starting wherever an event differs from the one before it (window functions: SQLite ≥ 3.25 and PostgreSQL)."""
+def _marked(matching: Select) -> Subquery:
+    """The matching events in one pass of window functions over id order (SQLite ≥ 3.25 and PostgreSQL), no
+    grouping: whether each starts a run (differs in actor, action or target from the matching event before it),
+    its position, and the id and time of the matching event before it (where a start's previous run ends)."""
     events = matching.subquery()
-    before = {name: func.lag(events.c[name]).over(order_by=events.c.id) for name in ("actor", "action", "target")}
+    ordered = {"order_by": events.c.id}
+    before = {name: func.lag(events.c[name]).over(**ordered) for name in ("actor", "action", "target")}
     same = and_(events.c.actor == before["actor"], events.c.action == before["action"],
                 events.c.target.is_not_distinct_from(before["target"]))
-    marked = select(events, case((same, 0), else_=1).label("starts")).subquery()
-    numbered = select(marked, func.sum(marked.c.starts).over(order_by=marked.c.id).label("run")).subquery()
-    return (select(func.min(numbered.c.id).label("id"), numbered.c.actor, numbered.c.action, numbered.c.target,
-                   func.min(numbered.c.created_at).label("created_at"), func.count().label("count"),
-                   func.max(numbered.c.id).label("last_id"), func.max(numbered.c.created_at).label("last_at"))
-            .group_by(numbered.c.run, numbered.c.actor, numbered.c.action, numbered.c.target))
+    return select(events, case((same, 0), else_=1).label("starts"),
+                  func.row_number().over(**ordered).label("position"),
+                  func.lag(events.c.id).over(**ordered).label("previous_id"),
+                  func.lag(events.c.created_at).over(**ordered).label("previous_at")).subquery()
 
 
-def _listed(which: EventFilter, grouped: bool) -> Select:
-    matching = which.select()
-    if grouped:
-        return _runs(matching)
-    return matching.add_columns(literal(1).label("count"), AuditRow.id.label("last_id"),
-                                AuditRow.created_at.label("last_at"))
+def _runs(marked: Subquery, matching: int, final: Row) -> Select:
+    """Each run of identical consecutive events as one row: its first event, its length and its last event, which
+    ends where the next run starts (the gaps-and-islands reading of :func:`_marked`); the last run ends at ``final``,
+    the last of the ``matching`` events."""
+    starts = select(marked).where(marked.c.starts == 1).subquery()
+
+    def following(column):
+        return func.lead(column).over(order_by=starts.c.id)
+
+    return select(starts.c.id, starts.c.actor, starts.c.action, starts.c.target, starts.c.created_at,
+                  (func.coalesce(following(starts.c.position), matching + 1) - starts.c.position).label("count"),
+                  func.coalesce(following(starts.c.previous_id), final.id).label("last_id"),
+                  func.coalesce(following(starts.c.previous_at),
+                                literal(final.created_at, AuditRow.created_at.type)).label("last_at"))
 
 
 def list_events(session: Session, which: EventFilter = EventFilter(), *, order: Order = "oldest", offset: int = 0,
                 limit: int = 1000, grouped: bool = False) -> list[AuditEvent]:
     """One page of the matching events, oldest or newest first; ``grouped``: each run of identical consecutive events
     as one (its first id and time, ``count``, ``last_id`` and ``last_at``), so a thousand page views read as one row."""
-    listed = _listed(which, grouped).subquery()
+    if grouped:
+        events = which.select().subquery()
+        matching, final_id = session.execute(select(func.count(), func.max(events.c.id))).one()
+        if not matching:
+            return []
+        final = session.execute(select(AuditRow.id, AuditRow.created_at).where(AuditRow.id == final_id)).one()
+        listed = _runs(_marked(which.select()), matching, final).subquery()
+    else:
+        listed = which.select().add_columns(literal(1).label("count"), AuditRow.id.label("last_id"),
+                                            AuditRow.created_at.label("last_at")).subquery()
     key = listed.c.id.desc() if order == "newest" else listed.c.id
     rows = session.execute(select(listed).order_by(key).offset(offset).limit(limit)).mappings().all()
     return [AuditEvent.model_validate(dict(row)) for row in rows]
@@ -103,4 +119,7 @@ def list_events(session: Session, which: EventFilter = EventFilter(), *, order: 
 
 def count_events(session: Session, which: EventFilter = EventFilter(), *, grouped: bool = False) -> int:
     """How many rows :func:`list_events` lists over all its pages (runs, when grouped)."""
-    return session.scalar(select(func.count()).select_from(_listed(which, grouped).subquery()))
+    if not grouped:
+        return session.scalar(select(func.count()).select_from(which.select().subquery()))
+    marked = _marked(which.select())
+    return session.scalar(select(func.count()).select_from(marked).where(marked.c.starts == 1))

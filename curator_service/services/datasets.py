@@ -198,6 +198,8 @@ def dataset_out(session: Session, dataset: Dataset) -> DatasetOut:
         scaling_kind=dataset.scaling["kind"],
         neighbouring_step=neighbouring_step(ScalingSpec.model_validate(dataset.scaling), dataset.feature_columns),
         budget=budget_status(session, dataset),
+        measurement=dataset.measurement,
+        label_columns=dataset.label_columns or [],
         created_at=dataset.created_at,
     )
 
@@ -222,6 +224,8 @@ def store_dataset(session: Session, principal: Principal, spec: DatasetSpec, tab
         evaluator=spec.evaluator.model_dump(),
         scaling=spec.scaling.model_dump(),
         goal=spec.goal,
+        measurement=None if spec.measurement is None else spec.measurement.model_dump(),
+        label_columns=list(spec.label_columns),
         budget_epsilon=spec.budget.epsilon,
         budget_delta=spec.budget.delta,
         table=table.encode(),

@@ -31,8 +31,8 @@ from curator_service.services.datasets import cached_table, csv_rows, invalid
 from curator_service.services.policy import Principal
 from curator_service.services.queries import pending_queries, post_answer, query_result
 from shared.api.errors import ApiError
-from shared.api.governance import AnswersOut, IdentifierColumnOut, WorkItem, Worklist
-from shared.api.schemas import QueryResult, _Model
+from shared.api.governance import AnswersOut, IdentifierColumnOut, LabQuery, WorkItem, Worklist
+from shared.api.schemas import PendingQueryList, QueryResult, _Model
 from shared.checks import ascii_decimal
 
 
@@ -120,15 +120,39 @@ def name_identifier_column(session: Session, principal: Principal, dataset: Data
     return IdentifierColumnOut(dataset_id=dataset_id, column=column)
 
 
+def identified_pending(session: Session, tables: TableCache, dataset_id: int | None = None) -> PendingQueryList:
+    """:func:`~curator_service.services.queries.pending_queries` with each row's identifier (the MRN, or its file
+    row number) and what to measure: what the lab needs to find the sample and answer by it."""
+    pending = pending_queries(session, tables, dataset_id).queries
+    identifiers, measurements = {}, {}
+    for ds_id in {q.dataset_id for q in pending}:
+        dataset = session.get(Dataset, ds_id)
+        identifiers[ds_id] = row_identifiers(cached_table(tables, dataset), identifier_column(session, ds_id))
+        measurements[ds_id] = dataset.measurement
+    return PendingQueryList(queries=[
+        q.model_copy(update={"identifier": identifiers[q.dataset_id][q.index],
+                             "measurement": measurements[q.dataset_id]}) for q in pending])
+
+
+def session_rows(session: Session, tables: TableCache, session_id: int) -> list[LabQuery]:
+    """A session's queries in order, each with the identifier and file row of the row it asked for (curator only)."""
+    release = session.get(Release, get_or_404(session, ModelingSession, session_id).release_id)
+    dataset = session.get(Dataset, release.dataset_id)
+    table = cached_table(tables, dataset)
+    identifiers = row_identifiers(table, identifier_column(session, dataset.id))
+    queries = session.scalars(select(Query).where(Query.session_id == session_id).order_by(Query.id))
+    return [LabQuery(query_id=q.id, index=q.row_index, identifier=identifiers[q.row_index], row=table.file_row(q.row_index),
+                     status=q.status, value=q.value) for q in queries]
+
+
 def worklist(session: Session, tables: TableCache, dataset_id: int) -> Worklist:
     """The dataset's pending manual queries, each with the identifier of the row to measure."""
     dataset = get_or_404(session, Dataset, dataset_id)
-    column = identifier_column(session, dataset_id)
-    identifiers = row_identifiers(cached_table(tables, dataset), column)
-    return Worklist(dataset_id=dataset_id, identifier_column=column, queries=[
-        WorkItem(query_id=q.query_id, identifier=identifiers[q.index], row=q.row, session_id=q.session_id,
+    return Worklist(dataset_id=dataset_id, identifier_column=identifier_column(session, dataset_id),
+                    measurement=dataset.measurement, queries=[
+        WorkItem(query_id=q.query_id, identifier=q.identifier, row=q.row, session_id=q.session_id,
                  created_at=q.created_at)
-        for q in pending_queries(session, tables, dataset_id).queries
+        for q in identified_pending(session, tables, dataset_id).queries
     ])
 
 

@@ -40,7 +40,7 @@ def session_out(session: Session, modeling: ModelingSession) -> SessionOut:
     key = session.get(ApiKey, modeling.key_id)
     return SessionOut(
         id=modeling.id, release_id=modeling.release_id, max_queries=key.max_queries, used=key.used_queries,
-        status=modeling.status,
+        status=modeling.status, created_at=modeling.created_at,
     )
 
 
@@ -78,6 +78,15 @@ def close_session(session: Session, principal: Principal, session_id: int) -> Se
     if modeling.status != "closed":
         modeling.status = "closed"
         record(session, principal, "session.close", f"session:{session_id}")
+    return session_out(session, modeling)
+
+
+def reopen_session(session: Session, principal: Principal, session_id: int) -> SessionOut:
+    """Opens a closed session again, for its run to continue (its key's query budget still bounds it)."""
+    modeling = visible_or_404(session, principal, ModelingSession, session_id)
+    if modeling.status != "open":
+        modeling.status = "open"
+        record(session, principal, "session.reopen", f"session:{session_id}")
     return session_out(session, modeling)
 
 
@@ -176,7 +185,8 @@ def replayed(connection: Connection, session_id: int, body: QueryRequest) -> Que
 def check_queryable(settings: Settings, session_id: int, context: Row) -> None:
     """The session is open and this server still serves its release."""
     if context.status != "open":
-        raise ApiError(409, "conflict", f"session {session_id} is closed; open a new session to query again")
+        raise ApiError(409, "conflict", f"session {session_id} is closed; reopen it (POST /v1/sessions/"
+                       f"{session_id}/reopen) or open a new session to query again")
     check_served(settings, context)
 
 
@@ -280,7 +290,8 @@ def answer_query(session: Session, principal: Principal, query_id: int, value: f
     query = get_or_404(session, Query, query_id, lock=True)
     if query.status != "pending":
         raise ApiError(409, "conflict", f"query {query_id} is already answered or marked 'cannot measure' (status "
-                       f"{query.status}); correct it with a reason instead (POST /v1/queries/{query_id}/correct)")
+                       f"{query.status}); correct it with a reason instead (pobo-curator queries correct {query_id} VALUE --reason '…', "
+                       f"or POST /v1/queries/{query_id}/correct)")
     return post_answer(session, principal, query, value)
 
 

@@ -221,6 +221,10 @@ def release_out(release: Release, dataset: Dataset, settings: Settings) -> Relea
         parameters=release.parameters,
         neighbouring_step=step,
         goal=dataset.goal,
+        feature_columns=dataset.feature_columns,
+        evaluator_kind=dataset.evaluator["kind"],
+        measurement=dataset.measurement,
+        label_columns=dataset.label_columns or [],
         warnings=(release_warnings(release, step) + dataset_warnings(dataset)
                   + ([] if refusal is None else [refusal.detail])),
         measurements_note=measurements_note(release),

@@ -8,6 +8,7 @@ costs the dataset (2ε, 2δ); ṽ's noise scale is at least 1/ε, so ṽ is info
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 import numpy as np
@@ -25,6 +26,7 @@ from modeler_client.commands.jobs import (
     Release,
     RequestId,
     Wait,
+    check_label_column,
     job_dataset,
     job_params,
     run_job,
@@ -57,21 +59,40 @@ def dp_bo(
         raise typer.Exit(2)
     client = connect(url, token, timeout, retries)
     dataset_id = job_dataset(client, release, dataset)
+    check_label_column(client, release, label_column)
     params = job_params(DpBoParams, label_column=label_column, epsilon=epsilon, delta=delta, iterations=iterations,
                         log10_lambda=np.linspace(log10_lambda_min, log10_lambda_max, grid_points).tolist(),
                         validation_fraction=validation_fraction)
     job = run_job(client, "dp-bo", dataset_id, params, poll=poll, wait=wait, request_id=request_id)
     console.print(result_table(job))
+    if (note := noise_note(DpBoResult.model_validate(job.result))) is not None:
+        console.print(f"[yellow]{note}[/]", highlight=False)
+
+
+NOISY = 0.25
+"""ṽ is called mostly noise when its noise's standard deviation passes a quarter of an accuracy's range [0, 1]."""
+
+
+def noise_note(result: DpBoResult) -> str | None:
+    """A plain sentence when ṽ's Laplace noise (standard deviation √2·b) swamps what an accuracy can say."""
+    std = math.sqrt(2.0) * result.value_noise_scale
+    if std <= NOISY:
+        return None
+    return (f"ṽ = {result.validation_accuracy:.3g} is mostly noise: its noise has standard deviation {std:.2g}, "
+            f"{'more than the whole' if std > 1 else 'a large part of the'} range of an accuracy (0 to 1), so it says "
+            f"little about the true accuracy. Its noise shrinks as 1/ε: --epsilon {result.epsilon * std / NOISY:.2g} or "
+            f"more brings it under {NOISY}. λ̃ is chosen by a separate mechanism and may still be useful.")
 
 
 def result_table(job: JobOut) -> Table:
     result = DpBoResult.model_validate(job.result)
     table = Table(title=f"dp-bo job {job.id}: released", show_header=False)
-    table.add_row("λ̃ (private best regularisation)", f"{result.lambda_:.6g}  (log10 λ = {result.log10_lambda:g})")
-    table.add_row("ṽ (private best validation accuracy)", f"{result.validation_accuracy:.6g}")
+    table.add_row("λ̃ (private best regularisation)", f"{result.lambda_:.3g}  (log10 λ = {result.log10_lambda:g})")
+    table.add_row("ṽ (private best validation accuracy)", f"{result.validation_accuracy:.3g}")
     table.add_row("privacy cost", f"ε = {result.epsilon:g}, δ = {result.delta:g}")
     table.add_row("sensitivities", f"λ̃: {result.selection_sensitivity:.4g}, ṽ: {result.value_sensitivity:.4g}")
-    table.add_row("noise scale of ṽ", f"{result.value_noise_scale:.4g} (Laplace)")
+    table.add_row("noise scale of ṽ", f"{result.value_noise_scale:.3g} (Laplace; standard deviation "
+                                      f"{math.sqrt(2.0) * result.value_noise_scale:.3g})")
     table.add_row("guarantee", result.guarantee)
     return table
 

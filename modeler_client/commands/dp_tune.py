@@ -31,6 +31,7 @@ from modeler_client.commands.jobs import (
     Release,
     RequestId,
     Wait,
+    check_label_column,
     job_dataset,
     job_params,
     run_job,
@@ -94,6 +95,7 @@ def dp_tune(
         ]
     client = connect(url, token, timeout, retries)
     dataset_id = job_dataset(client, release, dataset)
+    check_label_column(client, release, label_column)
     params = job_params(DpTuneParams, label_column=label_column, candidates=grid, k=k, epsilon=epsilon, u0=u0, g=g,
                         max_iterations=max_iterations, final_epsilon=final_epsilon, final_delta=final_delta,
                         evaluation_epsilon=evaluation_epsilon, test_fraction=test_fraction)

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from modeler_client import __version__
 from shared.api.governance import KeyPolicyOut
+from shared.api.scaling import step_line
 from shared.api.schemas import NeighbouringStep, ReleaseOut
 
 from modeler_client.commands.common import (
@@ -23,13 +24,24 @@ from modeler_client.commands.common import (
 
 
 def step_text(step: NeighbouringStep) -> str:
-    """What the release hides, in the table's own units: the summary, then each feature's raw extent."""
+    """What the release hides, in the table's own units: the summary, then one plain line per feature."""
     colour = "green" if step.whole_record else "yellow"
-    lines = [f"[{colour}]{step.summary}[/]"]
-    for feature in step.features:
-        of_range = "" if feature.public_range is None else f" of {feature.public_range:.4g}"
-        lines.append(f"{feature.feature}: {feature.raw_extent:.4g} raw units{of_range}")
-    return "\n".join(lines)
+    return "\n".join([f"[{colour}]{step.summary}[/]", *(step_line(feature) for feature in step.features)])
+
+
+def measured_text(release: ReleaseOut) -> str:
+    """What a query measures, how, and how long an answer takes."""
+    m = release.measurement
+    what = "—" if m is None else m.quantity + (f" in {m.unit}" if m.unit else "")
+    how = {"manual": "by hand in a lab: a query stays pending until someone measures the row",
+           "column": "at once, from the curator's table", "python": "at once, by the curator's program",
+           None: "not stated"}[release.evaluator_kind]
+    delay = "" if m is None or m.expected_delay_hours is None else f"; expect about {_duration(m.expected_delay_hours)}"
+    return f"{what}, measured {how}{delay}"
+
+
+def _duration(hours: float) -> str:
+    return f"{hours:.2g} hours" if hours < 48 else f"{hours / 24:.2g} days"
 
 
 def release_table(release: ReleaseOut) -> Table:
@@ -44,7 +56,10 @@ def release_table(release: ReleaseOut) -> Table:
         "epsilon, delta": f"{release.epsilon:g}, {release.delta:g}",
         "rows n × dim r": f"{release.n} × {release.dim}",
         "goal": release.goal,
+        "measures": measured_text(release),
         "projection": release.projection or "—",
+        "features": ", ".join(release.feature_columns) or "—",
+        "label columns (jobs)": ", ".join(release.label_columns) or "none approved by the curator",
         "public parameters": "—" if release.parameters is None else "\n".join(release.parameters.summary_lines()),
         "input noise std": "—" if release.noise_std is None else f"{release.noise_std:.6g}",
         "sensitivity": "—" if release.sensitivity is None else f"{release.sensitivity:.6g}",

@@ -20,7 +20,8 @@ Params = TypeVar("Params", bound=BaseModel)
 
 Release = Annotated[int | None, typer.Option(help="A release in your scope; the job runs on its dataset.")]
 Dataset = Annotated[int | None, typer.Option(help="The dataset id (instead of --release).")]
-LabelColumn = Annotated[str, typer.Option(help="The curator's column of 0/1 labels.")]
+LabelColumn = Annotated[str, typer.Option(help="The curator's column of 0/1 labels (pobo-modeler info lists the ones "
+                                               "the curator approved).")]
 Poll = Annotated[float, typer.Option(help="Seconds between status checks.")]
 Wait = Annotated[float, typer.Option(help="Give up waiting after this many seconds (the job keeps running).")]
 RequestId = Annotated[str | None, typer.Option(
@@ -34,6 +35,22 @@ def job_dataset(client: ModelerClient, release: int | None, dataset: int | None)
         err_console.print("[bold red]error[/]: give exactly one of --release and --dataset")
         raise typer.Exit(2)
     return dataset if dataset is not None else client.release(release).dataset_id
+
+
+def check_label_column(client: ModelerClient, release: int | None, column: str) -> None:
+    """Before a job is charged: the label column must be one the curator approved for the release's dataset (exit 2
+    naming them); where the curator approved none, a warning that nothing says the column holds 0/1 labels."""
+    if release is None:
+        return
+    approved = client.release(release).label_columns
+    if approved and column not in approved:
+        err_console.print(f"[bold red]error[/]: --label-column {column!r} is not one of the 0/1 label columns the "
+                          f"curator approved: {', '.join(approved)}")
+        raise typer.Exit(2)
+    if not approved:
+        err_console.print(f"[yellow]warning[/]: the curator has approved no label columns for release {release}'s "
+                          f"dataset, so nothing says {column!r} holds 0/1 labels: a value other than 1 counts as 0 "
+                          "(ask the curator to register it with --label-columns)")
 
 
 def job_params(model: type[Params], **values) -> Params:

@@ -7,21 +7,42 @@ from typing import Annotated
 
 import typer
 
-from modeler_client.plot import plot_runs
+from modeler_client.importance import parameter_importance
+from modeler_client.plot import figure_importance, plot_runs, run_title
 from modeler_client.runfile import RunRecord
 
-from modeler_client.commands.common import console
+from modeler_client.commands.common import OptionalToken, OptionalUrl, connect, console, reports_api_errors
 
 
+@reports_api_errors
 def plot(
     paths: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, help="One or more run files.")],
     out: Annotated[Path | None, typer.Option(help="The PNG to write (default: the first run file's name .png).")] = None,
     optimum: Annotated[
         float | None, typer.Option(help="Known best value (overrides the run files') to plot simple regret.")
     ] = None,
+    importance: Annotated[bool, typer.Option("--importance", help="Instead: a bar chart of each feature's importance "
+                                             "(ARD lengthscales fitted on the first run's answers; fetches the "
+                                             "released inputs, so it needs --token).")] = False,
+    url: OptionalUrl = None,
+    token: OptionalToken = None,
 ) -> None:
-    """Plot one or more runs against iteration."""
+    """Plot one or more runs against iteration, or (--importance) which features the answers depend on most."""
     records = [RunRecord.load(path) for path in paths]
+    if importance:
+        record = records[0]
+        client = connect(url or record.url, token)
+        try:
+            found = parameter_importance(client.inputs(record.release_id), record)
+        except ValueError as error:
+            raise typer.BadParameter(str(error), param_hint="PATHS") from None
+        target = out or paths[0].with_name(paths[0].stem + "-importance.png")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        figure_importance(found, run_title([record])).savefig(target, dpi=110)
+        for line in found.lines():
+            console.print(line, highlight=False)
+        console.print(f"wrote {target}")
+        return
     if optimum is not None:
         for record in records:
             record.settings.optimum = optimum

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Column
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from shared.gp.ucb import describe_engine, engine_device
@@ -63,6 +64,10 @@ PendingTimeoutOption = Annotated[
 ]
 
 
+DESCRIPTION_WIDTH = 44
+"""The progress line's text column at most: with the bar (20), the count and the time it fits 80 columns."""
+
+
 class ProgressDisplay:
     """A Rich progress bar over iterations; the description shows the best value and any waiting."""
 
@@ -76,6 +81,8 @@ class ProgressDisplay:
         best_text = f"best {best.value:.6g} (row {best.index})" if best else "no answers yet"
         if event.kind in {"recovered", "refit"}:
             self.progress.console.print(f"[dim]{event.kind}: {event.message}[/]")
+        if event.kind == "corrected":
+            self.progress.console.print(f"[yellow]{event.message}[/]", highlight=False)
         description = event.message if event.kind == "waiting" else best_text
         self.progress.update(self.task, completed=len(record.done()), description=description)
 
@@ -103,7 +110,10 @@ def drive(client, path: Path, device: str | None = None, **options) -> RunRecord
     show_release_warnings(record.release)
     engine = describe_engine(device)
     console.print(f"GP-UCB's candidate posterior: {engine}")
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    # The description is cut to fit, never the bar: a long "waiting for …" line must not squeeze it out.
+    description = TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis",
+                                                                       max_width=DESCRIPTION_WIDTH))
+    columns = (SpinnerColumn(), description, BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         display = ProgressDisplay(progress, record.settings.iterations)
         if batched(record):
@@ -113,17 +123,33 @@ def drive(client, path: Path, device: str | None = None, **options) -> RunRecord
 
             session = RemoteSession.resume(client, path, reuse_from=record.settings.reuse_sessions, on_wait=waiting,
                                            **options)
+            for change in session.changes:
+                display(LoopEvent("corrected", session.record, change))
             release = RemoteRelease(client, record.release_id, metadata=record.release)
             proposer = GPBUCBProposer(release.Z, record.release, record.settings, device=device)
             record = run_batched(session, proposer, on_step=lambda kind, rec: display(LoopEvent(kind, rec)))
         else:
             record = RemoteGPUCB.resume(client, path, on_event=display, device=device, **options).run()
-    best = record.best()
-    console.print(
-        f"[bold green]done[/]: {len(record.done())} measurements in {record.elapsed_seconds:.1f} s; "
-        f"best {best.value:.6g} at row {best.index} ({record.goal}); run file {path}; posterior on {engine}"
-    )
+    console.print(f"[bold green]done[/]: {record.summary()}; {record.elapsed_seconds:.1f} s; run file {path}; "
+                  f"posterior on {engine}; session {record.session_id} closed", highlight=False)
     return record
+
+
+def report_finished(client, path: Path) -> None:
+    """A finished run file brought up to date with the server: every answer the curator changed since, then what
+    the run holds and how to extend it."""
+    session = RemoteSession.resume(client, path)
+    for change in session.changes:
+        console.print(f"[yellow]{change}[/]", highlight=False)
+    console.print(finished_note(session.record, path), highlight=False)
+
+
+def finished_note(record: RunRecord, path: Path) -> str:
+    """What a finished run file holds, and how to make more queries in it."""
+    return (f"the run in {path} is finished: {record.summary()}. To make more queries in the same file, give a "
+            f"larger -T: pobo-modeler run --release {record.release_id} -T "
+            f"{record.settings.iterations + 10} --out {path} (or pobo-modeler resume {path} --iterations "
+            f"{record.settings.iterations + 10})")
 
 
 def run(
@@ -181,7 +207,16 @@ def run(
             raise typer.BadParameter(
                 f"{out} holds a run of release {existing.release_id} on {existing.url}; choose another --out"
             )
-        console.print(f"[yellow]{out} exists: resuming that run[/]")
+        if existing.complete():
+            if iterations <= existing.settings.iterations:
+                report_finished(client, out)
+                return
+            console.print(f"[yellow]{out} holds a finished run of {existing.settings.iterations} queries: continuing "
+                          f"it to T = {iterations}[/]")
+            existing.settings.iterations, existing.finished = iterations, False
+            existing.save(out)
+        else:
+            console.print(f"[yellow]{out} exists: resuming that run[/]")
         drive(client, out, **options)
         return
     reuse_sessions = [reused_session(path, release, client.url) for path in reuse_from or []]
@@ -216,9 +251,13 @@ def reused_session(path: Path, release: int, url: str) -> int:
 
 
 def resume(
-    path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A run file written by 'run'.")],
     token: Token,
-    url: Annotated[str | None, typer.Option(help="Override the server URL stored in the run file.")] = None,
+    path: Annotated[Path | None, typer.Argument(dir_okay=False, help="A run file written by 'run' (or, with "
+                                                "--session, where to write the one rebuilt from the server).")] = None,
+    session: Annotated[int | None, typer.Option(help="Rebuild the run of this session from the server, without its "
+                                                "run file (see pobo-modeler sessions).")] = None,
+    url: Annotated[str | None, typer.Option(help="Override the server URL stored in the run file (with --session: "
+                                            "the server; default POBO_URL).", envvar="POBO_URL")] = None,
     iterations: Annotated[int | None, typer.Option(min=1, help="Raise T to continue a finished run.")] = None,
     device: DeviceOption = "numba",
     poll: Poll = 0.5,
@@ -227,14 +266,30 @@ def resume(
     timeout: Timeout = 30.0,
     retries: Retries = 3,
 ) -> None:
-    """Resume a run after a crash or a wait: recovers answers the server stored, then continues."""
+    """Resume a run after a crash or a wait: recovers answers the server stored (and reports every answer the
+    curator corrected since), then continues. With --session, the run is rebuilt from the server first."""
     resolved = chosen_device(device)
+    if session is not None:
+        if url is None:
+            raise typer.BadParameter("give the server's --url (or POBO_URL) to rebuild a session's run", param_hint="--url")
+        path = path or Path(f"run-session-{session}.json")
+        if path.exists():
+            raise typer.BadParameter(f"{path} exists; give another PATH for the run of session {session}")
+        client = connect(url, token, timeout, retries)
+        record = RemoteSession.rebuild(client, session, path).record
+        console.print(f"rebuilt session {session} from the server into {path}: {record.summary()} (the server keeps "
+                      "no GP settings: the defaults apply)", highlight=False)
+    elif path is None or not path.is_file():
+        raise typer.BadParameter("give the run file to resume, or --session ID to rebuild one from the server")
     record = RunRecord.load(path)
     if iterations is not None:
         record.settings.iterations = iterations
         record.finished = False
         record.save(path)
     client = connect(url or record.url, token, timeout, retries)
+    if record.complete():
+        report_finished(client, path)
+        return
     drive(client, path, device=resolved, poll=poll, max_poll=max_poll, pending_timeout=pending_timeout)
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from shared.api.schemas import FILE_ROW, KeyCreate, Number, QueryResult, _Model, _Request
+from shared.api.schemas import FILE_ROW, KeyCreate, MeasurementSpec, Number, QueryResult, _Model, _Request
 
 REASON_MAX_LENGTH = 150
 """A reason is kept in the query's lab notes (query_notes), never in the audit log."""
@@ -85,11 +85,24 @@ class WorkItem(_Model):
     created_at: datetime
 
 
+class LabQuery(_Model):
+    """One query of a session as the lab sees it: the row by the curator's identifier, its status and value."""
+
+    query_id: int
+    index: int = Field(description="The modeler's index into the released inputs (what its reports name).")
+    identifier: str = Field(description="The row's value in the identifier column (its file row number when the "
+                                        "dataset has none).")
+    row: int = Field(description=FILE_ROW)
+    status: Literal["done", "pending", "unmeasurable"]
+    value: float | None = None
+
+
 class Worklist(_Model):
     """``GET /v1/datasets/{id}/worklist``: the dataset's pending manual queries, oldest first."""
 
     dataset_id: int
     identifier_column: str | None = Field(description="null: rows are identified by their file row number.")
+    measurement: MeasurementSpec | None = Field(default=None, description="What to measure, and in which unit.")
     queries: list[WorkItem]
 
 

@@ -89,3 +89,12 @@ def scaling_warning(step: NeighbouringStep) -> str | None:
 
 def _extent(step: FeatureStep) -> str:
     return f"{step.raw_extent:.4g} raw units of {step.feature}"
+
+
+def step_line(feature: FeatureStep) -> str:
+    """What the guarantee hides along one feature, in the feature's own units and plain words."""
+    if feature.covers_range:
+        return f"{feature.feature}: any change within its public range (width {feature.public_range:.3g}) is hidden"
+    of_range = "" if feature.public_range is None else f" (its public range is {feature.public_range:.3g} wide)"
+    return (f"{feature.feature}: a change of up to {feature.raw_extent:.3g} in the file's units is hidden{of_range}; "
+            "a larger one is not")

@@ -361,6 +361,18 @@ SCALING_REQUIRED = (
 )
 
 
+class MeasurementSpec(_Model):
+    """What the measured value is, in public words: every worklist row shows it to the lab, and every release shows
+    it to modelers (``pobo-modeler info``)."""
+
+    quantity: str = Field(min_length=1, max_length=100, description="What is measured, e.g. 'HbA1c' or 'yield'.")
+    unit: str | None = Field(default=None, max_length=40, description="Its unit, e.g. 'mmol/mol' or '%'.")
+    expected_delay_hours: Number | None = Field(
+        default=None, gt=0, le=24 * 365, allow_inf_nan=False,
+        description="How long a measurement usually takes to come back, in hours (manual measurements: the lab's "
+                    "turnaround); null: not stated.")
+
+
 class DatasetSpec(_Request):
     """What the curator says about a table when registering it."""
 
@@ -372,6 +384,7 @@ class DatasetSpec(_Request):
     goal: Literal["maximize", "minimize"] = Field(
         default="maximize", description="Whether the modeler should look for the largest or smallest measurement."
     )
+    measurement: MeasurementSpec | None = Field(default=None, description="What is measured and in which unit.")
     numeric_columns: list[str] = Field(
         default_factory=list, max_length=10_000,
         description="Other columns a job may read as numbers (dp-mean's column, a learner's label column): every "
@@ -380,7 +393,8 @@ class DatasetSpec(_Request):
     label_columns: list[str] = Field(
         default_factory=list, max_length=10_000,
         description="Columns of 0/1 labels for the learners (dp-bo, dp-tune, dpareto): every cell must be 0 or 1, "
-                    "checked at registration.")
+                    "checked at registration. Their names are public with every release, and a job may name only "
+                    "these as its label column when there are any.")
 
     @model_validator(mode="before")
     @classmethod
@@ -443,6 +457,8 @@ class DatasetOut(_Model):
     scaling_kind: Literal["identity", "affine", "bounds"]
     neighbouring_step: NeighbouringStep
     budget: BudgetStatus
+    measurement: MeasurementSpec | None = None
+    label_columns: list[str] = Field(default_factory=list)
     created_at: datetime
 
 
@@ -618,6 +634,16 @@ class ReleaseOut(ReleaseMetadata):
         default=None, description="What the release hides in the table's own units (gaussian; po-gp-ucb hides nothing)."
     )
     goal: Literal["maximize", "minimize"] = "maximize"
+    feature_columns: list[str] = Field(
+        default_factory=list, description="The dataset's feature names, in order: under the identity projection the "
+                                          "released coordinates are these features (scaled and noised).")
+    evaluator_kind: Literal["column", "python", "manual"] | None = Field(
+        default=None, description="How a query is measured: 'manual' is a person in a lab (answers may take hours or "
+                                  "days), 'column' and 'python' answer at once.")
+    measurement: MeasurementSpec | None = Field(default=None, description="What is measured and in which unit.")
+    label_columns: list[str] = Field(
+        default_factory=list, description="The curator-approved 0/1 label columns a job may name (e.g. dp-bo "
+                                          "--label-column).")
     warnings: list[str] = Field(default_factory=list)
     measurements_note: str = MEASUREMENTS_NOTE
     created_at: datetime
@@ -733,9 +759,10 @@ QueryStatus = Literal["done", "pending", "unmeasurable"]
 class SessionOut(_Model):
     id: int
     release_id: int
-    max_queries: int
-    used: int
+    max_queries: int = Field(description="The key's query budget, over all its sessions.")
+    used: int = Field(description="Queries charged to the key, over all its sessions.")
     status: SessionStatus
+    created_at: datetime | None = None
 
 
 MAX_INDICES_PER_REQUEST = 1000
@@ -782,6 +809,10 @@ class PendingQuery(_Model):
     dataset_id: int
     index: int = Field(description="The modeler's index into the released inputs (a secret random order).")
     row: int = Field(description=FILE_ROW)
+    identifier: str | None = Field(
+        default=None, description="The row's value in the dataset's identifier column (e.g. the MRN), or its file row "
+                                  "number when the dataset has none: what the lab answers by (--from-csv).")
+    measurement: MeasurementSpec | None = Field(default=None, description="What to measure, and in which unit.")
     created_at: datetime
 
 

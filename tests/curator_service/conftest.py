@@ -165,11 +165,11 @@ class CuratorCli:
     url: str
     csv: Path
 
-    def invoke(self, *args: str, connect: bool = True, token: str = ADMIN) -> Result:
+    def invoke(self, *args: str, connect: bool = True, token: str = ADMIN, columns: int = 250) -> Result:
         """The command's result (``stdout``, ``stderr``, ``exit_code``), with ``--url`` and ``--token`` unless
-        ``connect`` is false."""
+        ``connect`` is false; its output is captured, as in a pipe, ``columns`` wide."""
         options = ["--url", self.url, "--token", token] if connect else []
-        return CliRunner().invoke(cli_app, [*args, *options], env={"COLUMNS": "250"})
+        return CliRunner().invoke(cli_app, [*args, *options], env={"COLUMNS": str(columns)})
 
     def __call__(self, *args: str, exit_code: int = 0) -> str:
         """The command's output (stdout and stderr), after checking its exit code."""

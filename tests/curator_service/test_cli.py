@@ -6,6 +6,7 @@ import httpx
 from typer.testing import CliRunner
 
 from curator_service.cli import app
+from tests.conftest import aligned_table
 from tests.curator_service.conftest import ADMIN, bearer, flat
 
 runner = CliRunner()
@@ -20,9 +21,11 @@ def test_admin_commands_drive_a_manual_session(curator_cli):
     seeded = flat(run("release", "create", "--dataset", "1", "--epsilon", "0.5", "--dim", "2", "--seed", "3"))
     assert "gaussian" in seeded and "NO" in seeded and "warning (release 1)" in seeded and "made with a seed" in seeded
     run("release", "create", "--dataset", "1", "--epsilon", "0.5", "--dim", "2")
-    listed = run("release", "list").splitlines()
-    rows = {line.split("│")[1].strip(): line for line in listed if line.count("│") > 5}
-    assert "NO" in rows["1"] and "yes" in rows["1"] and "yes" in rows["2"] and "no" in rows["2"].split("│")[5]
+    header = ["id", "dataset_id", "mechanism", "certified", "seeded", "epsilon", "delta", "n", "dim", "projection",
+              "noise_std", "σ_y"]
+    rows = {row[0]: dict(zip(header, row)) for row in aligned_table(run("release", "list"), header)}
+    assert (rows["1"]["certified"], rows["1"]["seeded"]) == ("NO", "yes")
+    assert (rows["2"]["certified"], rows["2"]["seeded"]) == ("yes", "no")
     out = run("key", "create", "--name", "acme", "--release", "1", "--max-queries", "5")
     token = out.split("stored):")[1].split()[0]
     with httpx.Client(base_url=url, headers=bearer(token)) as modeler:
@@ -71,7 +74,8 @@ def test_plan_prints_the_noise_the_bound_and_the_simulated_regret_and_charges_no
         "--epsilon", "8", "--lower", "0,0,0", "--upper", "1,1,1")
     out = flat(run("plan", "--dataset", "1", "--epsilon", "0.5,1,2,4", "--simulate", "1", "--queries", "10"))
     assert "plan for dataset 1 (n = 20, d = 3" in out and "identity" in out
-    assert "at most 1." in out and "noise / spread" in out and "random search per query" in out
+    assert "≤ 1." in out and "noise / spread" in out and "vs random search" in out and "regret (σ of y)" in out
+    assert "% of a range)" in out and "in standard deviations of the measured values" in out
     assert "half the gap is forecast at" in out and "nothing was charged and no row was read" in out
     assert ("the bound: ≤ N× random search per query, for a modeler whose pick rate on an ordinary record is at most "
             "1/n (n = 20); covers choices made from the released inputs (and measurements only with the "

@@ -62,9 +62,13 @@ def test_dp_bo_through_the_cli(curator):
     result = job.result
     assert min(result["selection_sensitivity"], result["value_sensitivity"]) >= 1.0
     assert result["value_noise_scale"] == pytest.approx(result["value_sensitivity"] / 2.0)
+    scale = result["value_noise_scale"]
     assert (f"sensitivities λ̃: {result['selection_sensitivity']:.4g}, ṽ: {result['value_sensitivity']:.4g} "
-            f"noise scale of ṽ {result['value_noise_scale']:.4g} (Laplace)") in text
-    assert f"ṽ (private best validation accuracy) {result['validation_accuracy']:.6g}" in text
+            f"noise scale of ṽ {scale:.3g} (Laplace; standard deviation {np.sqrt(2) * scale:.3g})") in text
+    assert f"ṽ (private best validation accuracy) {result['validation_accuracy']:.3g}" in text
+    # At ε = 2 the noise's standard deviation (≥ √2/2) passes a quarter of an accuracy's range: said in plain words.
+    assert f"ṽ = {result['validation_accuracy']:.3g} is mostly noise: its noise has standard deviation" in text
+    assert "the curator has approved no label columns" in flat(done.stderr)  # nothing says 'label' is 0/1
     assert "warning" not in text and not job.seeded and job.certified
 
 

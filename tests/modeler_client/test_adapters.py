@@ -31,14 +31,14 @@ def require(module: str) -> None:
                       + (" (or make install-botorch: torch's CPU build)" if module == "botorch" else ""))
 
 
-def run_example(name: str, bowl, curator, tmp_path, *args: str) -> RunRecord:
+def run_example(name: str, bowl, curator, tmp_path, *args: str) -> tuple[RunRecord, str]:
     out = tmp_path / f"{name}.json"
     env = {**os.environ, "POBO_URL": curator.url, "POBO_TOKEN": bowl["token"], "OMP_NUM_THREADS": "1"}
     command = [sys.executable, str(EXAMPLES / f"{name}.py"), "--release", str(bowl["release"].id), "--out", str(out), *args]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "best" in result.stdout and bowl["token"] not in out.read_text()
-    return RunRecord.load(out)
+    return RunRecord.load(out), result.stdout
 
 
 def assert_charged_once_per_row(record: RunRecord, curator, bowl, T: int) -> None:
@@ -51,7 +51,7 @@ def assert_charged_once_per_row(record: RunRecord, curator, bowl, T: int) -> Non
 
 def test_botorch_example_runs_q_batch_ucb_over_the_released_rows(bowl, curator, tmp_path):  # 25-50 s: torch's import
     require("botorch")
-    record = run_example("botorch_discrete", bowl, curator, tmp_path, "-T", "8", "--batch", "4")
+    record, _ = run_example("botorch_discrete", bowl, curator, tmp_path, "-T", "8", "--batch", "4")
     assert_charged_once_per_row(record, curator, bowl, 8)
     assert record.settings.optimizer == "botorch-ucb"
     assert len({q.request_id for q in record.queries}) == 2  # two requests of four rows
@@ -59,8 +59,9 @@ def test_botorch_example_runs_q_batch_ucb_over_the_released_rows(bowl, curator, 
 
 def test_optuna_example_runs_a_study_over_the_released_rows(bowl, curator, tmp_path):
     require("optuna")
-    record = run_example("optuna_study", bowl, curator, tmp_path, "-T", "12", "--batch", "3")
+    record, printed = run_example("optuna_study", bowl, curator, tmp_path, "-T", "12", "--batch", "3")
     assert_charged_once_per_row(record, curator, bowl, 12)
+    assert printed.startswith("12 trials for 12 queries; best")  # one trial per query, no proposal trials
     best = record.best()
     assert best.value > np.median(bowl["y"])  # better than a typical row after 12 of 150
 
@@ -77,6 +78,7 @@ def test_optuna_trials_sit_at_the_measured_rows_released_coordinates(bowl, curat
         proposer = OptunaProposer(release.Z, seed=3)
         record = run_batched(session, proposer)
     complete = [t for t in proposer.study.trials if t.state == TrialState.COMPLETE]
+    assert len(proposer.study.trials) == len(complete) == len(record.queries) == 6
     assert sorted(t.user_attrs["row"] for t in complete) == sorted(q.index for q in record.done())
     for trial in complete:  # the sampler learns f over Z itself, not over row numbers
         np.testing.assert_array_equal(list(trial.params.values()), release.Z[trial.user_attrs["row"]])

@@ -1,0 +1,64 @@
+"""Parameter importance: ARD lengthscales of a GP fitted to a run's observations, one per released coordinate.
+
+A short lengthscale ℓ_j means the measured value changes quickly along coordinate j, so coordinate j matters; the
+relative importance shown is (1/ℓ_j) / max_k (1/ℓ_k) (the ARD reading of Rasmussen & Williams §5.1). The fit is
+maximum marginal likelihood with one lengthscale per coordinate (:func:`shared.gp.regression.fit_hyperparameters`
+with ``ard=True``), on the rows the run measured and their values. Under the identity projection each coordinate
+is one of the dataset's features (scaled and noised), so the importance is per feature; under a random or PCA
+projection a coordinate mixes every feature and the names are z0 … z{r−1}.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from shared.gp.regression import fit_hyperparameters
+
+from modeler_client.runfile import RunRecord
+
+MIN_OBSERVATIONS = 3
+
+
+@dataclass(frozen=True)
+class Importance:
+    """One entry per released coordinate: its name, fitted lengthscale and relative importance (largest = 1)."""
+
+    names: list[str]
+    lengthscales: list[float]
+    relative: list[float]
+    observations: int
+    per_feature: bool
+
+    def lines(self) -> list[str]:
+        """``name  relative  (lengthscale …)`` lines, most important first."""
+        order = np.argsort(self.relative)[::-1]
+        width = max(len(name) for name in self.names)
+        return [f"{self.names[j].ljust(width)}  {self.relative[j]:.2f}  (lengthscale {self.lengthscales[j]:.3g})"
+                for j in order]
+
+
+def coordinate_names(record: RunRecord) -> tuple[list[str], bool]:
+    """The feature names under the identity projection (and True), else ``z0 …`` (and False)."""
+    release = record.release
+    if release.projection == "identity" and len(release.feature_columns) == release.dim:
+        return list(release.feature_columns), True
+    return [f"z{j}" for j in range(release.dim)], False
+
+
+def parameter_importance(Z: ArrayLike, record: RunRecord) -> Importance:
+    """ARD lengthscales fitted on the run's measured rows of ``Z`` (the release's inputs) and their values."""
+    done = record.done()
+    if len(done) < MIN_OBSERVATIONS:
+        raise ValueError(f"parameter importance needs at least {MIN_OBSERVATIONS} measured rows; this run has "
+                         f"{len(done)}")
+    X = np.asarray(Z, dtype=float)[[q.index for q in done]]
+    y = np.array([q.value for q in done], dtype=float)
+    fitted = fit_hyperparameters(X, y, kernel=record.settings.kernel, ard=True, rng=record.settings.seed)
+    lengthscales = np.broadcast_to(np.asarray(fitted.kernel.lengthscale, dtype=float), (X.shape[1],))
+    inverse = 1.0 / lengthscales
+    names, per_feature = coordinate_names(record)
+    return Importance(names=names, lengthscales=lengthscales.tolist(), relative=(inverse / inverse.max()).tolist(),
+                      observations=len(done), per_feature=per_feature)
