@@ -40,7 +40,8 @@ def test_the_audit_log_pages_filters_and_groups(make_client, database_url):
 
     grouped, total = _events(client, grouped=True)
     assert grouped == [("dataset.create", "dataset:1", 1), ("dataset.read", "dataset:1", 3), ("ledger.read", None, 1),
-                       ("dataset.budget_raise", "dataset:1", 1), ("dataset.row_order", "dataset:1", 1),
+                       ("dataset.budget_raise", "dataset:1 (+epsilon 1, +delta 0: a second study)", 1),
+                       ("dataset.row_order", "dataset:1", 1),
                        ("auth.failed", "GET /v1/datasets/1", 1), ("dataset.read", "dataset:1", 2)]
     assert total == 7
     [run] = client.get("/v1/audit", params={"grouped": True, "offset": 1, "limit": 1}).json()
