@@ -535,6 +535,11 @@ class ReleaseOut(ReleaseMetadata):
         default=None, description="What the release hides in the table's own units (gaussian; po-gp-ucb hides nothing)."
     )
     goal: Literal["maximize", "minimize"] = "maximize"
+    answers_repeat: bool | None = Field(
+        default=None,
+        description="Every query of a row returns the same answer: private measurements (drawn once) or a column "
+                    "evaluator without measurement noise, so asking a row again teaches nothing. null: not stated.",
+    )
     warnings: list[str] = Field(default_factory=list)
     measurements_note: str = MEASUREMENTS_NOTE
     created_at: datetime
