@@ -10,9 +10,10 @@ the paper's "50 random runs, each with a different set of initializations" reads
 
 Hyperparameters (``--hyperparameters``): ``fixed`` (default) gives GP-UCB the generating SE hyperparameters
 in the units of the original inputs (Branin: an ML fit on 200 random rows of the original inputs), applied
-unchanged to Z, the kernel Theorem 3 analyses; ``fitted`` refits them by maximum likelihood on the
-observations every 5 queries (closer to the paper's "learned using maximum likelihood", but note that ML
-fitting is scale-equivariant, so it absorbs the lift whenever the lift is isotropic, as it is on a square grid).
+unchanged to Z, the kernel Theorem 3 analyses; ``fitted`` refits them on the observations every 5 queries with
+the GP engine's default fit (MAP under BoTorch's priors, lengthscales in units of the candidates' extent; closer to
+the paper's "learned using maximum likelihood"; a fit in the extent's units is scale-equivariant, so it absorbs
+the lift whenever the lift is isotropic, as it is on a square grid).
 
 Inputs: the paper's stated normalisation, the centred grid scaled to a maximal norm of 25 (σ_min ≈ 1,031;
 ``shared.datasets.synthetic``). The paper states l = 1.25 but not the grid's extent; ``--extent A`` draws f with

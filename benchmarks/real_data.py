@@ -101,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=2, help="runs in flight at once (threads; results unchanged)")
     parser.add_argument("--crossing", action="store_true",
                         help="only the r guideline at the ε where OUR inputs cross σ_min = ω at r = 15 (--table-runs runs)")
+    parser.add_argument("--name", help="results file stem (default real_data, or real_data_fitted with fitted hyperparameters)")
     parser.add_argument("--replot", type=Path, help="only redraw the PNG beside this saved JSON, then exit")
     parser.add_argument("--report", type=Path,
                         help="only print the tables of this saved JSON and check the paper's claims again (the JSON's "
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     print_overhead(overhead, console)
     wall = time.perf_counter() - started
     console.print(f"total wall time {wall / 60:.1f} min")
-    name = "real_data_fitted" if plan.hyperparameters == "fitted" else "real_data"
+    name = args.name or ("real_data_fitted" if plan.hyperparameters == "fitted" else "real_data")
     out = dict(plan=dataclasses.asdict(plan), wall_seconds=wall, n_init=N_INIT, refit_every=REFIT_EVERY,
                gaussian_epsilons=GAUSSIAN_EPSILONS, http_overhead=overhead, claims=claims, datasets=all_results)
     path = harness.write_json(name, out, quick=args.quick)
