@@ -6,8 +6,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 from rich.console import Console
+from harness import equal_means_p_value
 from rich.table import Table
 
 from real_data_experiments import EXPERIMENTS, Experiment
@@ -134,7 +134,7 @@ def check_claims(results: dict, experiment: Experiment) -> dict:
 def guideline_verdict(rs: Sequence[int], row: Sequence[dict]) -> dict:
     """Whether the largest r with σ_min ≥ ω in a row of an r table has the lowest S_T, or is next to it,
     or is within 2 standard errors of it. None (not testable here) when no r in the row has σ_min ≥ ω, or when the
-    entries lie within noise of each other (:func:`equal_means_p_value` ≥ 0.05): a row without signal cannot
+    entries lie within noise of each other (:func:`harness.equal_means_p_value` ≥ 0.05): a row without signal cannot
     confirm a guideline."""
     values = [final(s) for s in row]
     best = int(np.argmin([v[0] for v in values]))
@@ -148,19 +148,6 @@ def guideline_verdict(rs: Sequence[int], row: Sequence[dict]) -> dict:
     star = admissible[-1]
     near = abs(star - best) <= 1 or values[star][0] - values[best][0] <= 2 * math.hypot(values[star][1], values[best][1])
     return dict(holds=bool(near), largest_admissible_r=rs[star], best_r=rs[best])
-
-
-SE_FLOOR = 1e-3
-"""Standard errors below the tables' printed precision are raised to it (runs that all end on one row have 0)."""
-
-
-def equal_means_p_value(values: Sequence[tuple[float, float]]) -> float:
-    """p-value of the χ² test that (mean, standard error) pairs share one mean: Σ (m_i − m̄)² / s_i² on k − 1
-    degrees of freedom, m̄ the inverse-variance weighted mean, s_i floored at ``SE_FLOOR``."""
-    means = np.array([m for m, _ in values])
-    weights = 1.0 / np.maximum([se for _, se in values], SE_FLOOR) ** 2
-    centre = float(np.sum(weights * means) / np.sum(weights))
-    return float(stats.chi2.sf(np.sum(weights * (means - centre) ** 2), len(values) - 1))
 
 
 def print_claims(claims: dict, console: Console) -> None:
