@@ -26,7 +26,7 @@ uses the same initial rows in every setting — and count towards T):
   uniformly random distinct rows.
 
 The modeler is ``modeler_client``'s loop (``RemoteGPUCB``: GP-UCB with β_t of Algorithm 2, δ' = 0.025 =
-δ_ucb/2, SE kernel, hyperparameters fitted by marginal likelihood every ``REFIT_EVERY`` answers). Simple
+δ_ucb/2, SE kernel, hyperparameters by the modeler's default fit every ``REFIT_EVERY`` answers). Simple
 regret S_t = |best possible − best found after t| / σ_y, σ_y the standard deviation of the objective over
 the table (the paper's unit). HTTP overhead: on a few releases per dataset the same loop also runs
 in-process on the same Z, release metadata and seed (it must pick the same rows); wall time per iteration
@@ -95,13 +95,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_quick(parser, "2 runs, the extremes of each sweep, one r table")
     parser.add_argument("--runs", type=int, help="runs per figure, baseline and gaussian setting (default 20; quick 2)")
-    parser.add_argument("--table-runs", type=int, help="runs per r-table setting (default: --runs)")
+    parser.add_argument("--table-runs", type=int, help="runs per r-table setting (default: --runs; 0: no r tables)")
     parser.add_argument("--timing-runs", type=int, default=2, help="runs per figure/gaussian setting also timed in-process")
     parser.add_argument("--datasets", nargs="+", choices=sorted(EXPERIMENTS), default=["loans", "property"])
     parser.add_argument("--workers", type=int, default=2, help="runs in flight at once (threads; results unchanged)")
     parser.add_argument("--crossing", action="store_true",
                         help="only the r guideline at the ε where OUR inputs cross σ_min = ω at r = 15 (--table-runs runs)")
+    parser.add_argument("--name", help="results file stem (default real_data, or real_data_fitted with fitted hyperparameters)")
     parser.add_argument("--replot", type=Path, help="only redraw the PNG beside this saved JSON, then exit")
+    parser.add_argument("--report", type=Path,
+                        help="only print the tables of this saved JSON and check the paper's claims again (the JSON's "
+                             "claims are rewritten), then exit")
     parser.add_argument("--fit-rows", type=int, help="rows for the ARD lengthscale fit (default 500; quick 200)")
     parser.add_argument("--hyperparameters", choices=["fixed", "fitted"], default="fixed",
                         help="po-gp-ucb and non-private GP-UCB: the preprocessing's ML fit held fixed (default), or "
@@ -119,6 +123,14 @@ def main(argv: list[str] | None = None) -> None:
         plot(json.loads(args.replot.read_text())["datasets"], args.replot.with_suffix(".png"))
         return
     console = Console(width=max(Console().width, 150))  # tables stay readable in a log file
+    if args.report:
+        saved = json.loads(args.report.read_text())
+        for key, results in saved["datasets"].items():
+            print_results(results, EXPERIMENTS[key], console)
+            saved["claims"][key] = check_claims(results, EXPERIMENTS[key])
+            print_claims(saved["claims"][key], console)
+        args.report.write_text(json.dumps(saved, indent=1) + "\n")
+        return
     if args.sensitivity:
         sensitivity = sigma_min_sensitivity(console)
         print_sensitivity(sensitivity, console)
@@ -127,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = args.runs or (2 if args.quick else 20)
     plan = Plan(
         figure_runs=runs,
-        table_runs=args.table_runs or runs,
+        table_runs=runs if args.table_runs is None else args.table_runs,
         gaussian_runs=runs,
         timing_runs=min(args.timing_runs, runs),
         fit_rows=args.fit_rows or (200 if args.quick else 500),
@@ -167,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     print_overhead(overhead, console)
     wall = time.perf_counter() - started
     console.print(f"total wall time {wall / 60:.1f} min")
-    name = "real_data_fitted" if plan.hyperparameters == "fitted" else "real_data"
+    name = args.name or ("real_data_fitted" if plan.hyperparameters == "fitted" else "real_data")
     out = dict(plan=dataclasses.asdict(plan), wall_seconds=wall, n_init=N_INIT, refit_every=REFIT_EVERY,
                gaussian_epsilons=GAUSSIAN_EPSILONS, http_overhead=overhead, claims=claims, datasets=all_results)
     path = harness.write_json(name, out, quick=args.quick)

@@ -23,7 +23,7 @@ from shared.api.schemas import DatasetOut
 
 
 N_INIT = 5
-REFIT_EVERY = 10  # the paper gives no schedule; every 10 answers halves the fitting time of every 5
+REFIT_EVERY = RunSettings.model_fields["refit_every"].default  # the modeler's default schedule (the paper gives none)
 GAUSSIAN_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 BUDGET = (1e6, 0.99)  # each run is its own release here; a deployment would release once
 LOANS_N = 36_000
@@ -142,7 +142,7 @@ class Plan:
             gaussian_eps = (gaussian_eps[0], gaussian_eps[-1])
         settings = [Setting(m, "baseline", self.figure_runs) for m in ("non-private", "non-private-public-scaling", "random")]
         settings += [Setting("po-gp-ucb", "figure", self.figure_runs, log_epsilon=a, r=experiment.figure_r) for a in figure_eps]
-        for a, (rs, _) in tables.items():
+        for a, (rs, _) in tables.items() if self.table_runs else ():  # table_runs = 0: the r tables are skipped
             for r in rs:  # the figure already has r = figure_r at its ε (with the figure's runs)
                 if not (a in figure_eps and r == experiment.figure_r):
                     settings.append(Setting("po-gp-ucb", "table", self.table_runs, log_epsilon=a, r=r))
@@ -181,13 +181,13 @@ class DatasetContext:
         """GP-UCB's settings for ``method``. ``fixed``: on the paper's inputs and their po-gp-ucb releases, the
         preprocessing's own ML fit (lengthscale ``isotropic_lengthscale``, its signal and noise variances),
         unchanged on Z as Theorem 3 assumes. Otherwise, and always for the public-scaling inputs and the
-        certified ``gaussian`` release (no private fit may reach their modeler): fitted by the modeler's loop."""
+        certified ``gaussian`` release (no private fit may reach their modeler): the modeler's default fit."""
         settings = dict(iterations=self.iterations, optimum=self.best_value, signal_std=self.signal_std)
         if self.hyperparameters == "fixed" and method in ("po-gp-ucb", "non-private"):
             fit = self.preprocessing
             return RunSettings(**settings, hyperparameters="fixed", lengthscale=fit.isotropic_lengthscale,
                                signal_variance=fit.signal_variance, noise_variance=fit.noise_variance)
-        return RunSettings(**settings, hyperparameters="fit", refit_every=REFIT_EVERY)
+        return RunSettings(**settings)  # the modeler's default fit, as `pobo-modeler run` uses it
 
 
 def seed_of(*parts: object) -> int:

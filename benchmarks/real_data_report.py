@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from rich.console import Console
+from harness import equal_means_p_value
 from rich.table import Table
 
 from real_data_experiments import EXPERIMENTS, Experiment
@@ -132,12 +133,18 @@ def check_claims(results: dict, experiment: Experiment) -> dict:
 
 def guideline_verdict(rs: Sequence[int], row: Sequence[dict]) -> dict:
     """Whether the largest r with σ_min ≥ ω in a row of an r table has the lowest S_T, or is next to it,
-    or is within 2 standard errors of it (None when no r in the row has σ_min ≥ ω)."""
+    or is within 2 standard errors of it. None (not testable here) when no r in the row has σ_min ≥ ω, or when the
+    entries lie within noise of each other (:func:`harness.equal_means_p_value` ≥ 0.05): a row without signal cannot
+    confirm a guideline."""
     values = [final(s) for s in row]
     best = int(np.argmin([v[0] for v in values]))
     admissible = [i for i, s in enumerate(row) if not s["lifted"]]
     if not admissible:
         return dict(holds=None, reason="no r in the table has σ_min ≥ ω with our preprocessing", best_r=rs[best])
+    p_value = equal_means_p_value(values)
+    if p_value >= 0.05:
+        return dict(holds=None, reason="entries within noise of each other: a test of equal means does not reject",
+                    p_value=p_value, largest_admissible_r=rs[admissible[-1]], best_r=rs[best])
     star = admissible[-1]
     near = abs(star - best) <= 1 or values[star][0] - values[best][0] <= 2 * math.hypot(values[star][1], values[best][1])
     return dict(holds=bool(near), largest_admissible_r=rs[star], best_r=rs[best])
@@ -146,7 +153,7 @@ def guideline_verdict(rs: Sequence[int], row: Sequence[dict]) -> dict:
 def print_claims(claims: dict, console: Console) -> None:
     for name, verdict in claims.items():
         holds = verdict["holds"]
-        mark = "[yellow]not testable[/]" if holds is None else "[green]reproduces[/]" if holds else "[red]does NOT reproduce[/]"
+        mark = "[yellow]not testable here[/]" if holds is None else "[green]reproduces[/]" if holds else "[red]does NOT reproduce[/]"
         details = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in verdict.items() if k != "holds"}
         console.print(f"  {mark}: {name} {details}")
 

@@ -66,7 +66,7 @@ from shared.releases.measurements import MeasurementOption
 from shared.dp.noise import SeededNoise, noise_source
 from shared.algorithms.planner import ReleaseSetting, half_gap_epsilon, plan, random_search_regret
 from shared.releases import PcaOption, gaussian_release
-from shared.api.scaling import apply_scaling
+from shared.api.scaling import apply_scaling, unit_diameter_bounds
 from shared.api.schemas import ReleaseOut, ScalingSpec
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -147,8 +147,10 @@ def diabetes(_size: int) -> Problem:
 
 
 def from_real_table(table, name: str, clip: tuple[float, float]) -> Problem:
+    """A real table with its public bounds boxed to diameter 1 (one step is a whole record), as it is registered."""
     values = table.objective if table.goal == "maximize" else -table.objective
-    return Problem(name, table.features, values, table.scaling, clip, float(values.std()))
+    scaling = unit_diameter_bounds(table.public_lower, table.public_upper)
+    return Problem(name, table.features, values, scaling, clip, float(values.std()))
 
 
 def loans(_size: int) -> Problem:

@@ -35,14 +35,11 @@ from curator_service.admin_client import CuratorAdmin
 from curator_service.settings import read_secret
 from demo_handoff import DemoTable, Handoff
 from shared.api.http_client import ApiError
+from shared.datasets.diabetes import load_diabetes
 from shared.datasets.synthetic import synthetic_gp_problem
 
 console = Console()
 
-# Public clinical bounds for the diabetes features (age, sex, BMI, blood pressure, s1..s6), chosen from
-# what the measurements can be, not from this table.
-DIABETES_LOWER = [0, 1, 10, 40, 50, 20, 10, 1, 2, 40]
-DIABETES_UPPER = [100, 2, 60, 200, 400, 300, 120, 10, 8, 200]
 DELTA = 1e-5
 RELEASES = (("gaussian", 1.0), ("gaussian", 8.0), ("po-gp-ucb", 4.0))  # (mechanism, ε) per table
 MAX_QUERIES = 10_000
@@ -66,17 +63,16 @@ def register_synthetic(curator: CuratorAdmin, size: int, iterations: int) -> tup
 
 
 def register_diabetes(curator: CuratorAdmin, iterations: int) -> tuple[int, DemoTable]:
-    from sklearn.datasets import load_diabetes
-
-    data = load_diabetes(scaled=False)
+    table = load_diabetes()
     dataset = curator.register_table(
         f"diabetes-{RUN_TAG}",
-        data.data,
-        list(data.feature_names),
-        evaluator={"kind": "column", "column": "progression"},
+        table.features,
+        list(table.feature_names),
+        evaluator={"kind": "column", "column": table.objective_name},
         budget=(20.0, 1e-3),
-        extra_columns={"progression": data.target},
-        scaling={"kind": "bounds", "lower": DIABETES_LOWER, "upper": DIABETES_UPPER, "diameter": 1.0},
+        extra_columns={table.objective_name: table.objective},
+        scaling={"kind": "bounds", "lower": list(table.public_lower), "upper": list(table.public_upper),
+                 "diameter": 1.0},
     )
     # Its best value is one patient's outcome: not handed over. The modeler learns only the values it queries.
     return dataset.id, DemoTable("diabetes", None, None, iterations)

@@ -195,7 +195,8 @@ class RemoteGPUCB:
                 if record.settings.hyperparameters == "fit" and len(done) >= 2:
                     entry = {"observations": len(done), **surrogate.hyperparameters.as_dict()}
                     record.hyperparameter_history.append(entry)
-                    self._emit("refit", ", ".join(f"{k}={v:.4g}" for k, v in entry.items()))
+                    self._emit("refit", ", ".join(f"{k}={np.array2string(np.asarray(v), precision=4)}"
+                                                  for k, v in entry.items()))
             surrogate.exclude(q.index for q in record.unmeasurable())
             t = len(record.queries) + 1
             flight = InFlight(iteration=t, request_id=f"{record.run_id}-{t}", indices=[surrogate.suggest()])

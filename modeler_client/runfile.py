@@ -40,9 +40,12 @@ class RunSettings(_Model):
     )
     kernel: Literal["se", "matern52"] = "se"
     hyperparameters: Literal["fit", "fixed"] = Field(
-        default="fit", description="'fit': maximum marginal likelihood on the observations (the paper's choice)."
+        default="fit", description="'fit': maximum a posteriori under BoTorch's priors on the observations (docs/gp_engine.md)."
     )
-    refit_every: int = Field(default=5, ge=1, description="Refit the hyperparameters every this many observations.")
+    refit_every: int = Field(
+        default=1, ge=1,
+        description="Refit the hyperparameters every this many observations (beyond 100, at most about every t/100).",
+    )
     lengthscale: float | None = Field(default=None, gt=0, description="Fixed lengthscale, or the start before fitting.")
     signal_variance: float | None = Field(default=None, gt=0)
     noise_variance: float | None = Field(default=None, gt=0)

@@ -11,6 +11,11 @@ rows released far outside the box are known to sit near its edge. ``requery=Fals
 GP-UCB off rows it has already measured (their answer will not change); ``measurement_noise_std`` (private
 measurements' public σ_y) is a floor on the observation noise. :func:`release_options` reads both from the
 release's public metadata unless the modeler sets them.
+
+Fitted hyperparameters are GPUCB's maximum-a-posteriori fit (:func:`shared.gp.regression.fit_hyperparameters`
+with BoTorch's dimension-scaled priors): outcomes standardised, lengthscales in units of the release's public
+box (:func:`public_box_widths`) or else of the candidates' extent, one lengthscale per dimension while
+r ≤ :data:`shared.gp.ucb.ARD_MAX_DIM`, refitted after every answer while t ≤ 100 (:func:`refit_due`).
 """
 
 from __future__ import annotations
@@ -40,9 +45,25 @@ def median_distance(Z: NDArray, *, max_rows: int = 500, seed: int = 0) -> float:
     return float(np.sqrt(np.median(positive))) if positive.size else 1.0
 
 
+def public_box_widths(release: ReleaseOut) -> float | None:
+    """The width of every coordinate's public range when the release states one: an identity projection of data
+    scaled to a public box of diameter D in d dimensions, each feature in [0, D/√d] (the rows of a ``gaussian``
+    release add noise around it). None otherwise (then the candidates' own extent is used)."""
+    step = release.neighbouring_step
+    if step is None or step.box_diameter is None or release.projection != "identity":
+        return None
+    return step.box_diameter / float(np.sqrt(release.dim))
+
+
+def refit_due(t: int, fitted_at: int, refit_every: int) -> bool:
+    """A refit after ``refit_every`` answers since the last (none yet: at once), and at most about every t/100
+    answers beyond t = 100, where a refit's O(t³) steps outgrow a step's pass over the candidates."""
+    return fitted_at < 0 or t - fitted_at >= max(refit_every, t // 100)
+
+
 @dataclass
 class Hyperparameters:
-    lengthscale: float
+    lengthscale: float | list[float]
     signal_variance: float
     noise_variance: float
     prior_mean: float
@@ -71,13 +92,15 @@ def release_options(
     """The surrogate options the release's public metadata decides unless given (None):
 
     * ``measurement_noise_std``: private measurements' σ_y (None when measurements are returned as computed);
-    * ``requery``: False when a repeat can teach nothing, i.e. the answers are private (memoised per row) or
-      the kernel is averaged over the input noise (its nugget is the row's, repeats do not average it away),
-      and the run has at most n iterations (so a new row is always left); True otherwise (Algorithm 2).
+    * ``requery``: False when a repeat can teach nothing, i.e. every query of a row returns the same answer
+      (``answers_repeat``: private measurements, memoised per row, or a noise-free column) or the kernel is
+      averaged over the input noise (its nugget is the row's, repeats do not average it away), and the run has
+      at most n iterations (so a new row is always left); True otherwise (Algorithm 2).
     """
     private_y = release.measurement_noise_std
     if requery is None:
-        repeats_teach_nothing = private_y is not None or uses_expected_kernel(settings, release)
+        repeats_teach_nothing = (private_y is not None or bool(release.answers_repeat)
+                                 or uses_expected_kernel(settings, release))
         requery = not (repeats_teach_nothing and settings.iterations <= release.n)
     sigma_y = private_y if measurement_noise_std is None else measurement_noise_std
     return dict(requery=requery, measurement_noise_std=sigma_y)
@@ -119,6 +142,8 @@ class Surrogate:
             raise ValueError("the expected-kernel input-noise correction is defined for the 'se' kernel only")
         self.Z = Z
         self.box_posterior = bool(public_box_width) and uses_expected_kernel(settings, release)
+        # the box posterior's inputs are (mean, variance) pairs under one isotropic lengthscale in the box's units
+        self.input_scale = public_box_width if self.box_posterior else public_box_widths(release)
         self.candidates = np.hstack(box_posterior(Z, release.noise_std, public_box_width)) if self.box_posterior else Z
         self.release = release
         self.settings = settings
@@ -158,6 +183,8 @@ class Surrogate:
             delta=self.settings.ucb_delta,
             refit_kernel=self.base_kernel(h),
             n_restarts=3,
+            ard=False if self.box_posterior else None,
+            input_scale=self.input_scale,
             requery=self.requery,
             noise_variance_floor=self.noise_floor,
             device=self.device,
@@ -196,14 +223,15 @@ class Surrogate:
         for index, value in zip(indices[self._observed :], y[self._observed :]):
             self.ucb.observe(int(index), float(value))
         self._observed = t
-        refit_due = self._fitted_at < 0 or t - self._fitted_at >= s.refit_every
-        if s.hyperparameters == "fit" and t >= MIN_OBSERVATIONS_TO_FIT and refit_due:
+        if s.hyperparameters == "fit" and t >= MIN_OBSERVATIONS_TO_FIT and refit_due(t, self._fitted_at, s.refit_every):
             self.ucb.rng = np.random.default_rng([s.seed, t])
             self.ucb.refit()
             self._fitted_at = t
             fitted = self.ucb
+            lengthscale = fitted.kernel.lengthscale
             h = Hyperparameters(
-                float(fitted.kernel.lengthscale), fitted.kernel.variance, fitted.noise_variance, fitted.prior_mean
+                lengthscale.tolist() if np.ndim(lengthscale) else float(lengthscale), fitted.kernel.variance,
+                fitted.noise_variance, fitted.prior_mean,
             )
             if self.kernel_hook is not None:
                 self._rebuild(h, self.kernel_hook(fitted.kernel, self.release), indices, y)

@@ -204,6 +204,14 @@ def check_served(settings: Settings, release: Release) -> None:
         raise refusal
 
 
+def answers_repeat(release: Release, dataset: Dataset) -> bool:
+    """Whether every query of a row gets the same answer: private measurements are drawn once per row, and a column
+    evaluator without measurement noise reads the same cell (python and manual evaluators promise nothing)."""
+    evaluator = dataset.evaluator
+    private = bool(release.parameters and release.parameters.get("measurements"))
+    return private or (evaluator["kind"] == "column" and not evaluator.get("noise_std"))
+
+
 def release_out(release: Release, dataset: Dataset, settings: Settings) -> ReleaseOut:
     step = step_of(release, dataset)
     refusal = not_served(settings, release)
@@ -225,6 +233,7 @@ def release_out(release: Release, dataset: Dataset, settings: Settings) -> Relea
         evaluator_kind=dataset.evaluator["kind"],
         measurement=dataset.measurement,
         label_columns=dataset.label_columns or [],
+        answers_repeat=answers_repeat(release, dataset),
         warnings=(release_warnings(release, step) + dataset_warnings(dataset)
                   + ([] if refusal is None else [refusal.detail])),
         measurements_note=measurements_note(release),

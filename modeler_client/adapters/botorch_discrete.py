@@ -7,6 +7,8 @@ by ``fit_gpytorch_mll``) on the answers so far, then q rows at once by
 * ``"ucb"``: qUpperConfidenceBound with β_t = 2 log(n t² π² / (6 δ')) (PO-GP-UCB's Algorithm 2, as our engine);
 * ``"ei"``: qLogExpectedImprovement over the best value seen.
 
+One row with nothing pending uses the analytic forms instead (``UpperConfidenceBound``: μ + √β_t σ exactly, and
+``LogExpectedImprovement``), as BoTorch recommends for q = 1: exact, and no Monte-Carlo samples to pay for.
 Pending rows are passed as ``X_pending`` (the acquisition integrates over their unknown answers) and, with
 measured rows, removed from the choices. Before ``n_init`` answers exist the rows are drawn at random.
 """
@@ -23,7 +25,9 @@ from shared.gp.ucb import gp_ucb_beta
 
 try:
     import torch
-    from botorch.acquisition import qLogExpectedImprovement, qUpperConfidenceBound
+    from botorch.acquisition import (
+        LogExpectedImprovement, UpperConfidenceBound, qLogExpectedImprovement, qUpperConfidenceBound,
+    )
     from botorch.fit import fit_gpytorch_mll
     from botorch.models import SingleTaskGP
     from botorch.models.transforms import Normalize, Standardize
@@ -56,6 +60,7 @@ class BoTorchProposer:
         self.rng = np.random.default_rng(seed)
         self.bounds = torch.stack([self.Z.min(dim=0).values, self.Z.max(dim=0).values])
         self.indices: list[int] = []
+        self.model: SingleTaskGP | None = None  # the newest fitted model (its hyperparameters, for studies)
         self.values: list[float] = []
 
     def tell(self, index: int, value: float) -> None:
@@ -78,14 +83,16 @@ class BoTorchProposer:
         q = min(q, len(free))
         if len(self.values) < self.n_init:
             return [int(i) for i in self.rng.choice(free, size=q, replace=False)]
-        model = self._model()
-        sampler = SobolQMCNormalSampler(sample_shape=torch.Size([self.mc_samples]), seed=self.seed + len(self.values))
-        X_pending = self.Z[list(pending)] if len(pending) else None
-        if self.acquisition == "ucb":
-            beta = gp_ucb_beta(len(self.values) + len(pending) + 1, len(self.Z), self.ucb_delta)
-            acqf = qUpperConfidenceBound(model, beta=beta, sampler=sampler, X_pending=X_pending)
+        self.model = model = self._model()
+        beta = gp_ucb_beta(len(self.values) + len(pending) + 1, len(self.Z), self.ucb_delta)
+        if q == 1 and not len(pending):
+            acqf = (UpperConfidenceBound(model, beta=beta) if self.acquisition == "ucb"
+                    else LogExpectedImprovement(model, best_f=max(self.values)))
         else:
-            acqf = qLogExpectedImprovement(model, best_f=max(self.values), sampler=sampler, X_pending=X_pending)
+            sampler = SobolQMCNormalSampler(sample_shape=torch.Size([self.mc_samples]), seed=self.seed + len(self.values))
+            X_pending = self.Z[list(pending)] if len(pending) else None
+            acqf = (qUpperConfidenceBound(model, beta=beta, sampler=sampler, X_pending=X_pending) if self.acquisition == "ucb"
+                    else qLogExpectedImprovement(model, best_f=max(self.values), sampler=sampler, X_pending=X_pending))
         choices = self.Z[free]
         candidates, _ = optimize_acqf_discrete(acqf, q=q, choices=choices, unique=True)
         nearest = torch.cdist(candidates, choices).argmin(dim=1)  # each candidate is a row of choices

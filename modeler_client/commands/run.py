@@ -159,9 +159,12 @@ def run(
     iterations: Annotated[int, typer.Option("--iterations", "-T", min=1, help="T: how many queries to make.")],
     out: Annotated[Path, typer.Option(help="The run file, saved after every iteration.")] = Path("run.json"),
     hyperparameters: Annotated[
-        HyperparameterMode, typer.Option(help="Fit by maximum marginal likelihood (the paper's choice) or fix.")
+        HyperparameterMode,
+        typer.Option(help="Fit (maximum a posteriori under BoTorch's priors, docs/gp_engine.md) or fix."),
     ] = HyperparameterMode.fit,
-    refit_every: Annotated[int, typer.Option(min=1, help="Refit hyperparameters every this many answers.")] = 5,
+    refit_every: Annotated[
+        int, typer.Option(min=1, help="Refit hyperparameters every this many answers (beyond 100, about every t/100).")
+    ] = 1,
     kernel: Annotated[KernelName, typer.Option()] = KernelName.se,
     lengthscale: Annotated[float | None, typer.Option(help="Fixed lengthscale (default: median distance of Z).")] = None,
     signal_variance: Annotated[float | None, typer.Option(help="Fixed signal variance (default 1).")] = None,

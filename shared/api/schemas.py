@@ -644,6 +644,11 @@ class ReleaseOut(ReleaseMetadata):
     label_columns: list[str] = Field(
         default_factory=list, description="The curator-approved 0/1 label columns a job may name (e.g. dp-bo "
                                           "--label-column).")
+    answers_repeat: bool | None = Field(
+        default=None,
+        description="Every query of a row returns the same answer: private measurements (drawn once) or a column "
+                    "evaluator without measurement noise, so asking a row again teaches nothing. null: not stated.",
+    )
     warnings: list[str] = Field(default_factory=list)
     measurements_note: str = MEASUREMENTS_NOTE
     created_at: datetime

@@ -26,6 +26,7 @@ from scipy.linalg.lapack import dpotrf, dpotri, dpotrs
 from scipy.optimize import minimize
 from threadpoolctl import ThreadpoolController
 
+from shared.checks import positive_int
 from shared.gp.fused_step import (
     GIVEN_COLUMN, MATERN52, SQUARED_EXPONENTIAL, append_block, best_upper_confidence_bound, fused_step, new_block_list,
     stored_column,
@@ -411,11 +412,61 @@ def default_bounds(X: ArrayLike, y: ArrayLike, *, ard: bool = False) -> Hyperpar
 
 
 @dataclass(frozen=True)
+class LogNormal:
+    """x ~ LogNormal(loc, scale): log p(x) = −log x − (log x − loc)² / (2 scale²) + const."""
+
+    loc: float
+    scale: float
+
+    @property
+    def mode(self) -> float:
+        """argmax p(x) = exp(loc − scale²)."""
+        return math.exp(self.loc - self.scale**2)
+
+    def log_density(self, log_x: NDArray) -> tuple[float, NDArray]:
+        """Σ log p(x_i) at x = exp(log_x) (up to a constant) and its gradient in log_x.
+
+        The density of x itself, not of log x: the MAP point is then the one GPyTorch finds with the prior on
+        the parameter's own value (a constraint with ``transform=None``, as BoTorch's defaults)."""
+        z = (log_x - self.loc) / self.scale
+        return float(np.sum(-log_x - 0.5 * z * z)), -1.0 - z / self.scale
+
+
+@dataclass(frozen=True)
+class HyperparameterPrior:
+    """Priors for a maximum-a-posteriori fit on standardised outcomes (ỹ = (y − ȳ) / s_y, so the signal
+    variance is 1) and inputs in units of the box (each lengthscale divided by its dimension's width, the
+    isotropic one by the root-mean-square width): one per lengthscale, one on the noise variance, and box
+    constraints in those units for L-BFGS-B."""
+
+    lengthscale: LogNormal
+    noise_variance: LogNormal
+    lengthscale_bounds: tuple[float, float] = (2.5e-2, 1e3)
+    noise_variance_bounds: tuple[float, float] = (1e-6, 10.0)
+
+    @classmethod
+    def dim_scaled(cls, dim: int) -> HyperparameterPrior:
+        """The priors BoTorch's ``SingleTaskGP`` uses by default (Hvarfner, Hellsten & Nardi 2024, "Vanilla
+        Bayesian optimization performs great in high dimensions"; ``botorch.models.utils.gpytorch_modules``:
+        ``get_covar_module_with_dim_scaled_prior`` and ``get_gaussian_likelihood_with_lognormal_prior``):
+
+            l_j ~ LogNormal(√2 + ½ log d, √3)   (inputs in the unit cube; the median lengthscale grows as √d)
+            σ_n² ~ LogNormal(−4, 1)              (outcomes standardised)
+
+        with BoTorch's lengthscale floor 0.025. Its noise floor (1e-4) is lowered to 1e-6: it exists for
+        float32 and iterative solvers; exact float64 factorisations are stable there, and a deterministic
+        objective's noise then stays off the floor unless the data insist."""
+        positive_int(dim, "dim (the number of input dimensions)")
+        return cls(LogNormal(math.sqrt(2.0) + 0.5 * math.log(dim), math.sqrt(3.0)), LogNormal(-4.0, 1.0))
+
+
+@dataclass(frozen=True)
 class FittedHyperparameters:
     kernel: FittableKernel
     noise_variance: float
     prior_mean: float
     log_marginal_likelihood: float
+    at_bound: tuple[str, ...] = ()  # the fitted parameters that ended at a bound of the search box
 
 
 def kernel_prototype(kernel: Literal["se", "matern52"] | FittableKernel) -> FittableKernel:
@@ -459,6 +510,40 @@ def _negative_lml_and_gradient(
     return -log_likelihood, -np.append(grad, grad_noise)
 
 
+def _log_starts(
+    log_bounds: NDArray, first: NDArray, initial: NDArray | None, warm_start_only: bool, draws: Callable[[], NDArray]
+) -> list[NDArray]:
+    """L-BFGS-B's starts in log-parameters: ``initial`` (a warm start) if given, then ``first``, then ``draws()``
+    (one row a start); with ``warm_start_only`` (and ``initial``) only ``initial``. All clipped to the box."""
+    if initial is not None and warm_start_only:
+        return [np.clip(initial, *log_bounds.T)]
+    starts = ([initial] if initial is not None else []) + [first, *draws()]
+    return [np.clip(x0, *log_bounds.T) for x0 in starts]
+
+
+def _minimise(objective: Callable, starts: list[NDArray], log_bounds: NDArray, args: tuple, ftol: float):
+    """The best L-BFGS-B result over ``starts`` (scipy's ``minimize`` with the analytic gradient)."""
+    best = None
+    # The matrices are small (t × t): extra BLAS threads only add synchronisation, which on a busy
+    # machine made fitting ~30× slower.
+    with _blas_controller().limit(limits=1):
+        for x0 in starts:
+            result = minimize(objective, x0, args=args, jac=True, method="L-BFGS-B", bounds=log_bounds,
+                              options={"ftol": ftol})
+            if np.isfinite(result.fun) and (best is None or result.fun < best.fun):
+                best = result
+    if best is None or best.fun >= 1e25:
+        raise LinAlgError("marginal-likelihood fitting failed at every start; check the data and the bounds")
+    return best
+
+
+def _at_bound(theta: NDArray, log_bounds: NDArray, names: Sequence[str]) -> tuple[str, ...]:
+    """The names whose log-parameter ended within 10⁻³ (0.1 %) of its box (a degenerate box is no bound)."""
+    low, high = log_bounds.T
+    hit = (high > low) & ((theta - low < 1e-3) | (high - theta < 1e-3))
+    return tuple(dict.fromkeys(name for name, h in zip(names, hit) if h))
+
+
 def fit_hyperparameters(
     X: ArrayLike,
     y: ArrayLike,
@@ -472,69 +557,130 @@ def fit_hyperparameters(
     initial: tuple[FittableKernel, float] | None = None,
     warm_start_only: bool = False,
     ftol: float = 2.2e-9,
+    prior: HyperparameterPrior | None = None,
+    input_scale: float | ArrayLike | None = None,
+    noise_variance_floor: float = 0.0,
 ) -> FittedHyperparameters:
-    """Maximise the log marginal likelihood over log lengthscale(s), log σ² and log σ_n² with L-BFGS-B.
+    """Fit the kernel's lengthscale(s) and σ_n² (and, without a prior, σ²) with L-BFGS-B from several starts.
 
-    Starts: ``initial`` (kernel, noise variance) if given, the log-midpoint of the bounds, then
-    ``n_restarts`` points drawn uniformly in log-space within the bounds (``rng``-seeded); with
-    ``warm_start_only`` (and ``initial`` given) only ``initial`` — a cheap refit after a few new points;
-    ``ftol`` is L-BFGS-B's relative tolerance on the objective (scipy's default unless given). The prior
-    mean is held fixed: the sample mean of y, or the float given. ``kernel`` names a kernel of ``KERNELS``
-    or is an instance whose kind (and other settings, e.g. a public input noise) the fit keeps.
+    Without ``prior``: maximum marginal likelihood over log l…, log σ², log σ_n² inside ``bounds`` (default
+    :func:`default_bounds`); starts: ``initial`` if given, the log-midpoint of the bounds, then ``n_restarts``
+    points uniform in log-space.
+
+    With ``prior`` (a :class:`HyperparameterPrior`): maximum a posteriori, as BoTorch's ``SingleTaskGP`` with
+    ``fit_gpytorch_mll``. The outcomes are standardised, ỹ = (y − m) / s_y (m the prior mean, s_y the sample
+    standard deviation), so the signal variance is 1 and only the lengthscales l̃ (in units of
+    ``input_scale``: one width per dimension, default the extent of X; isotropic kernels use the
+    root-mean-square width) and the noise σ̃_n² are fitted, maximising
+
+        log p(ỹ | X, l̃, σ̃_n²) + Σ_j log p_prior(l̃_j) + log p_prior(σ̃_n²)
+
+    inside ``prior``'s bounds (in the same units). Starts: ``initial`` if given, the priors' modes, then
+    ``n_restarts`` draws from the priors. The result is in the data's units: l = l̃ · width, σ² = s_y²,
+    σ_n² = σ̃_n² s_y².
+
+    Either way ``warm_start_only`` (with ``initial``) starts from ``initial`` only (a cheap refit after a few
+    new points); ``ftol`` is L-BFGS-B's relative tolerance; ``noise_variance_floor`` is a floor on σ_n² in
+    the data's units (private measurements' σ_y²); the prior mean is held at the sample mean of y or the
+    float given. ``kernel`` names a kernel of ``KERNELS`` or is an instance whose kind (and other settings,
+    e.g. a public input noise) the fit keeps.
     """
     X = _as_inputs(X)
     y = np.asarray(y, dtype=float).ravel()
     if len(y) != len(X) or len(y) < 2:
         raise ValueError("fitting hyperparameters needs X and y with the same number (≥ 2) of points")
     prototype = kernel_prototype(kernel)
-    bounds = bounds or default_bounds(X, y, ard=ard)
     mean = float(np.mean(y)) if prior_mean == "sample_mean" else float(prior_mean)
+    rng = np.random.default_rng(rng)
+    if prior is not None:
+        return _fit_map(X, y - mean, mean, prototype, ard, prior, input_scale, noise_variance_floor, n_restarts, rng,
+                        initial, warm_start_only, ftol)
     residual = y - mean
+    bounds = bounds or default_bounds(X, y, ard=ard)
 
     ls_bounds = np.atleast_2d(np.asarray(bounds.lengthscale, dtype=float))
     if ard and len(ls_bounds) == 1:
         ls_bounds = np.repeat(ls_bounds, X.shape[1], axis=0)
     if (ard and len(ls_bounds) != X.shape[1]) or (not ard and len(ls_bounds) != 1):
         raise ValueError("lengthscale bounds must be one (low, high) pair, or one per dimension for ARD")
-    log_bounds = np.log(np.vstack([ls_bounds, bounds.signal_variance, bounds.noise_variance]))
+    noise_bounds = tuple(max(v, noise_variance_floor) for v in bounds.noise_variance)
+    log_bounds = np.log(np.vstack([ls_bounds, bounds.signal_variance, noise_bounds]))
     if not np.all(log_bounds[:, 0] <= log_bounds[:, 1]):
         raise ValueError("every bound must satisfy 0 < low ≤ high")
 
-    rng = np.random.default_rng(rng)
-    starts = [log_bounds.mean(axis=1)]
+    warm = None
     if initial is not None:
         init_kernel, init_noise = initial
-        init_ls = np.broadcast_to(init_kernel.lengthscale, (len(ls_bounds),))
-        starts.insert(0, np.clip(np.log([*init_ls, init_kernel.variance, init_noise]), *log_bounds.T))
-    if warm_start_only and initial is not None:
-        starts = starts[:1]
-    else:
-        starts += list(rng.uniform(log_bounds[:, 0], log_bounds[:, 1], size=(n_restarts, len(log_bounds))))
-
-    best = None
-    # The matrices are small (t × t): extra BLAS threads only add synchronisation, which on a busy
-    # machine made fitting ~30× slower.
-    with _blas_controller().limit(limits=1):
-        for x0 in starts:
-            result = minimize(
-                _negative_lml_and_gradient,
-                x0,
-                args=(prototype, ard, X, residual),
-                jac=True,
-                method="L-BFGS-B",
-                bounds=log_bounds,
-                options={"ftol": ftol},
-            )
-            if np.isfinite(result.fun) and (best is None or result.fun < best.fun):
-                best = result
-    if best is None or best.fun >= 1e25:
-        raise LinAlgError("marginal-likelihood fitting failed at every start; check the data and the bounds")
+        warm = np.log([*np.broadcast_to(init_kernel.lengthscale, (len(ls_bounds),)), init_kernel.variance, init_noise])
+    starts = _log_starts(log_bounds, log_bounds.mean(axis=1), warm, warm_start_only,
+                         lambda: rng.uniform(log_bounds[:, 0], log_bounds[:, 1], size=(n_restarts, len(log_bounds))))
+    best = _minimise(_negative_lml_and_gradient, starts, log_bounds, (prototype, ard, X, residual), ftol)
     theta = best.x
     n_ls = len(ls_bounds)
     ls = np.exp(theta[:n_ls]) if ard else float(np.exp(theta[0]))
     return FittedHyperparameters(
         kernel=prototype.with_parameters(ls, float(np.exp(theta[n_ls]))),
-        noise_variance=float(np.exp(theta[-1])),
+        noise_variance=max(float(np.exp(theta[-1])), noise_variance_floor),
         prior_mean=mean,
         log_marginal_likelihood=float(-best.fun),
+        at_bound=_at_bound(theta, log_bounds, ["lengthscale"] * n_ls + ["signal_variance", "noise_variance"]),
+    )
+
+
+def _negative_log_posterior(
+    phi: NDArray, prototype: FittableKernel, ard: bool, X: NDArray, residual: NDArray, log_width: float | NDArray,
+    prior: HyperparameterPrior,
+) -> tuple[float, NDArray]:
+    """−(log p(ỹ | θ) + log prior) and its gradient in φ = (log l̃…, log σ̃_n²), with log l = log l̃ + log width
+    and σ² = 1 (so ∂/∂log l̃ = ∂/∂log l, and the σ² component of the likelihood's gradient is dropped)."""
+    n_ls = len(phi) - 1
+    theta = np.concatenate([phi[:n_ls] + log_width, [0.0], phi[n_ls:]])
+    value, grad = _negative_lml_and_gradient(theta, prototype, ard, X, residual)
+    if value >= 1e25:
+        return value, np.zeros_like(phi)
+    log_ls, d_ls = prior.lengthscale.log_density(phi[:n_ls])
+    log_noise, d_noise = prior.noise_variance.log_density(phi[n_ls:])
+    return value - log_ls - log_noise, np.append(grad[:n_ls] - d_ls, grad[-1] - d_noise)
+
+
+def _fit_map(
+    X: NDArray, residual: NDArray, mean: float, prototype: FittableKernel, ard: bool, prior: HyperparameterPrior,
+    input_scale: float | ArrayLike | None, noise_variance_floor: float, n_restarts: int, rng: np.random.Generator,
+    initial: tuple[FittableKernel, float] | None, warm_start_only: bool, ftol: float,
+) -> FittedHyperparameters:
+    """:func:`fit_hyperparameters` with a prior (its docstring has the model)."""
+    t, d = X.shape
+    scale_y = float(np.std(residual, ddof=1)) or 1.0
+    widths = np.broadcast_to(np.asarray(np.ptp(X, axis=0) if input_scale is None else input_scale, dtype=float), (d,))
+    fallback = float(np.sqrt(np.mean(widths**2))) or 1.0  # a dimension without extent gets the typical width
+    widths = np.where(widths > 0, widths, fallback)
+    log_width = np.log(widths) if ard else 0.5 * float(np.log(np.mean(widths**2)))
+    n_ls = d if ard else 1
+    noise_low = max(prior.noise_variance_bounds[0], noise_variance_floor / scale_y**2)
+    noise_bounds = (noise_low, max(prior.noise_variance_bounds[1], noise_low))
+    log_bounds = np.log(np.array([prior.lengthscale_bounds] * n_ls + [noise_bounds], dtype=float))
+    loc = np.array([prior.lengthscale.loc] * n_ls + [prior.noise_variance.loc])
+    spread = np.array([prior.lengthscale.scale] * n_ls + [prior.noise_variance.scale])
+    modes = np.log([prior.lengthscale.mode] * n_ls + [prior.noise_variance.mode])
+    warm = None
+    if initial is not None:
+        init_kernel, init_noise = initial
+        init_ls = np.broadcast_to(init_kernel.lengthscale, (n_ls,))
+        warm = np.append(np.log(init_ls) - log_width, np.log(init_noise / scale_y**2))
+    starts = _log_starts(log_bounds, modes, warm, warm_start_only,
+                         lambda: rng.normal(loc, spread, size=(n_restarts, len(loc))))
+    residual = residual / scale_y
+    args = (prototype, ard, X, residual, log_width, prior)
+    best = _minimise(_negative_log_posterior, starts, log_bounds, args, ftol)
+    phi = best.x
+    log_ls = phi[:n_ls] + log_width
+    ls = np.exp(log_ls) if ard else float(np.exp(log_ls[0]))
+    theta = np.concatenate([log_ls, [0.0], phi[n_ls:]])
+    nlml, _ = _negative_lml_and_gradient(theta, prototype, ard, X, residual)
+    return FittedHyperparameters(
+        kernel=prototype.with_parameters(ls, scale_y**2),
+        noise_variance=max(float(np.exp(phi[-1])) * scale_y**2, noise_variance_floor),  # exp(log(floor)) may round below
+        prior_mean=mean,
+        log_marginal_likelihood=float(-nlml) - t * math.log(scale_y),
+        at_bound=_at_bound(phi, log_bounds, ["lengthscale"] * n_ls + ["noise_variance"]),
     )

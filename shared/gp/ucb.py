@@ -12,14 +12,17 @@ PO-GP-UCB runs it on the released Z.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shared.checks import open_unit, positive_int
-from shared.gp.regression import CandidatePosterior, HyperparameterBounds, default_bounds, fit_hyperparameters, kernel_prototype
+from shared.gp.regression import (
+    CandidatePosterior, FittedHyperparameters, HyperparameterBounds, HyperparameterPrior, default_bounds, fit_hyperparameters,
+    kernel_prototype,
+)
 from shared.gp.kernels import FittableKernel, Kernel, SquaredExponential
 
 
@@ -51,6 +54,11 @@ def gp_ucb_beta(t: int, n: int, delta: float) -> float:
     return 2.0 * np.log(n * t**2 * np.pi**2 / (6.0 * delta))
 
 
+ARD_MAX_DIM = 16
+"""With a prior, one lengthscale per input dimension up to this many dimensions (BoTorch always uses ARD; beyond
+this the t × t gradient contractions cost r passes each and few runs have the answers to fit them)."""
+
+
 class GPUCB:
     """Ask/tell GP-UCB over the rows of ``candidates`` (n × r).
 
@@ -60,11 +68,16 @@ class GPUCB:
     * ``n_init``: the first ``n_init`` suggestions are distinct candidates drawn uniformly with ``rng``
       (they still count as iterations for β_t).
     * ``refit_every``: after every ``refit_every``-th observation, refit the kernel (``refit_kernel``,
-      ``ard``) and σ_n² by maximising the marginal likelihood on the observations so far (bounds from
-      ``bounds``, or data-driven from the candidates and the observed values; prior mean = the sample
-      mean), then rebuild the candidate posterior once by replaying the observations. ``refit_kernel`` is a
-      kernel name or an instance whose kind and fixed settings the fit keeps (e.g.
-      :class:`shared.gp.noisy_inputs.ExpectedSquaredExponential` with the release's public noise).
+      ``ard``) and σ_n² on the observations so far (prior mean = the sample mean), then rebuild the
+      candidate posterior once by replaying the observations. ``prior="dim-scaled"`` (the default): the
+      maximum-a-posteriori fit of :func:`shared.gp.regression.fit_hyperparameters` with BoTorch's priors
+      (:meth:`HyperparameterPrior.dim_scaled`), lengthscales in units of ``input_scale`` (the widths of the
+      public input box; default the candidates' extent per dimension) and, with ``ard=None`` (the default),
+      one lengthscale per dimension when r ≤ ``ARD_MAX_DIM``. ``prior=None``: maximum marginal likelihood
+      inside ``bounds`` (default: data-driven from the candidates and the observed values), one lengthscale
+      unless ``ard``. ``refit_kernel`` is a kernel name or an instance whose kind and fixed settings the fit
+      keeps (e.g. :class:`shared.gp.noisy_inputs.ExpectedSquaredExponential` with the release's public
+      noise). ``last_fit`` holds the newest fit.
     * ``requery=False``: never suggest a candidate already observed (or pending in a batch). Right when a
       row's answer cannot change (memoised private measurements, a deterministic evaluator) or the kernel
       gives each row its own nugget; Algorithm 2 itself allows repeats (the default).
@@ -93,9 +106,11 @@ class GPUCB:
         rng: np.random.Generator | int | None = None,
         refit_every: int | None = None,
         refit_kernel: Literal["se", "matern52"] | FittableKernel = "se",
-        ard: bool = False,
+        ard: bool | None = None,
         n_restarts: int = 3,
         bounds: HyperparameterBounds | None = None,
+        prior: Literal["dim-scaled"] | HyperparameterPrior | None = "dim-scaled",
+        input_scale: float | ArrayLike | None = None,
         jitter: float = 1e-10,
         requery: bool = True,
         noise_variance_floor: float = 0.0,
@@ -121,7 +136,6 @@ class GPUCB:
         self._betas: dict[int, float] = {}  # β_t by t: a step asks for its t and the next (~4 µs each to compute)
         self.noise_variance_floor = float(noise_variance_floor)
         noise_variance = max(noise_variance, self.noise_variance_floor)
-        self.ard = ard
         self.n_restarts = n_restarts
         self.bounds = bounds
         self.jitter = jitter
@@ -132,7 +146,11 @@ class GPUCB:
             raise ValueError("precision applies to the torch engine only: give a device")
         self.precision = precision
         self.posterior = self._new_posterior(candidates, kernel, noise_variance, prior_mean)
-        n = self.posterior.n_candidates
+        n, r = self.posterior.candidates.shape
+        self.prior = HyperparameterPrior.dim_scaled(r) if prior == "dim-scaled" else prior
+        self.ard = (self.prior is not None and r <= ARD_MAX_DIM) if ard is None else ard
+        self.input_scale = np.ptp(self.posterior.candidates, axis=0) if input_scale is None else input_scale
+        self.last_fit: FittedHyperparameters | None = None
         if not 0 <= n_init <= n:
             raise ValueError(f"n_init must lie in 0..{n} (the number of candidates)")
         self.initial_indices = self.rng.choice(n, size=n_init, replace=False) if n_init else np.zeros(0, int)
@@ -246,22 +264,21 @@ class GPUCB:
         """Fit hyperparameters on the observations and rebuild the candidate posterior once."""
         post = self.posterior
         indices, values = post.observed_indices, post.observed_values
-        X = post.candidates[indices]
-        bounds = self.bounds or default_bounds(post.candidates, values, ard=self.ard)
-        floor = self.noise_variance_floor
-        bounds = replace(bounds, noise_variance=tuple(max(v, floor) for v in bounds.noise_variance))
         current = post.kernel
-        initial = (current, max(post.noise_variance, bounds.noise_variance[0]))
-        same_kind = type(current) is type(self.refit_kernel)
-        fitted = fit_hyperparameters(
-            X,
+        same_kind = type(current) is type(self.refit_kernel) and current.ard == self.ard
+        bounds = None if self.prior is not None else self.bounds or default_bounds(post.candidates, values, ard=self.ard)
+        self.last_fit = fitted = fit_hyperparameters(
+            post.candidates[indices],
             values,
             kernel=self.refit_kernel,
             ard=self.ard,
             bounds=bounds,
             n_restarts=self.n_restarts,
             rng=self.rng,
-            initial=initial if same_kind and current.ard == self.ard else None,
+            initial=(current, post.noise_variance) if same_kind else None,
+            prior=self.prior,
+            input_scale=self.input_scale,
+            noise_variance_floor=self.noise_variance_floor,
         )
         rebuilt = self._new_posterior(post.candidates, fitted.kernel, fitted.noise_variance, fitted.prior_mean)
         for index, y in zip(indices, values):  # replayed where the posterior lives (on the device for torch)

@@ -50,7 +50,7 @@ def test_fits_keep_the_public_input_noise_and_the_measurement_noise_floor():
     kernel = surrogate.ucb.kernel
     assert isinstance(kernel, ExpectedSquaredExponential) and kernel.input_noise_std == 0.3 and kernel.dim == 3
     assert surrogate.ucb.noise_variance >= 0.2**2
-    assert surrogate.hyperparameters.lengthscale == kernel.lengthscale
+    np.testing.assert_array_equal(surrogate.hyperparameters.lengthscale, kernel.lengthscale)  # one per dimension
 
 
 def test_without_requery_no_row_is_measured_twice():

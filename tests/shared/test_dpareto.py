@@ -6,8 +6,10 @@ from threadpoolctl import threadpool_limits
 
 from scipy.optimize._numdiff import approx_derivative
 
-from shared.algorithms.dpareto.optimizer import (Hyperparameter, ParetoProblem, dpareto, forward_difference_points,
-                                                 grid_search, random_search)
+from shared.algorithms.dpareto.optimizer import (Hyperparameter, HVPoIProposer, ParetoProblem, dpareto,
+                                                 estimated_reference, forward_difference_points, grid_search,
+                                                 random_search, surrogate_targets)
+from shared.algorithms.dpareto.pareto import HVPoI, pareto_front
 from shared.algorithms.dpareto.problems import svt_problem, table4_sampler
 
 
@@ -104,6 +106,28 @@ def test_dpareto_finds_a_known_front_on_a_toy_problem():
     bo = dpareto(problem, initial_points=5, iterations=15, rng=0)
     rs = random_search(problem, evaluations=20, rng=0)
     assert bo.hypervolume() >= 0.95 * exact and bo.hypervolume() > rs.hypervolume()
+
+
+def test_the_transformed_reference_is_gpflowopts_estimate():
+    # GPflowOpt's HVProbabilityOfImprovement._estimate_reference: max(front) + 2·(max − min)/|front|, per objective.
+    front = np.array([[-2.0, 1.0], [0.0, -1.0], [1.0, -3.0]])
+    assert estimated_reference(front).tolist() == pytest.approx([1.0 + 2 * 3.0 / 3, 1.0 + 2 * 4.0 / 3])
+
+
+def test_the_transformed_space_scores_gain_in_log_and_logit_coordinates(svt):
+    # The same fitted surrogates, two spaces: the objective space measures the gain against (10, 1) after exp/expit,
+    # the transformed one in (log ε, logit error) against the estimated reference, so their proposals differ.
+    evaluations = random_search(svt, evaluations=12, rng=0).evaluations
+    U = np.array([svt.to_unit(e.params) for e in evaluations])
+    points = np.array([[e.epsilon, e.error] for e in evaluations])
+    proposals = {space: HVPoIProposer(2, svt.anti_ideal, np.random.default_rng(0), space=space).propose(U, points)
+                 for space in ("objective", "transformed")}
+    assert not np.allclose(proposals["objective"], proposals["transformed"])
+    front = pareto_front(surrogate_targets(points))
+    beyond = estimated_reference(front) + 0.1  # a predicted mean outside the reference box gains nothing there
+    assert HVPoI(front, estimated_reference(front))(beyond[None, :], np.ones((1, 2)))[0][0] == 0.0
+    with pytest.raises(ValueError, match="HVPoI space"):
+        HVPoIProposer(2, svt.anti_ideal, np.random.default_rng(0), space="linear")
 
 
 @pytest.mark.slow

@@ -166,6 +166,17 @@ def surrogate_targets(points: NDArray) -> NDArray:
 
 INVERSE_TRANSFORMS = (np.exp, expit)
 
+HVPOI_SPACES = ("objective", "transformed")
+"""Where HVPoI's hypervolume gain is measured. "objective": in (ε, error), against the problem's anti-ideal point.
+"transformed": in the surrogates' (log ε, logit error), against a reference point estimated from the front there,
+as the authors' code does (GPflowOpt's ``HVProbabilityOfImprovement``; the anti-ideal's logit(1) is infinite)."""
+
+
+def estimated_reference(front: NDArray) -> NDArray:
+    """GPflowOpt's reference point for HVPoI: the front's maximum plus twice its range over its size, per
+    objective (``HVProbabilityOfImprovement._estimate_reference``)."""
+    return front.max(axis=0) + 2.0 * (front.max(axis=0) - front.min(axis=0)) / len(front)
+
 
 FORWARD_STEP = float(np.sqrt(np.finfo(float).eps))
 """scipy's 2-point finite-difference step for unit-cube inputs (rel_step · max(1, |u|) = rel_step)."""
@@ -185,11 +196,15 @@ class HVPoIProposer:
     Hyperparameters are searched from several starts (the previous optimum, the bounds' midpoint and
     ``restarts`` random points) at the first proposal and every ``full_search_every``-th; in between the
     previous optimum alone is polished, the data having grown by one point. The polish's finite-difference
-    gradient scores its d + 1 points in one batch (one GP prediction per model, not d + 1)."""
+    gradient scores its d + 1 points in one batch (one GP prediction per model, not d + 1). ``space`` says where
+    the hypervolume gain is measured (:data:`HVPOI_SPACES`)."""
 
     def __init__(self, dim: int, anti_ideal: tuple[float, float], rng: np.random.Generator, *,
-                 candidates: int = 1000, polish: int = 2, restarts: int = 1, full_search_every: int = 8) -> None:
-        self.dim, self.anti_ideal, self.rng = dim, anti_ideal, rng
+                 candidates: int = 1000, polish: int = 2, restarts: int = 1, full_search_every: int = 8,
+                 space: str = "objective") -> None:
+        if space not in HVPOI_SPACES:
+            raise ValueError(f"HVPoI space must be one of {HVPOI_SPACES}, not {space!r}")
+        self.dim, self.anti_ideal, self.rng, self.space = dim, anti_ideal, rng, space
         self.candidates, self.polish, self.restarts = candidates, polish, restarts
         self.full_search_every = full_search_every
         self._fitted: list[FittedHyperparameters | None] = [None, None]
@@ -213,7 +228,11 @@ class HVPoIProposer:
     def propose(self, U: NDArray, points: NDArray) -> NDArray:
         Y = surrogate_targets(points)
         models = self._surrogates(U, Y)
-        acquisition = HVPoI(pareto_front(Y), self.anti_ideal, inverse_transforms=INVERSE_TRANSFORMS)
+        front = pareto_front(Y)
+        if self.space == "transformed":
+            acquisition = HVPoI(front, estimated_reference(front))
+        else:
+            acquisition = HVPoI(front, self.anti_ideal, inverse_transforms=INVERSE_TRANSFORMS)
 
         def scores(X: NDArray) -> tuple[NDArray, NDArray]:
             predictions = [m.predict(X, return_std=True) for m in models]
@@ -249,8 +268,10 @@ def dpareto(
     polish: int = 2,
     progress: Progress | None = None,
     map_fn: MapFn = map,
+    hvpoi_space: str = "objective",
 ) -> ParetoResult:
-    """Algorithm 2: k₀ = ``initial_points`` random settings, then k = ``iterations`` HVPoI steps.
+    """Algorithm 2: k₀ = ``initial_points`` random settings, then k = ``iterations`` HVPoI steps, the hypervolume
+    gain measured in ``hvpoi_space`` (:data:`HVPOI_SPACES`).
 
     The k₀ initial evaluations are independent and go through ``map_fn`` (e.g. a cluster's map); the
     HVPoI steps are sequential by nature. The oracle runs wherever ``map_fn`` sends it: state it mutates
@@ -260,7 +281,8 @@ def dpareto(
     total = initial_points + iterations
     initial = np.random.default_rng(rng.integers(2**63))  # the same stream random_search uses first
     _record_all(result, problem, [problem.sample(initial) for _ in range(initial_points)], total, progress, map_fn)
-    proposer = HVPoIProposer(len(problem.space), problem.anti_ideal, rng, candidates=candidates, polish=polish)
+    proposer = HVPoIProposer(len(problem.space), problem.anti_ideal, rng, candidates=candidates, polish=polish,
+                             space=hvpoi_space)
     for _ in range(iterations):
         start = time.perf_counter()
         U = np.array([problem.to_unit(e.params) for e in result.evaluations])

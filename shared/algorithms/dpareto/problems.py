@@ -171,14 +171,18 @@ def table4_sampler(rng: np.random.Generator) -> dict[str, float]:
 
 
 def adult_dpsgd_problem(
-    loss: str = "logistic", optimizer: str = "sgd", *, runs: int = 1, delta: float = 1e-5, seed: int = 0
+    loss: str = "logistic", optimizer: str = "sgd", *, runs: int = 1, delta: float = 1e-5, seed: int = 0,
+    train_rows: int | None = None,
 ) -> ParetoProblem:
     """DP-SGD/DP-Adam on Adult: ``loss`` "logistic" (LogReg) or "hinge" (SVM), ``optimizer`` "sgd"/"adam".
 
     The noise variance σ² of Table 1 is the hyperparameter; the learner's noise multiplier is σ.
-    Utility = mean test accuracy over ``runs`` trainings (seeded lots and noise, the same per λ).
+    Utility = mean test accuracy over ``runs`` trainings (seeded lots and noise, the same per λ). Training uses
+    the first ``train_rows`` rows of adult.data (all when None); ε is accounted for that many.
     """
     draws = lambda: [(noise_source(seed + r), np.random.default_rng(seed + r)) for r in range(runs)]  # noqa: E731
-    oracle = dpsgd_oracle(load_adult("train"), load_adult("test"), loss=loss, optimizer=optimizer, delta=delta, draws=draws)
+    X, y = load_adult("train")
+    oracle = dpsgd_oracle((X[:train_rows], y[:train_rows]), load_adult("test"), loss=loss, optimizer=optimizer,
+                          delta=delta, draws=draws)
     name = f"{'logreg' if loss == 'logistic' else 'svm'}_{optimizer}"
     return ParetoProblem(name, DPSGD_SPACE, oracle, ANTI_IDEAL, sampler=table4_sampler)
