@@ -117,6 +117,19 @@ def test_login_refuses_a_bad_token_and_a_modeler_key_and_keeps_the_session_in_a_
     assert console.driver.current_url.endswith("/console/login")  # pages need a login
 
 
+def finished_release_job(console, dataset_id: int, timeout: float = 120) -> None:
+    """Waits for the release job the console's confirmation redirected to, then opens the dataset's page."""
+    job_id = int(console.driver.current_url.rsplit("/", 1)[1])
+    assert "/console/jobs/" in console.driver.current_url and "running" in console.flash()
+    deadline = time.monotonic() + timeout
+    with api(console.curator) as admin:
+        while (job := admin.get(f"/v1/jobs/{job_id}").json())["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, f"the release job did not finish in {timeout} s"
+            time.sleep(0.3)
+    assert job["status"] == "succeeded", job["message"]
+    console.open(f"/console/datasets/{dataset_id}")
+
+
 def test_register_a_csv_make_a_release_and_see_the_ledger_move(admin_console, tmp_path):
     console = admin_console
     X, y = table(1)
@@ -133,9 +146,16 @@ def test_register_a_csv_make_a_release_and_see_the_ledger_move(admin_console, tm
     assert console.all("#ledger tbody tr") == []
     console.shot("dataset-registered")
 
+    dataset_id = int(dataset_url.rsplit("/", 1)[1])
     console.fill({"mechanism": "gaussian", "release_epsilon": "1.25", "release_delta": "1e-6", "release_dim": "auto"})
+    console.submit("review-release")
+    assert console.by_id("confirm-epsilon").text == "1.25" and console.by_id("confirm-left").text == "1.75"
     console.submit("make-release")
-    assert "certified" in console.flash() and "NOT" not in console.flash()
+    made_now = console.driver.current_url == dataset_url  # else a loaded machine turned it into a job
+    if made_now:
+        assert "certified" in console.flash() and "NOT" not in console.flash()
+    else:
+        finished_release_job(console, dataset_id)
     assert console.by_id("spent-epsilon").text == "1.25" and console.by_id("remaining-epsilon").text == "1.75"
     (entry,) = console.all("#ledger tbody tr")
     assert "charge" in entry.text and "1.25" in entry.text
@@ -146,14 +166,15 @@ def test_register_a_csv_make_a_release_and_see_the_ledger_move(admin_console, tm
     assert console.one("svg.gauge").get_attribute("data-spent") == "1.25"
 
     console.fill({"release_epsilon": "2", "release_delta": "1e-6"})  # 1.75 left: refused, nothing charged
-    console.submit("make-release")
-    assert "budget" in console.flash() and "left" in console.flash()
+    console.submit("review-release")
+    problem = console.by_id("release_epsilon-problem").text
+    assert "budget" in problem and "left" in problem
     assert console.by_id("spent-epsilon").text == "1.25" and len(console.all("#ledger tbody tr")) == 1
     console.shot("dataset")
 
-    dataset_id = int(dataset_url.rsplit("/", 1)[1])
     with api(console.curator) as admin:
         (release,) = [r for r in admin.get("/v1/releases").json() if r["dataset_id"] == dataset_id]
+        assert release["certified"]
         assert admin.get(f"/v1/datasets/{dataset_id}").json()["budget"]["spent_epsilon"] == 1.25
     console.open("/console/releases")
     row = console.one(f'tr[data-release="{release["id"]}"]')
@@ -193,6 +214,7 @@ def test_create_a_key_see_its_token_once_and_revoke_it(admin_console):
         policy = admin.get(f"/v1/keys/{key_id}/policy").json()
     assert (policy["epsilon_cap"], policy["jobs"], policy["expires_at"]) == (1.0, ["dp-bo"], "2030-01-02T03:04:00Z")
     console.submit(f"revoke-{key_id}")
+    console.submit("confirm-revoke")
     assert console.flash() == f"Key {key_id} revoked: its sessions stop working."
     assert console.one(f'tr[data-key="{key_id}"] .key-state').text == "revoked"
     console.shot("keys")
@@ -358,7 +380,7 @@ def lab_csv(tmp_path, n: int = 12) -> tuple[str, dict[str, float]]:
 
 
 def test_the_lab_answers_by_mrn_from_a_csv_and_cannot_measure_while_the_modeler_run_waits(admin_console, tmp_path):
-    """Issue 14's lab flow in the browser: rows named by MRN; one answer typed, one from an uploaded CSV, one
+    """The lab's flow in the browser: rows named by MRN; one answer typed, one from an uploaded CSV, one
     "cannot measure" (the client is told and not charged twice); the run finishes; a wrong answer is corrected
     with a reason that the session's lab notes keep (never the audit log)."""
     console, curator = admin_console, admin_console.curator
@@ -419,6 +441,6 @@ def test_the_lab_answers_by_mrn_from_a_csv_and_cannot_measure_while_the_modeler_
     assert "transcription error" in console.one(f'#notes tr[data-query="{first}"] .reason').text
     assert "no sample left" in console.one(f'#notes tr[data-query="{third}"] .reason').text
     console.shot("session-lab")
-    console.open("/console/audit?action=correct")
+    console.open("/console/audit?action=query.correct")  # the filter matches an action's prefix
     (event,) = [r for r in console.all("#audit tbody tr") if f"query:{first}" in r.text]
-    assert "transcription error" not in event.text  # the audit log keeps no free text (review F2)
+    assert "transcription error" not in event.text  # the audit log keeps no free text
