@@ -272,3 +272,31 @@ def test_candidates_are_never_modified(layout):
     mean, var, _ = closed_form(original, kernel, 1e-4, 0.0, [0, 77, 143], np.array([0.3, -1.0, 0.5]))
     np.testing.assert_allclose(post.mean, mean, atol=1e-8)
     np.testing.assert_allclose(post.variance, np.maximum(var, 0), atol=1e-8)
+
+
+def test_the_default_refit_on_a_loans_subsample_keeps_its_lengthscales_off_the_bounds(shared_data_file):
+    """LendingClub returns are heavy-tailed and mostly noise: a maximum-likelihood lengthscale collapsed to its floor
+    (0.01 × the candidates' diagonal) in 8 of these 10 uniform subsamples of 50 loans. GPUCB's default refit (MAP
+    under the dimension-scaled priors) must end inside its box every time: smooth, with most of the variance noise."""
+    from shared.api.scaling import apply_scaling, unit_diameter_bounds
+    from shared.datasets.lendingclub import PUBLIC_LOWER, PUBLIC_UPPER, load_lendingclub
+    from shared.gp.regression import default_bounds
+    from shared.gp.ucb import GPUCB
+
+    shared_data_file("lendingclub_2007_2011.csv")
+    table = load_lendingclub(n=36_000, seed=0)
+    X = apply_scaling(table.features, unit_diameter_bounds(PUBLIC_LOWER, PUBLIC_UPPER))
+    engines, floors = [], []
+    for seed in range(10):
+        rows = np.random.default_rng(seed).choice(len(X), 50, replace=False)
+        engine = GPUCB(X, lengthscale=0.1, signal_variance=1.0, noise_variance=1e-6, delta=0.025)
+        for i in rows:
+            engine.observe(i, table.objective[i])
+        engine.rng = np.random.default_rng(0)
+        engine.refit()
+        engines.append(engine)
+        floors.append(default_bounds(X, table.objective[rows]).lengthscale[0])  # the maximum-likelihood fit's floor
+    at_floor = [seed for seed, (e, floor) in enumerate(zip(engines, floors))
+                if np.any(np.atleast_1d(e.kernel.lengthscale) <= 1.01 * floor)]
+    assert at_floor == []
+    assert [(seed, e.last_fit.at_bound) for seed, e in enumerate(engines) if e.last_fit.at_bound] == []
