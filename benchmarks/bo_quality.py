@@ -394,8 +394,8 @@ def main() -> None:
         args.seeds, args.T, args.runs = 3, 25, 2
         args.problems = [p for p in args.problems if p in ("diabetes", "synthetic")] or args.problems
     start = time.perf_counter()
-    payload = through_service(args) if args.through_service else study(args)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=harness.REPOSITORY).stdout.strip()
+    payload = through_service(args) if args.through_service else study(args)
     payload |= dict(date=datetime.now(UTC).isoformat(timespec="seconds"), commit=commit, machine=platform.node(),
                     cpus=os.cpu_count(), wall_seconds=time.perf_counter() - start, n_init=N_INIT, ucb_delta=UCB_DELTA)
     name = args.name or ("bo_quality_service" if args.through_service else "bo_quality")
