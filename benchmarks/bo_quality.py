@@ -385,34 +385,35 @@ def service_run(curator, problem: Problem, run: int, T: int, workdir: Path) -> d
                 refits=len(record.hyperparameter_history))
 
 
-def through_service(args: argparse.Namespace) -> dict:
+def through_service(args: argparse.Namespace, write: Callable[[dict], None]) -> None:
+    """Run by run over the problems, ``write``-ing the summary so far after each (a study cut short keeps its
+    first runs of every problem)."""
     from curator_service.testing import LocalCurator
 
-    results, skipped = {}, {}
+    problems, runs = {}, {}
+    for name in args.problems:
+        try:
+            problems[name] = loader(name)(0)
+        except DatasetUnavailable as exc:
+            print(f"{name}: skipped ({exc})")
     with tempfile.TemporaryDirectory() as tmp, LocalCurator(Path(tmp) / "curator") as curator:
-        for name in args.problems:
-            try:
-                problem = loader(name)(0)
-            except DatasetUnavailable as exc:
-                skipped[name] = str(exc)
-                continue
-            runs = [service_run(curator, problem, run, args.T, Path(tmp)) for run in range(args.runs)]
-            regrets = np.array([r["regret"] for r in runs])
-            results[name] = dict(
-                regret={str(h): mean_se(regrets[:, h - 1]) for h in HORIZONS if h <= args.T},
-                regret_per_run={str(h): regrets[:, h - 1].tolist() for h in HORIZONS if h <= args.T},
-                seconds_per_run=mean_se([r["elapsed_seconds"] for r in runs]),
-                repeated_queries=float(np.mean([r["repeated_queries"] for r in runs])),
-                refits=float(np.mean([r["refits"] for r in runs])),
-            )
-            print(name, json.dumps(results[name]["regret"]), flush=True)
-    return dict(results=results, skipped=skipped, epsilon=SERVICE_EPSILON, runs=args.runs)
+        for run in range(args.runs):
+            for name, problem in problems.items():
+                runs.setdefault(name, []).append(service_run(curator, problem, run, args.T, Path(tmp)))
+                write(dict(results={n: service_summary(r, args.T) for n, r in runs.items()}, epsilon=SERVICE_EPSILON))
+            print(f"run {run} done", flush=True)
 
 
-def write_text(name: str, payload: dict, quick: bool) -> None:
-    text = "\n\n".join(table(n, r) for n, r in payload["results"].items())
-    header = "\n".join(f"{p['command']}\n  {p['date']} commit {p['commit']}" for p in payload["parts"])
-    harness.result_path(name, "txt", quick=quick).write_text(f"{header}\n\n{text}\n")
+def service_summary(runs: list[dict], T: int) -> dict:
+    regrets = np.array([r["regret"] for r in runs])
+    return dict(
+        runs=len(runs),
+        regret={str(h): mean_se(regrets[:, h - 1]) for h in HORIZONS if h <= T},
+        regret_per_run={str(h): regrets[:, h - 1].tolist() for h in HORIZONS if h <= T},
+        seconds_per_run=mean_se([r["elapsed_seconds"] for r in runs]),
+        repeated_queries=float(np.mean([r["repeated_queries"] for r in runs])),
+        refits=float(np.mean([r["refits"] for r in runs])),
+    )
 
 
 def main() -> None:
@@ -437,8 +438,10 @@ def main() -> None:
                  machine=platform.node(), cpus=os.cpu_count())
     start = time.perf_counter()
     if args.through_service:
-        payload = through_service(args) | stamp | dict(wall_seconds=time.perf_counter() - start)
-        print(harness.write_json(args.name or "bo_quality_service", payload, quick=args.quick))
+        name = args.name or "bo_quality_service"
+        through_service(args, lambda payload: harness.write_json(
+            name, payload | stamp | dict(wall_seconds=time.perf_counter() - start), quick=args.quick))
+        print(harness.result_path(name, "json", quick=args.quick).read_text())
         return
     name = args.name or "bo_quality"
     runs_file = harness.result_path(name, "jsonl", quick=args.quick)
