@@ -110,7 +110,7 @@ def release_options(
 
     * ``measurement_noise_std``: private measurements' σ_y (None when measurements are returned as computed);
     * ``requery``: False when a repeat can teach nothing, i.e. every query of a row returns the same answer
-      (``answers_repeat``: private measurements, memoised per row, or a noise-free column) or the kernel is
+      (``answers_repeat``: private measurements or a column evaluator, both memoised per row) or the kernel is
       averaged over the input noise (its nugget is the row's, repeats do not average it away), and the run has
       at most n iterations (so a new row is always left); True otherwise (Algorithm 2).
     """

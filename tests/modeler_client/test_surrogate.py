@@ -127,6 +127,10 @@ def test_the_release_metadata_sets_the_measurement_noise_and_no_repeats_unless_t
     assert release_options(release(0.3), run) == {"requery": False, "measurement_noise_std": None}
     assert release_options(release(0.3), RunSettings(iterations=20, input_noise="ignore"))["requery"] is True
     assert release_options(release(None), run)["requery"] is True  # Algorithm 2 as published
+    # a release whose answers repeat (a column evaluator): a second query of a row teaches nothing
+    repeating = release(None).model_copy(update={"answers_repeat": True})
+    assert release_options(repeating, run) == {"requery": False, "measurement_noise_std": None}
+    assert release_options(repeating.model_copy(update={"n": 10}), run)["requery"] is True
     assert release_options(private_y_release(n=10), run)["requery"] is True  # more iterations than rows
     assert release_options(private_y_release(), run, requery=True, measurement_noise_std=0.1) == {
         "requery": True, "measurement_noise_std": 0.1}
