@@ -312,7 +312,7 @@ def study(args: argparse.Namespace, runs_file: Path) -> None:
             loaders[name] = loader(name)
         except DatasetUnavailable as exc:
             print(f"{name}: skipped ({exc})")
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         for name, load in loaders.items():
             problem = load(seed)
             if "pobo fixed" in methods and (name == "synthetic" or name not in fixed):
@@ -420,6 +420,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_quick(parser, "3 seeds, T = 25, diabetes and the synthetic GP")
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed … first-seed + seeds − 1")
     parser.add_argument("-T", type=int, default=max(HORIZONS))
     parser.add_argument("--problems", nargs="+", default=["diabetes", "loans", "property", "synthetic"])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
