@@ -300,3 +300,36 @@ def test_the_default_refit_on_a_loans_subsample_keeps_its_lengthscales_off_the_b
                 if np.any(np.atleast_1d(e.kernel.lengthscale) <= 1.01 * floor)]
     assert at_floor == []
     assert [(seed, e.last_fit.at_bound) for seed, e in enumerate(engines) if e.last_fit.at_bound] == []
+
+
+def test_the_map_objective_has_the_gradient_it_reports():
+    from shared.gp.regression import HyperparameterPrior, _negative_log_posterior
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 2, size=(15, 3))
+    residual = np.sin(X @ [1.0, 2.0, 0.5]) - 0.1
+    for prototype, ard in [(kernel_prototype("se"), True), (kernel_prototype("matern52"), False), (NOISY_INPUTS, False)]:
+        X_k = X[:, :2] if prototype is NOISY_INPUTS else X
+        args = (prototype, ard, X_k, residual, np.log(np.full(X_k.shape[1], 2.0)) if ard else np.log(2.0),
+                HyperparameterPrior.dim_scaled(X_k.shape[1]))
+        phi = np.log([*([0.3] * (X_k.shape[1] if ard else 1)), 0.05])
+        error = check_grad(lambda p: _negative_log_posterior(p, *args)[0], lambda p: _negative_log_posterior(p, *args)[1], phi)
+        assert error < 1e-5 * max(1.0, np.linalg.norm(_negative_log_posterior(phi, *args)[1]))
+
+
+def test_the_map_fit_is_in_the_datas_units():
+    """Standardised outcomes and box-scaled inputs: y·c and X·a give the same fit with σ², σ_n² times c² and the
+    lengthscales times a."""
+    from shared.gp.regression import HyperparameterPrior
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(0, 1, size=(30, 2))
+    y = np.sin(4 * X[:, 0]) + 0.3 * X[:, 1] + 0.05 * rng.standard_normal(30)
+    prior = HyperparameterPrior.dim_scaled(2)
+    base = fit_hyperparameters(X, y, ard=True, prior=prior, n_restarts=2, rng=0)
+    scaled = fit_hyperparameters(X * [3.0, 0.5], 7.0 * y + 2.0, ard=True, prior=prior, n_restarts=2, rng=0)
+    np.testing.assert_allclose(scaled.kernel.lengthscale, base.kernel.lengthscale * [3.0, 0.5], rtol=1e-4)
+    assert scaled.kernel.variance == pytest.approx(49.0 * base.kernel.variance, rel=1e-9)
+    assert scaled.noise_variance == pytest.approx(49.0 * base.noise_variance, rel=1e-4)
+    assert scaled.prior_mean == pytest.approx(7.0 * base.prior_mean + 2.0)
+    assert base.kernel.variance == pytest.approx(np.var(y, ddof=1)) and base.at_bound == ()
