@@ -416,6 +416,13 @@ def service_summary(runs: list[dict], T: int) -> dict:
     )
 
 
+def write_text(name: str, payload: dict, quick: bool) -> None:
+    """``<name>.txt``: every part's command and commit, then one table per problem."""
+    text = "\n\n".join(table(n, r) for n, r in payload["results"].items())
+    header = "\n".join(f"{p['command']}\n  {p['date']} commit {p['commit']}" for p in payload["parts"])
+    harness.result_path(name, "txt", quick=quick).write_text(f"{header}\n\n{text}\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_quick(parser, "3 seeds, T = 25, diabetes and the synthetic GP")
