@@ -29,6 +29,11 @@ run on a fresh registration (so a fresh secret row order) with a certified ``gau
     nice -n 10 .venv/bin/python benchmarks/bo_quality.py [--quick] [--seeds 20] [--problems diabetes loans ...]
     nice -n 10 .venv/bin/python benchmarks/bo_quality.py --through-service [--runs 12]
 
+Runs go seed by seed, each appended to ``<name>.jsonl`` as it ends (its first line: the command, commit, date and
+machine), so a study cut short still has every method on its first seeds; the summary pairs methods on the seeds
+all of them ran. A long study may run as parts (e.g. ``--methods`` split over processes, each with its ``--name``);
+``--seeds 0 --combine a.jsonl b.jsonl …`` then writes ``bo_quality.{json,txt}`` from them.
+
 BoTorch comes from the optional extra (``make install-botorch``); without it its columns are skipped with a
 sentence saying so. Tables that need /work/shared/data are skipped with the reason when it is absent.
 """
@@ -239,21 +244,32 @@ def mean_se(values) -> tuple[float, float]:
     return float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
-def summarise(runs: dict[str, list[Run]], problems: list[Problem], T: int) -> dict:
+def summarise(lines: list[dict], T: int) -> dict:
+    """Per method: regret mean ± s.e. at each T over the seeds every method of the problem ran (paired), time a
+    step, the share of fits at a bound, rows asked twice."""
+    seeds = set.intersection(*({line["seed"] for line in lines if line["method"] == m}
+                               for m in {line["method"] for line in lines}))
     out = {}
-    for method, method_runs in runs.items():
-        regrets = np.array([p.regret(r.indices)[: T] for p, r in zip(problems, method_runs)])
-        fits = sum(r.fits for r in method_runs)
-        steps = [s for r in method_runs for s in r.seconds]
+    for method in METHODS:
+        runs = sorted((line for line in lines if line["method"] == method and line["seed"] in seeds),
+                      key=lambda line: line["seed"])
+        if not runs:
+            continue
+        regrets = np.array([line["regret"][:T] for line in runs])
+        fits = sum(line["fits"] for line in runs)
+        steps = [s for line in runs for s in line["seconds"]]
+
+        def share(key: str) -> float | None:
+            return sum(line[key] for line in runs) / fits if fits else None
+
         out[method] = dict(
+            seeds=len(runs),
             regret={str(h): mean_se(regrets[:, h - 1]) for h in HORIZONS if h <= T},
             regret_per_seed={str(h): regrets[:, h - 1].tolist() for h in HORIZONS if h <= T},
             seconds_per_step=float(np.mean(steps)) if steps else None,
-            fits=fits,
-            at_bound=sum(r.at_bound for r in method_runs) / fits if fits else None,
-            lengthscale_at_bound=sum(r.lengthscale_at_bound for r in method_runs) / fits if fits else None,
-            noise_at_bound=sum(r.noise_at_bound for r in method_runs) / fits if fits else None,
-            repeated_queries=float(np.mean([len(r.indices) - len(set(r.indices)) for r in method_runs])),
+            fits=fits, at_bound=share("at_bound"), lengthscale_at_bound=share("lengthscale_at_bound"),
+            noise_at_bound=share("noise_at_bound"),
+            repeated_queries=float(np.mean([len(line["indices"]) - len(set(line["indices"])) for line in runs])),
         )
     return out
 
@@ -283,32 +299,46 @@ def verdict(summary: dict) -> dict | None:
     return checks
 
 
-def study(args: argparse.Namespace) -> dict:
+def study(args: argparse.Namespace, runs_file: Path) -> None:
+    """Every (seed, problem, method) run, seed by seed so that a study cut short has every method on its first seeds;
+    each run is appended to ``runs_file`` as one JSON line the moment it ends."""
     missing = botorch_missing()
     methods = [m for m in args.methods if not (missing and m in BOTORCH_METHODS)]
     if missing:
         print(missing)
-    results, skipped = {}, {}
+    loaders, fixed = {}, {}
     for name in args.problems:
         try:
-            load = loader(name)
+            loaders[name] = loader(name)
         except DatasetUnavailable as exc:
-            skipped[name] = str(exc)
             print(f"{name}: skipped ({exc})")
-            continue
-        problems = [load(seed) for seed in range(args.seeds)]
-        fixed = {seed: fixed_fit(problems[seed]) for seed in range(args.seeds)} if "pobo fixed" in methods else {}
-        if name != "synthetic" and fixed:
-            fixed = dict.fromkeys(fixed, fixed[0])
-        runs: dict[str, list[Run]] = {}
-        for method in methods:
-            start = time.perf_counter()
-            runs[method] = [RUNNERS[method](problems[s], s, args.T, fixed.get(s)) for s in range(args.seeds)]
-            print(f"{name} × {method}: {args.seeds} runs in {time.perf_counter() - start:.0f} s", flush=True)
-        summary = summarise(runs, problems, args.T)
-        results[name] = dict(n=len(problems[0].y), d=problems[0].X.shape[1], methods=summary, verdict=verdict(summary))
-        print(table(name, results[name]), flush=True)
-    return dict(results=results, skipped=skipped, botorch=missing or "installed")
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        for name, load in loaders.items():
+            problem = load(seed)
+            if "pobo fixed" in methods and (name == "synthetic" or name not in fixed):
+                fixed[name] = fixed_fit(problem)  # the synthetic function is another draw per seed
+            for method in methods:
+                run = RUNNERS[method](problem, seed, args.T, fixed.get(name))
+                line = dict(problem=name, n=len(problem.y), d=problem.X.shape[1], method=method, seed=seed,
+                            regret=problem.regret(run.indices).tolist(), **vars(run))
+                with runs_file.open("a") as handle:
+                    handle.write(json.dumps(line, default=harness._plain) + "\n")
+        print(f"seed {seed} done", flush=True)
+
+
+def read_runs(runs_files: list[Path]) -> tuple[list[dict], list[dict]]:
+    """The runs of every file and each file's first line: the command, commit, date and machine of its part."""
+    lines = [json.loads(text) for path in runs_files for text in Path(path).read_text().splitlines() if text]
+    return [line for line in lines if "problem" in line], [line for line in lines if "problem" not in line]
+
+
+def results_of(lines: list[dict], T: int) -> dict:
+    results = {}
+    for name in dict.fromkeys(line["problem"] for line in lines):
+        mine = [line for line in lines if line["problem"] == name]
+        summary = summarise(mine, T)
+        results[name] = dict(n=mine[0]["n"], d=mine[0]["d"], methods=summary, verdict=verdict(summary))
+    return results
 
 
 def table(name: str, result: dict) -> str:
@@ -336,7 +366,7 @@ def service_run(curator, problem: Problem, run: int, T: int, workdir: Path) -> d
     dataset = curator.register_table(f"{problem.name}-{run}", table.features, list(table.feature_names),
                                      evaluator={"kind": "column", "column": table.objective_name},
                                      budget=(2 * SERVICE_EPSILON, 1e-3), extra_columns={table.objective_name: table.objective},
-                                     scaling=scaling.model_dump(exclude_none=True))
+                                     scaling=scaling.model_dump(exclude_none=True), goal=table.goal)
     release = curator.release(dataset.id, "gaussian", SERVICE_EPSILON, 1e-5, "auto", None)
     key = curator.issue_key([release.id], max_queries=T, name=f"bo-quality-{run}")
     out = workdir / f"{problem.name}-{run}.json"
@@ -355,55 +385,84 @@ def service_run(curator, problem: Problem, run: int, T: int, workdir: Path) -> d
                 refits=len(record.hyperparameter_history))
 
 
-def through_service(args: argparse.Namespace) -> dict:
+def through_service(args: argparse.Namespace, write: Callable[[dict], None]) -> None:
+    """Run by run over the problems, ``write``-ing the summary so far after each (a study cut short keeps its
+    first runs of every problem)."""
     from curator_service.testing import LocalCurator
 
-    results, skipped = {}, {}
+    problems, runs = {}, {}
+    for name in args.problems:
+        try:
+            problems[name] = loader(name)(0)
+        except DatasetUnavailable as exc:
+            print(f"{name}: skipped ({exc})")
     with tempfile.TemporaryDirectory() as tmp, LocalCurator(Path(tmp) / "curator") as curator:
-        for name in args.problems:
-            try:
-                problem = loader(name)(0)
-            except DatasetUnavailable as exc:
-                skipped[name] = str(exc)
-                continue
-            runs = [service_run(curator, problem, run, args.T, Path(tmp)) for run in range(args.runs)]
-            regrets = np.array([r["regret"] for r in runs])
-            results[name] = dict(
-                regret={str(h): mean_se(regrets[:, h - 1]) for h in HORIZONS if h <= args.T},
-                regret_per_run={str(h): regrets[:, h - 1].tolist() for h in HORIZONS if h <= args.T},
-                seconds_per_run=mean_se([r["elapsed_seconds"] for r in runs]),
-                repeated_queries=float(np.mean([r["repeated_queries"] for r in runs])),
-                refits=float(np.mean([r["refits"] for r in runs])),
-            )
-            print(name, json.dumps(results[name]["regret"]), flush=True)
-    return dict(results=results, skipped=skipped, epsilon=SERVICE_EPSILON, runs=args.runs)
+        for run in range(args.runs):
+            for name, problem in problems.items():
+                runs.setdefault(name, []).append(service_run(curator, problem, run, args.T, Path(tmp)))
+                write(dict(results={n: service_summary(r, args.T) for n, r in runs.items()}, epsilon=SERVICE_EPSILON))
+            print(f"run {run} done", flush=True)
+
+
+def service_summary(runs: list[dict], T: int) -> dict:
+    regrets = np.array([r["regret"] for r in runs])
+    return dict(
+        runs=len(runs),
+        regret={str(h): mean_se(regrets[:, h - 1]) for h in HORIZONS if h <= T},
+        regret_per_run={str(h): regrets[:, h - 1].tolist() for h in HORIZONS if h <= T},
+        seconds_per_run=mean_se([r["elapsed_seconds"] for r in runs]),
+        repeated_queries=float(np.mean([r["repeated_queries"] for r in runs])),
+        refits=float(np.mean([r["refits"] for r in runs])),
+    )
+
+
+def write_text(name: str, payload: dict, quick: bool) -> None:
+    """``<name>.txt``: every part's command and commit, then one table per problem."""
+    text = "\n\n".join(table(n, r) for n, r in payload["results"].items())
+    header = "\n".join(f"{p['command']}\n  {p['date']} commit {p['commit']}" for p in payload["parts"])
+    harness.result_path(name, "txt", quick=quick).write_text(f"{header}\n\n{text}\n")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_quick(parser, "3 seeds, T = 25, diabetes and the synthetic GP")
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed … first-seed + seeds − 1")
     parser.add_argument("-T", type=int, default=max(HORIZONS))
     parser.add_argument("--problems", nargs="+", default=["diabetes", "loans", "property", "synthetic"])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--through-service", action="store_true", help="pobo-modeler run against a real curator")
     parser.add_argument("--runs", type=int, default=12, help="--through-service: fresh registrations per problem")
     parser.add_argument("--name", default=None, help="results file name (default bo_quality[_service])")
+    parser.add_argument("--combine", nargs="+", type=Path, default=[],
+                        help="also summarise these runs files (.jsonl) of other parts of the same study "
+                             "(with --seeds 0: only summarise them)")
     args = parser.parse_args()
     if args.quick:
         args.seeds, args.T, args.runs = 3, 25, 2
         args.problems = [p for p in args.problems if p in ("diabetes", "synthetic")] or args.problems
-    start = time.perf_counter()
-    payload = through_service(args) if args.through_service else study(args)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=harness.REPOSITORY).stdout.strip()
-    payload |= dict(date=datetime.now(UTC).isoformat(timespec="seconds"), commit=commit, machine=platform.node(),
-                    cpus=os.cpu_count(), wall_seconds=time.perf_counter() - start, n_init=N_INIT, ucb_delta=UCB_DELTA)
-    name = args.name or ("bo_quality_service" if args.through_service else "bo_quality")
+    stamp = dict(command=harness.command_line(), commit=commit, date=datetime.now(UTC).isoformat(timespec="seconds"),
+                 machine=platform.node(), cpus=os.cpu_count())
+    start = time.perf_counter()
+    if args.through_service:
+        name = args.name or "bo_quality_service"
+        through_service(args, lambda payload: harness.write_json(
+            name, payload | stamp | dict(wall_seconds=time.perf_counter() - start), quick=args.quick))
+        print(harness.result_path(name, "json", quick=args.quick).read_text())
+        return
+    name = args.name or "bo_quality"
+    runs_file = harness.result_path(name, "jsonl", quick=args.quick)
+    if args.seeds:
+        runs_file.write_text(json.dumps(stamp) + "\n")
+        study(args, runs_file)
+    lines, parts = read_runs([*args.combine, runs_file] if args.seeds else args.combine)
+    payload = dict(results=results_of(lines, args.T), parts=parts, n_init=N_INIT, ucb_delta=UCB_DELTA,
+                   botorch=botorch_missing() or "installed", wall_seconds=time.perf_counter() - start)
     print(harness.write_json(name, payload, quick=args.quick))
-    if not args.through_service:
-        text = "\n\n".join(table(n, r) for n, r in payload["results"].items())
-        harness.result_path(name, "txt", quick=args.quick).write_text(
-            f"{harness.command_line()}\n{payload['date']} commit {commit}\n\n{text}\n")
+    write_text(name, payload, args.quick)
+    for problem, result in payload["results"].items():
+        print(table(problem, result))
 
 
 if __name__ == "__main__":

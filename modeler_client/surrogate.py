@@ -13,9 +13,10 @@ measurements' public σ_y) is a floor on the observation noise. :func:`release_o
 release's public metadata unless the modeler sets them.
 
 Fitted hyperparameters are GPUCB's maximum-a-posteriori fit (:func:`shared.gp.regression.fit_hyperparameters`
-with BoTorch's dimension-scaled priors): outcomes standardised, lengthscales in units of the release's public
-box (:func:`public_box_widths`) or else of the candidates' extent, one lengthscale per dimension while
-r ≤ :data:`shared.gp.ucb.ARD_MAX_DIM`, refitted after every answer while t ≤ 100 (:func:`refit_due`).
+with BoTorch's dimension-scaled priors): outcomes standardised, lengthscales in units of the released rows' extent
+capped by the release's public box (:func:`input_widths`), one lengthscale per dimension while
+r ≤ :data:`shared.gp.ucb.ARD_MAX_DIM`, refitted after every answer while t ≤ 100 (:func:`refit_due`), from the
+last fit alone except at the multi-start fits of :func:`full_fit_due`.
 """
 
 from __future__ import annotations
@@ -55,10 +56,26 @@ def public_box_widths(release: ReleaseOut) -> float | None:
     return step.box_diameter / float(np.sqrt(release.dim))
 
 
+def input_widths(Z: NDArray, release: ReleaseOut) -> NDArray:
+    """The widths lengthscales are measured in: the released rows' extent per coordinate (what BoTorch's
+    ``Normalize`` uses), capped by the public box's width where the release states one (its noise-free rows lie
+    inside, so input noise does not widen them)."""
+    extent = np.ptp(Z, axis=0)
+    public = public_box_widths(release)
+    return extent if public is None else np.minimum(extent, public)
+
+
 def refit_due(t: int, fitted_at: int, refit_every: int) -> bool:
     """A refit after ``refit_every`` answers since the last (none yet: at once), and at most about every t/100
     answers beyond t = 100, where a refit's O(t³) steps outgrow a step's pass over the candidates."""
     return fitted_at < 0 or t - fitted_at >= max(refit_every, t // 100)
+
+
+def full_fit_due(t: int) -> bool:
+    """Whether the refit at t answers starts from every start (the last fit, the priors' medians, draws from the
+    priors) rather than from the last fit alone: while t ≤ 10, where the posterior moves most, then every 5th (and
+    after any fit that ended at a bound: L-BFGS-B started there tends to stay)."""
+    return t <= 10 or t % 5 == 0
 
 
 @dataclass
@@ -93,7 +110,7 @@ def release_options(
 
     * ``measurement_noise_std``: private measurements' σ_y (None when measurements are returned as computed);
     * ``requery``: False when a repeat can teach nothing, i.e. every query of a row returns the same answer
-      (``answers_repeat``: private measurements, memoised per row, or a noise-free column) or the kernel is
+      (``answers_repeat``: private measurements or a column evaluator, both memoised per row) or the kernel is
       averaged over the input noise (its nugget is the row's, repeats do not average it away), and the run has
       at most n iterations (so a new row is always left); True otherwise (Algorithm 2).
     """
@@ -143,7 +160,7 @@ class Surrogate:
         self.Z = Z
         self.box_posterior = bool(public_box_width) and uses_expected_kernel(settings, release)
         # the box posterior's inputs are (mean, variance) pairs under one isotropic lengthscale in the box's units
-        self.input_scale = public_box_width if self.box_posterior else public_box_widths(release)
+        self.input_scale = public_box_width if self.box_posterior else input_widths(Z, release)
         self.candidates = np.hstack(box_posterior(Z, release.noise_std, public_box_width)) if self.box_posterior else Z
         self.release = release
         self.settings = settings
@@ -225,7 +242,8 @@ class Surrogate:
         self._observed = t
         if s.hyperparameters == "fit" and t >= MIN_OBSERVATIONS_TO_FIT and refit_due(t, self._fitted_at, s.refit_every):
             self.ucb.rng = np.random.default_rng([s.seed, t])
-            self.ucb.refit()
+            last = self.ucb.last_fit
+            self.ucb.refit(warm_start_only=not (full_fit_due(t) or last is None or last.at_bound))
             self._fitted_at = t
             fitted = self.ucb
             lengthscale = fitted.kernel.lengthscale

@@ -206,10 +206,10 @@ def check_served(settings: Settings, release: Release) -> None:
 
 def answers_repeat(release: Release, dataset: Dataset) -> bool:
     """Whether every query of a row gets the same answer: private measurements are drawn once per row, and a column
-    evaluator without measurement noise reads the same cell (python and manual evaluators promise nothing)."""
-    evaluator = dataset.evaluator
+    evaluator reads the same cell (its simulated noise, if any, is drawn once per row); python and manual
+    evaluators promise nothing."""
     private = bool(release.parameters and release.parameters.get("measurements"))
-    return private or (evaluator["kind"] == "column" and not evaluator.get("noise_std"))
+    return private or dataset.evaluator["kind"] == "column"
 
 
 def release_out(release: Release, dataset: Dataset, settings: Settings) -> ReleaseOut:

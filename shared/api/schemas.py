@@ -646,8 +646,9 @@ class ReleaseOut(ReleaseMetadata):
                                           "--label-column).")
     answers_repeat: bool | None = Field(
         default=None,
-        description="Every query of a row returns the same answer: private measurements (drawn once) or a column "
-                    "evaluator without measurement noise, so asking a row again teaches nothing. null: not stated.",
+        description="Every query of a row returns the same answer: private measurements or a column evaluator (its "
+                    "simulated noise too is drawn once per row), so asking a row again teaches nothing. null: not "
+                    "stated (releases listed by an older server).",
     )
     warnings: list[str] = Field(default_factory=list)
     measurements_note: str = MEASUREMENTS_NOTE

@@ -260,8 +260,9 @@ class GPUCB:
         if self.refit_every is not None and t >= 2 and t % self.refit_every == 0:
             self.refit()
 
-    def refit(self) -> None:
-        """Fit hyperparameters on the observations and rebuild the candidate posterior once."""
+    def refit(self, *, warm_start_only: bool = False) -> None:
+        """Fit hyperparameters on the observations and rebuild the candidate posterior once; ``warm_start_only``
+        starts the fit from the current hyperparameters alone (a cheap refit after one more answer)."""
         post = self.posterior
         indices, values = post.observed_indices, post.observed_values
         current = post.kernel
@@ -276,6 +277,7 @@ class GPUCB:
             n_restarts=self.n_restarts,
             rng=self.rng,
             initial=(current, post.noise_variance) if same_kind else None,
+            warm_start_only=warm_start_only,
             prior=self.prior,
             input_scale=self.input_scale,
             noise_variance_floor=self.noise_variance_floor,

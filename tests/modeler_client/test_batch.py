@@ -37,6 +37,7 @@ def manual_release(curator, seed: int):
         scaling={"kind": "bounds", "lower": [0, 0], "upper": [4, 4], "diameter": 1},
     )
     release = curator.release(dataset.id, "gaussian", 2.0, 1e-5)
+    assert release.answers_repeat is False  # a lab measures a sample again: a new reading
     key = curator.issue_key([release.id], max_queries=100)
     return dataset, release, key
 

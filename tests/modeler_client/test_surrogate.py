@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from modeler_client.runfile import RunSettings
-from modeler_client.surrogate import Surrogate, median_distance, release_options, uses_expected_kernel
+from modeler_client.surrogate import Surrogate, median_distance, refit_due, release_options, uses_expected_kernel
 from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE
 from shared.api.schemas import MeasurementParameters, ReleaseOut, ReleaseParameters
 
@@ -80,6 +80,10 @@ def test_first_suggestion_is_row_zero_and_fits_follow_the_schedule():
         indices.append(surrogate.suggest())
     assert indices[0] == 0  # Algorithm 2: every candidate ties before any observation
     assert changed_at == [0, 1, 2, 5, 8]  # start, the first value, then refits at 2 and every 3
+    # by default after every answer; beyond 100 answers about every t/100 (a refit's O(t³) outgrows a step)
+    assert [t for t in range(95, 106) if refit_due(t, t - 1, 1)] == list(range(95, 106))
+    assert [t for t in range(200, 212) if refit_due(t, t - 1, 1)] == []
+    assert refit_due(210, 208, 1) and refit_due(7, -1, 5)
     assert len(set(indices)) > 5  # it explores rather than re-querying one row
 
 
@@ -127,6 +131,10 @@ def test_the_release_metadata_sets_the_measurement_noise_and_no_repeats_unless_t
     assert release_options(release(0.3), run) == {"requery": False, "measurement_noise_std": None}
     assert release_options(release(0.3), RunSettings(iterations=20, input_noise="ignore"))["requery"] is True
     assert release_options(release(None), run)["requery"] is True  # Algorithm 2 as published
+    # a release whose answers repeat (a column evaluator): a second query of a row teaches nothing
+    repeating = release(None).model_copy(update={"answers_repeat": True})
+    assert release_options(repeating, run) == {"requery": False, "measurement_noise_std": None}
+    assert release_options(repeating.model_copy(update={"n": 10}), run)["requery"] is True
     assert release_options(private_y_release(n=10), run)["requery"] is True  # more iterations than rows
     assert release_options(private_y_release(), run, requery=True, measurement_noise_std=0.1) == {
         "requery": True, "measurement_noise_std": 0.1}

@@ -272,3 +272,64 @@ def test_candidates_are_never_modified(layout):
     mean, var, _ = closed_form(original, kernel, 1e-4, 0.0, [0, 77, 143], np.array([0.3, -1.0, 0.5]))
     np.testing.assert_allclose(post.mean, mean, atol=1e-8)
     np.testing.assert_allclose(post.variance, np.maximum(var, 0), atol=1e-8)
+
+
+def test_the_default_refit_on_a_loans_subsample_keeps_its_lengthscales_off_the_bounds(shared_data_file):
+    """LendingClub returns are heavy-tailed and mostly noise: a maximum-likelihood lengthscale collapsed to its floor
+    (0.01 × the candidates' diagonal) in 8 of these 10 uniform subsamples of 50 loans. GPUCB's default refit (MAP
+    under the dimension-scaled priors) must end inside its box every time: smooth, with most of the variance noise."""
+    from shared.api.scaling import apply_scaling, unit_diameter_bounds
+    from shared.datasets.lendingclub import PUBLIC_LOWER, PUBLIC_UPPER, load_lendingclub
+    from shared.gp.regression import default_bounds
+    from shared.gp.ucb import GPUCB
+
+    shared_data_file("lendingclub_2007_2011.csv")
+    table = load_lendingclub(n=36_000, seed=0)
+    X = apply_scaling(table.features, unit_diameter_bounds(PUBLIC_LOWER, PUBLIC_UPPER))
+    engines, floors = [], []
+    for seed in range(10):
+        rows = np.random.default_rng(seed).choice(len(X), 50, replace=False)
+        engine = GPUCB(X, lengthscale=0.1, signal_variance=1.0, noise_variance=1e-6, delta=0.025)
+        for i in rows:
+            engine.observe(i, table.objective[i])
+        engine.rng = np.random.default_rng(0)
+        engine.refit()
+        engines.append(engine)
+        floors.append(default_bounds(X, table.objective[rows]).lengthscale[0])  # the maximum-likelihood fit's floor
+    at_floor = [seed for seed, (e, floor) in enumerate(zip(engines, floors))
+                if np.any(np.atleast_1d(e.kernel.lengthscale) <= 1.01 * floor)]
+    assert at_floor == []
+    assert [(seed, e.last_fit.at_bound) for seed, e in enumerate(engines) if e.last_fit.at_bound] == []
+
+
+def test_the_map_objective_has_the_gradient_it_reports():
+    from shared.gp.regression import HyperparameterPrior, _negative_log_posterior
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 2, size=(15, 3))
+    residual = np.sin(X @ [1.0, 2.0, 0.5]) - 0.1
+    for prototype, ard in [(kernel_prototype("se"), True), (kernel_prototype("matern52"), False), (NOISY_INPUTS, False)]:
+        X_k = X[:, :2] if prototype is NOISY_INPUTS else X
+        args = (prototype, ard, X_k, residual, np.log(np.full(X_k.shape[1], 2.0)) if ard else np.log(2.0),
+                HyperparameterPrior.dim_scaled(X_k.shape[1]))
+        phi = np.log([*([0.3] * (X_k.shape[1] if ard else 1)), 0.05])
+        error = check_grad(lambda p: _negative_log_posterior(p, *args)[0], lambda p: _negative_log_posterior(p, *args)[1], phi)
+        assert error < 1e-5 * max(1.0, np.linalg.norm(_negative_log_posterior(phi, *args)[1]))
+
+
+def test_the_map_fit_is_in_the_datas_units():
+    """Standardised outcomes and box-scaled inputs: y·c and X·a give the same fit with σ², σ_n² times c² and the
+    lengthscales times a."""
+    from shared.gp.regression import HyperparameterPrior
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(0, 1, size=(30, 2))
+    y = np.sin(4 * X[:, 0]) + 0.3 * X[:, 1] + 0.05 * rng.standard_normal(30)
+    prior = HyperparameterPrior.dim_scaled(2)
+    base = fit_hyperparameters(X, y, ard=True, prior=prior, n_restarts=2, rng=0)
+    scaled = fit_hyperparameters(X * [3.0, 0.5], 7.0 * y + 2.0, ard=True, prior=prior, n_restarts=2, rng=0)
+    np.testing.assert_allclose(scaled.kernel.lengthscale, base.kernel.lengthscale * [3.0, 0.5], rtol=1e-4)
+    assert scaled.kernel.variance == pytest.approx(49.0 * base.kernel.variance, rel=1e-9)
+    assert scaled.noise_variance == pytest.approx(49.0 * base.noise_variance, rel=1e-4)
+    assert scaled.prior_mean == pytest.approx(7.0 * base.prior_mean + 2.0)
+    assert base.kernel.variance == pytest.approx(np.var(y, ddof=1)) and base.at_bound == ()
