@@ -59,6 +59,7 @@ from rich.table import Table
 
 from modeler_client.runfile import RunSettings
 from modeler_client.surrogate import Surrogate
+from shared.datasets import diabetes as diabetes_bounds
 from shared.datasets.paths import DatasetUnavailable
 from shared.datasets.synthetic import (BRANIN_DOMAIN, SYNTHETIC_DOMAIN, branin_problem, grid, synthetic_gp_problem,
                                        synthetic_gp_values)
@@ -76,9 +77,6 @@ T = 50
 PCA_SHARE = 0.2
 MEASUREMENT_SHARES = (0.5, 0.8)
 DEFAULT = "identity · expected-SE"
-# the same public clinical bounds as examples/demo.py (age, sex, BMI, blood pressure, s1..s6)
-DIABETES_LOWER = [0, 1, 10, 40, 50, 20, 10, 1, 2, 40]
-DIABETES_UPPER = [100, 2, 60, 200, 400, 300, 120, 10, 8, 200]
 
 
 @dataclass(frozen=True)
@@ -142,7 +140,8 @@ def diabetes(_size: int) -> Problem:
     from sklearn.datasets import load_diabetes
 
     data = load_diabetes(scaled=False)
-    scaling = ScalingSpec(kind="bounds", lower=DIABETES_LOWER, upper=DIABETES_UPPER, width=1 / math.sqrt(10))
+    scaling = ScalingSpec(kind="bounds", lower=list(diabetes_bounds.PUBLIC_LOWER),
+                          upper=list(diabetes_bounds.PUBLIC_UPPER), width=1 / math.sqrt(10))
     return Problem("diabetes", data.data, data.target.astype(float), scaling, (0.0, 400.0), float(data.target.std()))
 
 
