@@ -1,6 +1,6 @@
 """The per-request cost of the admission checks (curator_service.admission) on a query-shaped request, beside the
 bare ASGI app they wrap (the floor) and the service's other pure-ASGI layer, ``GuardMiddleware`` (a peer that also
-wraps receive and send). In process, no network, no database: only what the layer adds to every request.
+wraps send). In process, no network, no database: only what the layer adds to every request.
 
     python benchmarks/admission_overhead.py [--blocks 15] [--per-block 2000]
 """
@@ -48,7 +48,7 @@ async def per_request_us(app, n: int) -> float:
 async def main(blocks: int, per_block: int) -> None:
     settings = Settings.from_env({}, data_dir=tempfile.mkdtemp(), admin_token="A" * 40)
     apps = {"floor (the bare app)": endpoint,
-            "GuardMiddleware (peer)": GuardMiddleware(endpoint, max_body_bytes=settings.max_upload_bytes),
+            "GuardMiddleware (peer)": GuardMiddleware(endpoint),
             "AdmissionMiddleware": AdmissionMiddleware(endpoint, settings=settings, throttle=AuthThrottle(10))}
     times: dict[str, list[float]] = {name: [] for name in apps}
     for _ in range(blocks):  # alternating blocks, so load changes touch every layer alike

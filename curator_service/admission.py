@@ -144,9 +144,12 @@ class Head:
 
 
 def body_limit(scope: Scope, head: Head, settings: Settings) -> tuple[int, str]:
-    """The most bytes this request's body may have, and the setting that says so."""
+    """The most bytes this request's body may have, and the setting that says so: an upload's limit, or the JSON
+    limit for any other body; no body is ever larger than the upload limit."""
     if (scope["method"] == "POST" and head.content_type.startswith("multipart/form-data")
             and any(pattern.match(scope["path"]) for pattern in _UPLOAD_PATTERNS)):
+        return settings.max_upload_bytes, "POBO_MAX_UPLOAD_BYTES"
+    if settings.max_upload_bytes < settings.max_json_bytes:
         return settings.max_upload_bytes, "POBO_MAX_UPLOAD_BYTES"
     return settings.max_json_bytes, "POBO_MAX_JSON_BYTES"
 

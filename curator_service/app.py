@@ -66,7 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     audit_refusals(app)
     # Guard is outermost (it answers whatever an inner layer raises); admission refuses before a body is read.
     app.add_middleware(AdmissionMiddleware, settings=settings, throttle=app.state.auth_throttle)
-    app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_upload_bytes)
+    app.add_middleware(GuardMiddleware)
 
     @app.get("/health", response_model=Health, tags=["health"], summary="Liveness (no authentication)")
     def health() -> Health:

@@ -151,38 +151,21 @@ def cannot_write(exc: BaseException | None) -> bool:
 
 
 class GuardMiddleware:
-    """Refuses bodies over the upload limit with 413, answers a database that cannot write (a full disk) with 503
-    and turns other unexpected exceptions into a JSON 500.
+    """Answers a body that outgrew its limit (:class:`PayloadTooLarge`, raised while the admission layer inside it
+    reads the body) with 413, a database that cannot write (a full disk) with 503, and other unexpected
+    exceptions with a JSON 500.
 
     Pure ASGI so that it sits inside Starlette's error middleware: an unexpected exception is answered
     here and never reaches the server log with its message.
     """
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.max_body_bytes
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await error_response(413, "payload_too_large", PayloadTooLarge(limit).detail)(scope, receive, send)
-            return
-        received = 0
-
-        async def counting_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    raise PayloadTooLarge(limit)
-            return message
-
         started = False
 
         async def tracking_send(message: Message) -> None:
@@ -192,7 +175,7 @@ class GuardMiddleware:
             await send(message)
 
         try:
-            await self.app(scope, counting_receive, tracking_send)
+            await self.app(scope, receive, tracking_send)
         except Exception as exc:  # noqa: BLE001 - the last line of defence: answer, log without data
             if started:
                 raise
