@@ -342,9 +342,8 @@ async def dataset_page(request: Request, api: Console, dataset_id: int) -> HTMLR
 
 
 async def _dataset_page(request: Request, api: Api, dataset_id: int, form: FormData | None = None,
-                        problems: Problems | None = None, plan: dict | None = None,
-                        budget_form: FormData | None = None, budget_problems: Problems | None = None,
-                        status_code: int = 200) -> HTMLResponse:
+                        problems: Problems | None = None, plan: dict | None = None, status_code: int = 200, *,
+                        budget_form: FormData | None = None, budget_problems: Problems | None = None) -> HTMLResponse:
     """The dataset's page; after a release form, its values kept with each problem beside its field, or the
     planner's table for the ε typed; after the raise-the-budget form, its values and problems likewise."""
     dataset = await api.get(f"/v1/datasets/{dataset_id}")
