@@ -164,9 +164,13 @@ REGISTRATION_DEFAULTS = {"goal": "maximize", "evaluator_kind": "column", "scalin
 REGISTRATION_FIELDS = {"spec.name": "name", "spec.feature_columns": "feature_columns", "spec.goal": "goal",
                        "spec.evaluator": "measure_column", "spec.scaling.lower": "lower", "spec.scaling.upper": "upper",
                        "spec.scaling.diameter": "diameter", "spec.scaling": "scaling_kind",
-                       "spec.budget.epsilon": "epsilon", "spec.budget.delta": "delta", "spec.budget": "epsilon"}
+                       "spec.budget.epsilon": "epsilon", "spec.budget.delta": "delta", "spec.budget": "epsilon",
+                       "spec.measurement.quantity": "quantity", "spec.measurement.unit": "unit",
+                       "spec.measurement.expected_delay_hours": "expected_delay_hours",
+                       "spec.label_columns": "label_columns"}
 """Where the API's validation sentences (which quote the field: ``'spec.scaling.lower'``) go on the form."""
-REGISTRATION_WORDS = {"a dataset named": "name", "identifier column": "identifier_column", "CSV": "file",
+REGISTRATION_WORDS = {"a dataset named": "name", "identifier column": "identifier_column", "label column": "label_columns",
+                      "CSV": "file",
                       "feature column": "feature_columns", "'lower'": "lower", "'upper'": "upper"}
 """…and where its other sentences go, by what they name (first match)."""
 
@@ -206,8 +210,27 @@ def _registration_spec(form: FormData, problems: Problems) -> dict[str, Any]:
                                           f"columns, {len(given)} {label} bounds.")
     budget = {"epsilon": problems.check(lambda: number(form, "epsilon", "Budget ε")),
               "delta": problems.check(lambda: number(form, "delta", "Budget δ"))}
-    return {"name": field(form, "name"), "feature_columns": columns, "evaluator": evaluator, "scaling": scaling,
-            "budget": budget, "goal": field(form, "goal") or "maximize"}
+    spec = {"name": field(form, "name"), "feature_columns": columns, "evaluator": evaluator, "scaling": scaling,
+            "budget": budget, "goal": field(form, "goal") or "maximize",
+            "label_columns": [c.strip() for c in field(form, "label_columns").split(",") if c.strip()]}
+    if measurement := _measurement(form, problems):
+        spec["measurement"] = measurement
+    return spec
+
+
+def _measurement(form: FormData, problems: Problems) -> dict[str, Any] | None:
+    """What is measured (``spec.measurement``): the quantity, its unit and the expected delay; None when the form
+    names none of them, and a unit or delay without a quantity is a problem beside the quantity's field."""
+    quantity, unit = field(form, "quantity"), field(form, "unit")
+    delay = problems.check(lambda: number(form, "expected_delay_hours", "The expected delay")) \
+        if field(form, "expected_delay_hours") else None
+    if not quantity:
+        if unit or field(form, "expected_delay_hours"):
+            problems.setdefault("quantity", "Name the quantity measured (e.g. HbA1c): the unit and the expected "
+                                            "delay describe it.")
+        return None
+    return {"quantity": quantity, **({"unit": unit} if unit else {}),
+            **({"expected_delay_hours": delay} if delay is not None else {})}
 
 
 @router.post("/datasets", response_model=None)
@@ -319,10 +342,10 @@ async def dataset_page(request: Request, api: Console, dataset_id: int) -> HTMLR
 
 
 async def _dataset_page(request: Request, api: Api, dataset_id: int, form: FormData | None = None,
-                        problems: Problems | None = None, plan: dict | None = None,
-                        status_code: int = 200) -> HTMLResponse:
+                        problems: Problems | None = None, plan: dict | None = None, status_code: int = 200, *,
+                        budget_form: FormData | None = None, budget_problems: Problems | None = None) -> HTMLResponse:
     """The dataset's page; after a release form, its values kept with each problem beside its field, or the
-    planner's table for the ε typed."""
+    planner's table for the ε typed; after the raise-the-budget form, its values and problems likewise."""
     dataset = await api.get(f"/v1/datasets/{dataset_id}")
     ledger = await api.get("/v1/ledger", dataset_id=dataset_id)
     releases = await api.get("/v1/releases", dataset_id=dataset_id)
@@ -334,7 +357,8 @@ async def _dataset_page(request: Request, api: Api, dataset_id: int, form: FormD
                   releases=releases, identifier_column=worklist["identifier_column"] if worklist else None,
                   gauge=charts.gauge(budget["spent_epsilon"], budget["total_epsilon"]),
                   chart=_epsilon_over_time(dataset, ledger), mechanisms=offered_mechanisms(request),
-                  values=kept_values(form, RELEASE_DEFAULTS), problems=problems or Problems(), plan=plan)
+                  values=kept_values(form, RELEASE_DEFAULTS), problems=problems or Problems(), plan=plan,
+                  budget_values=kept_values(budget_form, BUDGET_DEFAULTS), budget_problems=budget_problems or Problems())
 
 
 def _release_options(form: FormData, problems: Problems) -> dict[str, Any]:
@@ -429,16 +453,30 @@ async def make_release(request: Request, api: Console, dataset_id: int) -> Redir
                     f"{'certified' if made['certified'] else 'NOT certified'}, ε {made['epsilon']:g}).")
 
 
-@router.post("/datasets/{dataset_id}/budget")
-async def raise_budget(request: Request, api: Console, dataset_id: int) -> RedirectResponse:
+BUDGET_DEFAULTS = {"epsilon": "1", "delta": "0", "reason": ""}
+BUDGET_FIELDS = {"epsilon": "epsilon", "delta": "delta", "reason": "reason"}
+BUDGET_WORDS = {"ε": "epsilon", "δ": "delta", "reason": "reason"}
+
+
+@router.post("/datasets/{dataset_id}/budget", response_model=None)
+async def raise_budget(request: Request, api: Console, dataset_id: int) -> RedirectResponse | HTMLResponse:
+    """Raises the budget; a problem renders the page again with the form's values kept and the sentence beside its
+    field."""
     form = await checked_form(request)
-    return await act(
-        f"/console/datasets/{dataset_id}",
-        lambda: api.post(f"/v1/datasets/{dataset_id}/budget", {"epsilon": number(form, "epsilon", "ε"),
-                                                                "delta": number(form, "delta", "δ"),
-                                                                "reason": field(form, "reason")}),
-        lambda _: "Budget raised (recorded in the ledger).",
-    )
+    problems = Problems()
+    body = {"epsilon": problems.check(lambda: number(form, "epsilon", "ε")),
+            "delta": problems.check(lambda: number(form, "delta", "δ")), "reason": field(form, "reason")}
+    if not body["reason"]:
+        problems.setdefault("reason", "Say why the budget is raised: the reason is kept in the ledger.")
+    if not problems:
+        try:
+            await api.post(f"/v1/datasets/{dataset_id}/budget", body)
+        except ApiRefusal as refusal:
+            problems.place(refusal, BUDGET_FIELDS, BUDGET_WORDS)
+        else:
+            return redirect(f"/console/datasets/{dataset_id}", "Budget raised (recorded in the ledger).")
+    return await _dataset_page(request, api, dataset_id, budget_form=form, budget_problems=problems,
+                               status_code=422)
 
 
 @router.post("/datasets/{dataset_id}/identifier-column")

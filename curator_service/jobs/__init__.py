@@ -136,6 +136,20 @@ def held_out_split(n: int, fraction: float) -> int:
     return max(1, round(fraction * n))
 
 
+def held_out_rows(table: RawTable, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The stored rows a job holds out for scoring and those it trains on (:func:`held_out_split` of them held out).
+
+    ``rng`` permutes the rows in their file order, not in their stored order: each registration stores the rows in a
+    fresh secret order (:class:`~curator_service.persistence.blobs.RawTable`), so a seeded job (research mode) splits
+    the same file the same way whichever registration of it it reads. Unseeded, the split is a uniform permutation
+    either way, independent of the file order."""
+    n = table.n
+    file_order = np.arange(n) if table.source_rows is None else np.argsort(table.source_rows, kind="stable")
+    order = file_order[rng.permutation(n)]
+    n_test = held_out_split(n, fraction)
+    return order[:n_test], order[n_test:]
+
+
 def release_held_out_scores(model: Any, X: np.ndarray, y: np.ndarray, epsilon: float,
                             noise: NoiseSource) -> dict[str, Any]:
     """A model's accuracy and the majority-class baseline on held-out rows, ε-DP for those rows.

@@ -51,6 +51,7 @@ from curator_service.jobs import (
     JobKind,
     binary_labels,
     check_label_column,
+    held_out_rows,
     held_out_split,
     release_held_out_scores,
     training_features,
@@ -90,9 +91,7 @@ def run(ctx: JobContext) -> dict[str, Any]:
     params = DpTuneParams.model_validate(ctx.params)
     labels = binary_labels(ctx.table, params.label_column)
     X = training_features(ctx)
-    order = ctx.rng.permutation(len(labels))
-    n_test = held_out_split(len(labels), params.test_fraction)
-    test, train = order[:n_test], order[n_test:]
+    test, train = held_out_rows(ctx.table, params.test_fraction, ctx.rng)
     candidates = [PrivateLogisticRegression(**c.model_dump()) for c in params.candidates]
     ctx.progress(0.05, f"training {len(candidates)} candidates on {params.k} parts")
     tuned = tune_and_train(

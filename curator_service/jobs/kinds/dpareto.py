@@ -45,6 +45,7 @@ from curator_service.jobs import (
     JobKind,
     binary_labels,
     check_label_column,
+    held_out_rows,
     held_out_split,
     training_features,
 )
@@ -121,9 +122,8 @@ def run(ctx: JobContext) -> dict[str, Any]:
     p = DparetoParams.model_validate(ctx.params)
     labels = binary_labels(ctx.table, p.label_column)
     X, y = training_features(ctx), labels
-    order = ctx.rng.permutation(len(X))
-    n_test = held_out_split(len(X), p.test_fraction)
-    test, train = order[:n_test], order[n_test:]
+    test, train = held_out_rows(ctx.table, p.test_fraction, ctx.rng)
+    n_test = len(test)
     learning_rate = p.learning_rate or learning_rates_for(len(train))
     lot_size = (p.batch_size[0], min(p.batch_size[1], len(train)))
     space = dpsgd_space(max_epochs=p.max_epochs, lot_size=lot_size, learning_rate=learning_rate,
