@@ -2,8 +2,10 @@
 
 A short lengthscale ℓ_j means the measured value changes quickly along coordinate j, so coordinate j matters; the
 relative importance shown is (1/ℓ_j) / max_k (1/ℓ_k) (the ARD reading of Rasmussen & Williams §5.1). The fit is
-maximum marginal likelihood with one lengthscale per coordinate (:func:`shared.gp.regression.fit_hyperparameters`
-with ``ard=True``), on the rows the run measured and their values. Under the identity projection each coordinate
+the modeler's own: maximum a posteriori under the dimension-scaled priors, one lengthscale per coordinate in units of
+the released rows' extent (:func:`shared.gp.regression.fit_hyperparameters` with ``ard=True`` and
+:meth:`~shared.gp.regression.HyperparameterPrior.dim_scaled`), on the rows the run measured and their values. A
+maximum-likelihood fit on GP-UCB's rows, which crowd around the optimum, often ends a lengthscale at its bound. Under the identity projection each coordinate
 is one of the dataset's features (scaled and noised), so the importance is per feature; under a random or PCA
 projection a coordinate mixes every feature and the names are z0 … z{r−1}.
 """
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from shared.gp.regression import fit_hyperparameters
+from shared.gp.regression import HyperparameterPrior, fit_hyperparameters
 
 from modeler_client.runfile import RunRecord
 
@@ -56,7 +58,9 @@ def parameter_importance(Z: ArrayLike, record: RunRecord) -> Importance:
                          f"{len(done)}")
     X = np.asarray(Z, dtype=float)[[q.index for q in done]]
     y = np.array([q.value for q in done], dtype=float)
-    fitted = fit_hyperparameters(X, y, kernel=record.settings.kernel, ard=True, rng=record.settings.seed)
+    extent = np.ptp(np.asarray(Z, dtype=float), axis=0)
+    fitted = fit_hyperparameters(X, y, kernel=record.settings.kernel, ard=True, rng=record.settings.seed,
+                                 prior=HyperparameterPrior.dim_scaled(X.shape[1]), input_scale=np.where(extent > 0, extent, 1.0))
     lengthscales = np.broadcast_to(np.asarray(fitted.kernel.lengthscale, dtype=float), (X.shape[1],))
     inverse = 1.0 / lengthscales
     names, per_feature = coordinate_names(record)
