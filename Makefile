@@ -25,7 +25,7 @@ install-botorch: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-## The default suite (about 14 minutes on 2 cores with PostgreSQL, as CI runs it). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
+## The default suite (about 9 minutes on an idle 2-core VM with PostgreSQL, measured 2026-11-27). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
 test: $(STAMP)
 	$(PY) -m pytest -q
 

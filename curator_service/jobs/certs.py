@@ -20,6 +20,7 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     """``data`` into ``path`` created with ``mode`` (never readable by others while it is written)."""
     path.unlink(missing_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    os.fchmod(descriptor, mode)  # exactly ``mode`` whatever the umask (``serve`` runs under 077)
     with os.fdopen(descriptor, "wb") as file:
         file.write(data)
 
