@@ -19,7 +19,7 @@ GP-UCB on the publicly scaled inputs. Variants, at ε = 0.5 … 1,024 (δ = 1e-5
   repeated rows. ``… · requery`` allows repeats (Algorithm 2 as published); ``identity · plain SE`` ignores
   the input noise; ``identity · box-posterior SE`` gives each row its posterior under the public box
   [0, W]^d (a truncated normal) instead of the flat prior; ``JL r=d (old default)`` is the square Gaussian M
-  the service drew before issue 13.
+  the service drew in an earlier version.
 - ``private y ρ``: the default release with private measurements (clip to the problem's public [a, b], a
   share ρ of μ²): every answer is the memoised ỹ; the modeler's noise floor is the public σ_y.
 - for d ≥ 3: ``PCA k`` (DP-PCA with 20% of μ², rows clipped to the public box's largest norm), ``Haar r=k``

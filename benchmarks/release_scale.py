@@ -1,4 +1,4 @@
-"""A large certified release through the API (issue 15): wall time with 1 and 2 local job workers, the CLI
+"""A large certified release through the API: wall time with 1 and 2 local job workers, the CLI
 following it to the end, and the API process's memory, which stays flat because the table never loads there.
 
 A generated n × d table (default 10⁶ × 20, uniform in [0, 1]^d, bounds scaling) is registered once by server-side

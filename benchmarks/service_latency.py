@@ -1,5 +1,5 @@
 """Latency of one-index queries against a real curator (``pobo-curator serve`` on loopback): this tree's query path
-beside a baseline commit's, in the same run (issue 15).
+beside a baseline commit's, in the same run.
 
 Each request is ``POST /v1/sessions/{id}/queries`` with one index and a fresh ``request_id`` (what
 ``pobo-modeler run`` sends), over one keep-alive connection pool. The baseline is a ``git worktree`` of

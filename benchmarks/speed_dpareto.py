@@ -98,7 +98,7 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=256, help="t of the single proposal (default 256)")
     parser.add_argument("--iterations", type=int, default=256, help="proposals of the whole run (default 256)")
     parser.add_argument("--seeds", type=int, default=5, help="seeds of the quality check (default 5)")
-    parser.add_argument("--baseline", default="68ecd30", help="git ref of the previous code (default: before issue 15)")
+    parser.add_argument("--baseline", default="68ecd30", help="git ref of the previous code (default: 68ecd30)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the subprocess's own entry
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     harness.add_quick(parser, "t = 64, a run of 16 + 32, 2 seeds")

@@ -10,7 +10,7 @@
    row — all at the bandwidth of a read-only stream (a dot product) measured here with as many threads on
    arrays far larger than the caches (STREAM's copy and triad are printed beside it), and the ratio of the
    two. Counting the three writes at the read rate keeps it a lower bound on the time: a write moves no
-   faster than a read here (copy ≈ read, triad below it). The bound of session 6, V and the candidates only
+   faster than a read here (copy ≈ read, triad below it). The bound of commit 2f79f3e, V and the candidates only
    (8n(t + r)), is printed beside it. A step is one compiled pass (``CandidatePosterior.observe``);
    the engine is built with ``reserve=T``, so fresh memory is paid for in the build, not in the steps, and a
    small engine runs first (the process's one-time loading of the compiled pass and start of its threads). The
@@ -196,7 +196,7 @@ def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int, worke
     a number: reads of the t × n factor V, the r × n candidates, μ and σ²; writes of μ, σ² and V's new row),
     at the read-only bandwidth of as many threads, measured right before and right after the steps, the faster
     of the two (under other load one measurement alone once set a bound the steps beat: 0.95×); and against
-    session 6's bound, the reads of V and the candidates alone."""
+    commit 2f79f3e's bound, the reads of V and the candidates alone."""
     rates = measure_bandwidth(bandwidth_megabytes, workers)  # before the problem is built: the arrays are large
     # Once a process, not a step's cost: loading the compiled pass from numba's cache and starting the worker
     # threads (their stacks and allocator arenas), which cost the first step ~0.3 s (with --skip-comparison).
@@ -231,7 +231,7 @@ def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int, worke
         "bound_seconds_per_iteration": bound,
         "ratio_to_bound": {clock: float(np.mean(big_steps)) / bound[clock]
                            for clock, big_steps in zip(("wall", "cpu"), zip(*step_times))},
-        "reads_only_bound_seconds_per_iteration": reads_bound,  # session 6's: V and the candidates read
+        "reads_only_bound_seconds_per_iteration": reads_bound,  # commit 2f79f3e's: V and the candidates read
         "ratio_to_reads_only_bound": {clock: float(np.mean(big_steps)) / reads_bound[clock]
                                       for clock, big_steps in zip(("wall", "cpu"), zip(*step_times))},
         "peak_engine_bytes": peak,
@@ -244,7 +244,7 @@ def large_run(n: int, r: int, T: int, seed: int, bandwidth_megabytes: int, worke
 
 def steps_only(n: int, r: int, T: int, seed: int, workers: int = 1) -> dict:
     """The large run's GP-UCB steps alone (what the previous code is measured on): like the large run's, with
-    ``reserve`` and a warm-up engine first when the previous code has ``reserve`` (session 6 on), so an A/B
+    ``reserve`` and a warm-up engine first when the previous code has ``reserve`` (from commit 2f79f3e on), so an A/B
     against it compares the steps alone."""
     import inspect
 
@@ -357,7 +357,7 @@ def main() -> None:
     parser.add_argument("--large", default="1000000:1,1000000:2,10000000:1,10000000:2",
                         help="the large runs, n:threads separated by commas (a subset when time is short)")
     parser.add_argument("--skip-comparison", action="store_true", help="leave out the runs beside scikit-learn")
-    parser.add_argument("--baseline", default="0f0d059",  # session 5: the step in numpy calls, chunk by chunk
+    parser.add_argument("--baseline", default="0f0d059",  # commit 0f0d059: the step in numpy calls, chunk by chunk
                         help="git ref of the previous engine, timed on the large runs ('' to skip: needs git and the ref)")
     parser.add_argument("--steps-only", help=argparse.SUPPRESS)  # the previous code's subprocess: "n r T seed workers"
     parser.add_argument("--tree", help=argparse.SUPPRESS)
@@ -414,7 +414,7 @@ def run(args: argparse.Namespace) -> None:
     large_table = Table(title="pobo alone, fixed SE hyperparameters (ms per iteration; bound: a step's compulsory "
                               "bytes, 8n(t + r + 5): V, the candidates, μ, σ² read, μ, σ², V's new row written, all "
                               "at the read-only bandwidth, a lower bound as writes are no faster here; reads-only: "
-                              "session 6's bound, V and the candidates)")
+                              "commit 2f79f3e's bound, V and the candidates)")
     for col in ["n", "r", "T", "threads", "clock", "measured", "bound", "ratio", "ratio reads-only", "read", "copy",
                 "triad", "first touch", "build s", "peak MiB"]:
         large_table.add_column(col)

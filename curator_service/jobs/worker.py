@@ -106,7 +106,7 @@ def _file_identity(url: str) -> tuple[int, int] | None:
 def tables(url: str, dataset_id: int, created_at: str, n: int, d: int) -> TableCache:
     """The decoded table of one dataset, per worker, keyed by what changes with the table: a database replaced at
     the same URL (a restored or reset PostgreSQL schema) has another dataset under the same id, whose rows must never
-    be served from the old one's cache (review F4)."""
+    be served from the old one's cache."""
     return TableCache(capacity=1)
 
 

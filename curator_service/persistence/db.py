@@ -270,7 +270,7 @@ class DriverTransaction:
 
 
 class Prepared:
-    """A hot-path statement (the query path's, issue 15): on SQLite it is compiled once to SQL and run on the DBAPI
+    """A hot-path statement (the query path's): on SQLite it is compiled once to SQL and run on the DBAPI
     cursor of the caller's transaction (the sqlite3 module keeps it prepared in its per-connection cache), with the
     columns' own SQLAlchemy type processing for parameters and results; elsewhere it runs as the Core statement.
 

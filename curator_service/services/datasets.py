@@ -180,7 +180,7 @@ def confined_path(settings: Settings, requested: str) -> Path:
                            "give a path inside it, relative to it or absolute")
         if not path.is_file():
             raise invalid(f"path {requested!r} is not a file inside the import root; give the path of a CSV file")
-    except (ValueError, OSError):  # a NUL byte, a name longer than the file system allows (review F5)
+    except (ValueError, OSError):  # a NUL byte, a name longer than the file system allows
         raise invalid(f"the path starting {requested[:80]!r} is not a usable file name (a NUL byte, or a name too "
                       "long for the file system); give the path of a CSV file inside the import root") from None
     return path

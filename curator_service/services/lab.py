@@ -253,7 +253,7 @@ def correct(session: Session, principal: Principal, query_id: int, value: float,
 def _note(session: Session, principal: Principal, query: Query, action: str, new_value: float | None,
           reason: str) -> None:
     """Keeps the query's state before ``action``, the new value and the reason in its notes; audits only
-    ``query:<id>`` and the action (review F2: no measured value or free text in the audit log)."""
+    ``query:<id>`` and the action (no measured value or free text in the audit log)."""
     session.add(QueryNote(query_id=query.id, action=action, old_status=query.status, old_value=query.value,
                           new_value=new_value, reason=reason, actor=principal.actor))
     record(session, principal, f"query.{action}", f"query:{query.id}")

@@ -97,7 +97,7 @@ def list_session_queries(session: Session, principal: Principal, session_id: int
 
 
 # --- queries: create_queries and its steps ---------------------------------------------------------------------
-# The hot path (issue 15): SQLAlchemy Core statements built once and prepared (:class:`Prepared`), run on the
+# The hot path: SQLAlchemy Core statements built once and prepared (:class:`Prepared`), run on the
 # caller's one write transaction's connection, no ORM objects (the ORM's identity map and unit-of-work flush cost
 # more than the statements).
 

@@ -1,4 +1,4 @@
-"""Wire models of issue 14's governance per key and the lab workflow.
+"""Wire models of governance per key and the lab workflow.
 
 A key's **policy**: an (ε, δ) cap of its own, summed over every ledger charge it triggers (releases it creates,
 jobs it submits) on every dataset; the job kinds it may run; an expiry. The **lab workflow**: the curator's own

@@ -16,7 +16,7 @@ sensitivity (at most one grid step per coordinate) is added to the calibration b
 Noise is only ever *added to a value* (:meth:`NoiseSource.add_laplace` / :meth:`NoiseSource.add_gaussian`,
 or the mechanisms in :mod:`shared.dp.mechanisms`), with the grid the caller calibrated to. There is
 deliberately no way to draw safe noise around zero: ``value + noise_around_zero`` keeps ``value``'s
-residue modulo the grid, so the sum identifies the input exactly (issue 11, defect 4). Simulations that
+residue modulo the grid, so the sum identifies the input exactly. Simulations that
 need raw draws and release nothing (DPareto's common random numbers) use a ``numpy.random.Generator``.
 """
 

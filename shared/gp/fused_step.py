@@ -1,4 +1,4 @@
-"""The candidate posterior's rank-one step as one compiled pass over the candidates (issue 15).
+"""The candidate posterior's rank-one step as one compiled pass over the candidates.
 
 A step at large n is memory-bound: it must read the t × n factor V and the scaled candidates once. In
 numpy calls every part (kernel column, Vᵀ l, μ, σ², the UCB scores) was its own pass and none overlapped

@@ -16,7 +16,7 @@ re-query rows (``GPUCB(requery=False)``). It is a moment-matched GP (the exact f
 mixture), the usual treatment of noisy inputs.
 
 The kernel retired here, which fed an SE kernel the debiased distance max(‖zᵢ − zⱼ‖² − 2rs², 0), set about
-half of all pairwise distances to 0 and made the Gram matrix indefinite (smallest eigenvalue −4.3 in issue 13).
+half of all pairwise distances to 0 and made the Gram matrix indefinite (smallest eigenvalue −4.3 in one measured case).
 """
 
 from __future__ import annotations

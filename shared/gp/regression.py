@@ -489,7 +489,7 @@ def _negative_lml_and_gradient(
     ls = np.exp(theta[:n_ls]) if ard else float(np.exp(theta[0]))
     kernel = prototype.with_parameters(ls, float(np.exp(theta[n_ls])))
     noise = float(np.exp(theta[-1]))
-    if isinstance(kernel, StationaryKernel):  # no p × n × n ∂K (DPareto's ARD fits: issue 15)
+    if isinstance(kernel, StationaryKernel):  # no p × n × n ∂K (DPareto's ARD fits)
         K, contract = kernel.gram_and_gradient_contraction(X)
     else:
         K, dK = kernel.log_parameter_gradients(X)

@@ -18,7 +18,7 @@ factor are rounded), m·γ_m·L' bounds the rounding error of the sum of m of th
 Together they add ~1e-10 of 2L or less. With std = σ·Δ the noise multiplier relative to the true
 sensitivity of the released sum is at least σ, so :func:`shared.dp.accounting.dpsgd_epsilon` at σ stays
 a true bound. The noise is the sampler's own ``add_gaussian`` on the sum (never noise drawn around
-zero and added to it, which would keep the sum's residue modulo the grid: issue 11, defect 4).
+zero and added to it, which would keep the sum's residue modulo the grid).
 
 An epoch is round(n/m) steps (the accountant's step count). SGD updates w ← w − η g; Adam
 (Algorithm 4) uses κ = 1e-8, β₁ = 0.9, β₂ = 0.999 with de-biased moments (post-processing).

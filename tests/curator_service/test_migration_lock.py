@@ -1,4 +1,4 @@
-"""Replicas starting together over one fresh PostgreSQL database (issue 15: "migrations take a lock"): ``migrate``
+"""Replicas starting together over one fresh PostgreSQL database ("migrations take a lock"): ``migrate``
 takes an advisory lock in its transaction, so the second replica waits for the first's schema and finds it current
 instead of racing to create the same tables."""
 

@@ -1,4 +1,4 @@
-"""The query path keeps a release's decoded private measurements ỹ (review V F8): two queries decode the stored blob
+"""The query path keeps a release's decoded private measurements ỹ: two queries decode the stored blob
 once, and the cache is keyed by the release's identity, so a new database whose release has the same id is never
 answered from the old one's ỹ."""
 

@@ -1,5 +1,5 @@
 """The query path runs its transaction on the event loop only when SQLite's write lock is free, and never waits for
-it there (issue 15): ``Database.write_without_waiting`` refuses at once while another transaction holds the lock,
+it there: ``Database.write_without_waiting`` refuses at once while another transaction holds the lock,
 and a query that meets a held lock is answered from a worker thread while the loop keeps serving other requests."""
 
 from __future__ import annotations

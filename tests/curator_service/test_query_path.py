@@ -1,4 +1,4 @@
-"""Issue 15's query path: at most 1,000 indices per request (a 422 that charges and stores nothing; the modeler
+"""Query path: at most 1,000 indices per request (a 422 that charges and stores nothing; the modeler
 client splits a larger ask), and the one-transaction path keeps its refusals audited (the refusal commits although
 the request fails). Speed is measured by benchmarks/service_latency.py, not here."""
 

@@ -1,4 +1,4 @@
-"""The query path's route (issue 15): a plainly well-formed request skips FastAPI's dependency solving and per-request
+"""The query path's route: a plainly well-formed request skips FastAPI's dependency solving and per-request
 body handling, and answers exactly what FastAPI's handler answers (the same bytes and headers, the same charge and
 audit); anything else is FastAPI's, with its refusals as on every modeler route."""
 

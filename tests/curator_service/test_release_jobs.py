@@ -1,4 +1,4 @@
-"""Releases are jobs (issue 15): 201 with the release when it finishes within the wait, else 202 with its job;
+"""Releases are jobs: 201 with the release when it finishes within the wait, else 202 with its job;
 idempotent by ``request_id``; charged once, when stored; a cancelled one charges nothing; progress per chunk; the
 CLI follows the job to the end. The jobs run on the suite's Dask cluster (tests/conftest.py)."""
 

@@ -1,5 +1,5 @@
 """A release POST waits up to ``POBO_RELEASE_WAIT_SECONDS`` for its job; the admin client (and so the CLI) must wait
-longer than that for the answer (issue 15: the client never times out on a release). The setting is bounded by
+longer than that for the answer (the client never times out on a release). The setting is bounded by
 ``MAX_RELEASE_WAIT_SECONDS`` and the client's release POST outwaits the bound: before, the client gave up after its
 usual 30 s whatever the server's wait, and sent the POST again."""
 

@@ -1,4 +1,4 @@
-"""The demo as its two parties (issue 16: no admin token in the modeler's container).
+"""The demo as its two parties (no admin token in the modeler's container).
 
 The compose file gives ``curator-setup`` the admin token and ``modeler-demo`` nothing but the hand-off; the two
 scripts, run as separate processes against a real curator in production mode, do the whole demo that way.

@@ -3,7 +3,7 @@ selection, the held-out accuracy beside the majority baseline and the charge spl
 charged cap·ϵ + final ε + evaluation ε whatever the number of candidates (also when nothing is selected). On
 Adult registered as a new user would (raw continuous columns, one-hot categories, public bounds) the
 released model beats the majority-class baseline, in the job's own private held-out numbers and on
-adult.test; trained on the raw columns (before issue 12) it could predict ">50K" for everyone (0.24)."""
+adult.test; trained on the raw columns (before the raw columns were scaled) it could predict ">50K" for everyone (0.24)."""
 
 from __future__ import annotations
 
@@ -183,7 +183,7 @@ def test_dp_tune_on_adult_beats_the_majority_baseline(curator, shared_data_file)
 
     Whether one job clears a margin is luck, so the job is seeded (the curator's, research mode): the seed fixes the
     noise but not the held-out rows, which follow the table's secret row order, new at each registration. Measured
-    (session 5; the same computation in-process, on a cluster and through this service): 19 of 20 seeds pass, before
+    (the same computation in-process, on a cluster and through this service): 19 of 20 seeds pass, before
     and after the cells went to the cluster (the other selects nothing: its first sparse-vector iteration fails, which
     ends the loop); on adult.test the model scores 0.785–0.823 (mean 0.810) against 0.7838 needed; seed 0 over 18
     row orders scores 0.806–0.817. The held-out margin (1,600 random rows) is the thin one: accuracy − baseline was

@@ -1,5 +1,5 @@
 """A release POST whose client is killed (SIGKILL) while the request is in flight, retried with the same
-``request_id`` as a restarted client does, is stored and charged once (issue 15: 7 of 46 such releases were
+``request_id`` as a restarted client does, is stored and charged once (7 of 46 such releases were
 charged twice before releases were idempotent). A real server (``pobo-curator serve``) and a real client process."""
 
 from __future__ import annotations

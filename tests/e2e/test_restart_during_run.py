@@ -1,6 +1,6 @@
 """End-to-end: the curator restarts (SIGTERM or SIGKILL, then ``pobo-curator serve`` again on the same port
 and data directory) in the middle of ``pobo-modeler run``, and the run finishes on its own, every query
-charged once (issue 15). The client's default budget (30 s of backoff) covers a restart of 4–8 s; on a loaded
+charged once. The client's default budget (30 s of backoff) covers a restart of 4–8 s; on a loaded
 test machine a restart took over 30 s, so the command gets ``POBO_RETRY_FOR=300`` (which also checks that the
 setting reaches ``pobo-modeler``); tests/modeler_client/test_http_client.py pins the default itself.
 """

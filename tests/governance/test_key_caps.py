@@ -1,4 +1,4 @@
-"""Governance per key (issue 14): job permissions, an (ε, δ) cap across everything a key triggers, expiry.
+"""Governance per key: job permissions, an (ε, δ) cap across everything a key triggers, expiry.
 
 Each refusal is checked to leave the ledger, the jobs and the releases exactly as they were.
 """
@@ -71,7 +71,7 @@ def test_a_key_without_permission_to_run_dp_bo_gets_403_and_spends_nothing(lab, 
 
 
 def test_a_key_without_the_job_permission_gets_the_same_403_whatever_it_asks(lab, table):
-    """Review F9: the permission is checked before the job is priced or the dataset looked at, so an unknown
+    """The permission is checked before the job is priced or the dataset looked at, so an unknown
     column, an unaffordable ε and a dataset that does not exist all get the one 403: no column-name oracle, no
     remaining budget in a 409, no dataset existence."""
     dataset, release = table
@@ -130,7 +130,7 @@ def test_a_policy_can_be_replaced_later_and_the_change_is_audited(lab, table):
 
 
 def test_a_policy_update_keeps_the_fields_it_does_not_send(lab, table):
-    """Review F12: extending an expiry alone must not silently drop the key's caps and job list."""
+    """Extending an expiry alone must not silently drop the key's caps and job list."""
     _, release = table
     key = create_key(lab, [release["id"]], epsilon_cap=0.5, delta_cap=1e-6, jobs=["dp-mean"])
     later = (datetime.now(UTC) + timedelta(days=30)).isoformat()

@@ -1,4 +1,4 @@
-"""Review F1 and F5: input a caller controls (a request path, a server-side file name) is refused with a 4xx and,
+"""Input a caller controls (a request path, a server-side file name) is refused with a 4xx and,
 where it is audited, audited; never a 500 that skips the audit trail. Both backends: PostgreSQL enforces the
 audit target's VARCHAR(240), SQLite stores any length (the divergence that hid F1)."""
 

@@ -1,4 +1,4 @@
-"""Issue 16's hostile-client checks: a real uvicorn server on loopback, driven over HTTP like any caller.
+"""Hostile-client checks: a real uvicorn server on loopback, driven over HTTP like any caller.
 
 The server fixtures are the curator service tests' (``live_server`` on SQLite, ``database_url`` for both
 backends); this file adds an HTTP client per caller and the server's captured log.

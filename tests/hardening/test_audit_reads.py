@@ -1,4 +1,4 @@
-"""Issue 16: the audit trail records downloads of released inputs, reads of the ledger and of datasets, and
+"""The audit trail records downloads of released inputs, reads of the ledger and of datasets, and
 denied or failed authentication; never a token, a data value or an index."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16: registration by server-side ``path`` reads only files inside the configured data root
+"""Registration by server-side ``path`` reads only files inside the configured data root
 (``POBO_IMPORT_ROOT``; unset: uploads only), and no error ever echoes a file's contents."""
 
 from __future__ import annotations

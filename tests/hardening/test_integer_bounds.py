@@ -1,4 +1,4 @@
-"""Issue 16: every integer on the wire is bounded to what both databases store (PostgreSQL's INTEGER, 2^31 − 1),
+"""Every integer on the wire is bounded to what both databases store (PostgreSQL's INTEGER, 2^31 − 1),
 so ids, counts and seeds beyond it are a 4xx with a sentence, never a 500; so are releases whose arithmetic
 overflows on huge values."""
 

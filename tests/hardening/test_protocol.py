@@ -1,4 +1,4 @@
-"""Issue 16: HTTP done by the book (405 with ``Allow``, 401 with ``WWW-Authenticate``), and an OpenAPI document
+"""HTTP done by the book (405 with ``Allow``, 401 with ``WWW-Authenticate``), and an OpenAPI document
 that says for every operation what it does, who may call it and the bounds of every integer."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16: no loose parsing. JSON booleans and strings are not numbers on the wire, and a CSV cell is a number
+"""No loose parsing. JSON booleans and strings are not numbers on the wire, and a CSV cell is a number
 only in the plain ASCII grammar (no ``1_000``, no Arabic-Indic or full-width digits)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16: a modeler cannot tell an object that exists but is not its own from one that does not exist (both
+"""A modeler cannot tell an object that exists but is not its own from one that does not exist (both
 are 404 with the same sentence), and a job's unknown-column error names only columns the caller may see."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A cancel stops a DP-SGD training that is already running (issue 15; last session's audit: the job was marked
+"""A cancel stops a DP-SGD training that is already running (last session's audit: the job was marked
 cancelled at once, but dp-tune's final training and every piece on the cluster ran to their last epoch), in the
 job's own thread and in pieces on the cluster's workers; without a cancel the trainings run to their end.
 

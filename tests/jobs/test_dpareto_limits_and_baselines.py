@@ -1,4 +1,4 @@
-"""The dpareto job (issue 15): its total DP-SGD work is bounded at submission (a 422 that says what to reduce), and
+"""The dpareto job: its total DP-SGD work is bounded at submission (a 422 that says what to reduce), and
 its random-search or grid baseline runs on the cluster beside DPareto and comes back in the result.
 
 The recording kind is a module-level function: it travels to the worker process by reference to this module.

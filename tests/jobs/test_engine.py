@@ -1,4 +1,4 @@
-"""The job engine (issue 15): jobs run in Dask worker processes, spread their pieces over the cluster, stop within
+"""The job engine: jobs run in Dask worker processes, spread their pieces over the cluster, stop within
 seconds of a cancel or at their time limit, are limited per key, are created once per request_id, charge at commit
 when their kind says so, and are run once even when two replicas send them.
 
@@ -203,7 +203,7 @@ def part_trainer(rng, candidate):
 
 
 def test_dp_tune_cells_on_the_cluster_are_the_cells_computed_in_one_process(client, monkeypatch):
-    """Session 5 (dp-tune's Adult utility looked worse once its cells ran on the cluster; it was luck): with the same
+    """(dp-tune's Adult utility looked worse once its cells ran on the cluster; it was luck): with the same
     seed the 3 × 5 utilities are bit for bit those of a loop in one process, so no cell is trained on another part's
     rows, shares a random stream with another or comes back in another's place. (Each cell has its own generator,
     made before any is fitted: a generator shared by the cells would be copied to each piece on the cluster.)"""
@@ -220,7 +220,7 @@ def test_dp_tune_cells_on_the_cluster_are_the_cells_computed_in_one_process(clie
 
 # --- cancel and time limits -------------------------------------------------------------------------------------
 
-BAD_CASE = {  # issue 15: many candidates at batch size 1 and a tiny ε held the only worker for minutes
+BAD_CASE = {  # many candidates at batch size 1 and a tiny ε held the only worker for minutes
     "label_column": "y", "k": 2, "epsilon": 1e-12, "max_iterations": 10_000, "final_epsilon": 1e-12,
     "final_delta": 1e-9, "evaluation_epsilon": 1e-12, "seed": 3,
     "candidates": [{"learning_rate": 0.01 * (1 + i), "batch_size": 1, "epochs": 100, "clip_norm": 1.0}
@@ -300,7 +300,7 @@ def wait_for_one_running(client, jobs, timeout=60.0):
 
 
 def test_a_key_never_holds_every_worker_so_another_keys_job_starts(make_client, database_url, monkeypatch):
-    """Review F11 (issue 15: a job cannot starve other jobs): on the two-worker cluster key A submits three jobs that
+    """(a job cannot starve other jobs): on the two-worker cluster key A submits three jobs that
     work until cancelled. A runs one at a time (its share: every worker but one), the others wait queued, so key B's
     job starts on the worker left free; when A's running job ends, A's next one starts. (With A's jobs on both
     workers, B's would wait for one to end: a minute here, hours for a real job.) On PostgreSQL the claim counts
@@ -438,7 +438,7 @@ def first_value(ctx):
 
 def test_a_database_replaced_at_the_same_url_is_never_served_from_a_workers_cache(make_client, database_url,
                                                                                    monkeypatch, tmp_path):
-    """Review F4: workers outlive the API; after a reset at the same URL, dataset 1 is another table."""
+    """Workers outlive the API; after a reset at the same URL, dataset 1 is another table."""
     use(monkeypatch, "first", first_value, cost=CHARGED)
     old = make_client(database_url=database_url, data_dir=tmp_path / "a")
     dataset = register(old, n=40)
@@ -461,7 +461,7 @@ def test_a_database_replaced_at_the_same_url_is_never_served_from_a_workers_cach
 
 
 def test_a_job_whose_task_was_lost_is_sent_again(client, monkeypatch):
-    """Review F5: a queued job the cluster lost (never sent here) is re-sent after a minute, not left queued; one whose
+    """A queued job the cluster lost (never sent here) is re-sent after a minute, not left queued; one whose
     task beats while it waits for its key's turn is not (a second waiting task every minute otherwise)."""
     use(monkeypatch, "pid", report_pid)
     old = utcnow() - timedelta(minutes=2)
@@ -479,7 +479,7 @@ def test_a_job_whose_task_was_lost_is_sent_again(client, monkeypatch):
 
 
 def test_the_reaper_never_overwrites_a_verdict_committed_while_it_looked(make_client, database_url):
-    """Review F1: on PostgreSQL the reaper's UPDATE waited for a release's commit and then overwrote 'succeeded'."""
+    """On PostgreSQL the reaper's UPDATE waited for a release's commit and then overwrote 'succeeded'."""
     db = make_client(database_url=database_url).app.state.db
     with db.write() as session:
         job = Job(kind="release", params={}, status="running", progress=0.5, claimed_by="worker",

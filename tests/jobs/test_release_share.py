@@ -1,4 +1,4 @@
-"""Releases count in their key's running share (issue 15: a job cannot starve other jobs). A curator key's large
+"""Releases count in their key's running share (a job cannot starve other jobs). A curator key's large
 releases must not hold every worker of the cluster while another key's job waits for one to end."""
 
 from __future__ import annotations

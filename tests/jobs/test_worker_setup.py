@@ -1,4 +1,4 @@
-"""A pobo worker fails closed when it would spill task data (raw rows, a release's M) to its disk (review F9, audit
+"""A pobo worker fails closed when it would spill task data (raw rows, a release's M) to its disk (audit
 G1): a real ``dask worker`` with Dask's default spilling never joins the scheduler, and the embedded cluster's
 nannies respawn their workers without spilling."""
 

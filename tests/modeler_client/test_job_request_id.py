@@ -1,4 +1,4 @@
-"""A job is charged at submission, so the modeler's client sends every job under a request_id (review V F6): a
+"""A job is charged at submission, so the modeler's client sends every job under a request_id: a
 connection dropped after the curator committed is retried under the same id and the dataset is charged once.
 Also the checks the client makes before sending anything: a request id too long for a split ask's part suffix."""
 

@@ -135,7 +135,7 @@ def test_a_private_measurement_release_sets_the_loops_noise_floor_and_no_repeats
                                      budget=(10.0, 1e-3), extra_columns={"y": y},
                                      scaling={"kind": "bounds", "lower": [0, 0], "upper": [4, 4], "diameter": 1})
     # Seeded (research mode): how often the re-querying model returns to a row depends on the ỹ drawn, and an
-    # unseeded draw made the contrast below fail once in a CI rehearsal (13 distinct rows).
+    # unseeded draw made the contrast below fail once in a CI run (13 distinct rows).
     body = {"mechanism": "gaussian", "epsilon": 4.0, "delta": 1e-5, "measurements": {"clip": [-8, 0], "share": 0.5},
             "seed": 0}
     with curator.admin() as admin:

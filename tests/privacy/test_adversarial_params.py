@@ -1,4 +1,4 @@
-"""Requester-chosen parameters never buy less noise than the charged ε requires (issue 11, defect 3).
+"""Requester-chosen parameters never buy less noise than the charged ε requires.
 
 Every job kind's ``cost`` and ``run`` are exercised with a real :class:`JobContext` on a small table, with
 each requester-supplied parameter swept to its extremes. A recording noise source sees every value the

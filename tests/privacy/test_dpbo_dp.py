@@ -1,7 +1,7 @@
 """Privacy of the Kusner et al. releases: the exponential mechanism over μ_T is ε-DP for Theorem 1's
 sensitivity (exact ratios), the Laplace release of the best value is ε-DP (a seeded statistical
 test with a negative control), and with the range floor both stay ε-DP for arbitrary data and a prior
-that shrinks the paper's bounds to nothing (issue 11, defect 3)."""
+that shrinks the paper's bounds to nothing."""
 
 from __future__ import annotations
 

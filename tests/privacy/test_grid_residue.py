@@ -4,7 +4,7 @@ The floating-point-safe sampler rounds the true value to a grid of spacing g = 2
 multiple of g, so what it returns is a multiple of g and carries nothing of the value below g. The
 pattern it exists to prevent, ``value + noise_drawn_around_zero``, returns a float whose residue modulo g
 is the value's own: the *residue attack* (is output − v a multiple of g, for each candidate v?) then
-tells neighbouring inputs apart in almost every trial, however large the noise (issue 11, defect 4).
+tells neighbouring inputs apart in almost every trial, however large the noise.
 Each path below is run with the real OpenDP sampler; ``Recording`` only remembers the grid of every draw
 and what came out, so the test can check the values it never sees directly (DP-SGD's sums).
 """
@@ -157,7 +157,7 @@ def _one_step(labels, noise_multiplier, noise):
 
 
 def test_one_step_dpsgd_at_epsilon_one_does_not_reveal_the_neighbour_by_its_residue():
-    """Issue 11, defect 4: the old code identified the neighbour in 2,000 of 2,000 trials."""
+    """The old code identified the neighbour in 2,000 of 2,000 trials."""
     sigma = calibrate_noise_multiplier(2, 2, 1, 1.0, 1e-5)  # one step at ε = 1, δ = 1e-5
     true_sums = [_one_step(labels, 0.0, OpenDPNoise())[0] for labels in LABELS]  # noiseless: the exact sums
     secrets = np.random.default_rng(5).integers(0, 2, TRIALS)

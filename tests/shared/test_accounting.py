@@ -11,7 +11,7 @@ from shared.dp.mechanisms import analytic_gaussian_sigma
 N, DELTA = 30_956, 1e-5
 
 
-# The DPareto authors' accountant at their Adult size N = 30,956 (issue 7's cross-check numbers; autodp 0.1's
+# The DPareto authors' accountant at their Adult size N = 30,956 (the cross-check numbers; autodp 0.1's
 # anaRDPacct, Wang et al.'s Theorem 27 bound, classic conversion, gives 1.0386 and 0.15856).
 @pytest.mark.parametrize("epochs, lot, sigma, authors", [(2, 32, 1.0, 1.04), (4, 128, 8.0, 0.159)])
 def test_classic_conversion_reproduces_the_dpareto_authors(epochs, lot, sigma, authors):

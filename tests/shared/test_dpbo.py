@@ -205,7 +205,7 @@ def test_theorem_2_utility_bound_holds_with_the_stated_probability():
         assert np.mean(within[draws]) >= 1 - math.exp(-a)
 
 
-# A requester's prior that shrinks the paper's bounds to nothing (issue 11, defect 3).
+# A requester's prior that shrinks the paper's bounds to nothing.
 TINY_PRIOR = dpbo.GPPrior(0.1, signal_std=1e-6)
 
 

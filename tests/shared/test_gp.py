@@ -64,7 +64,7 @@ def test_candidate_posterior_equals_closed_form(kernel):
 @pytest.mark.parametrize("chunk", [1, 7, 20, 103])  # one candidate, ragged, n a multiple, one chunk
 def test_the_chunked_pass_equals_the_plain_formulas(kernel, chunk):
     # observe() computes the kernel column, the update of μ and σ² and the UCB argmax tile by tile in one
-    # compiled pass (issue 15); with 103 candidates, 20 observations (two blocks of V) and ties placed across chunks.
+    # compiled pass; with 103 candidates, 20 observations (two blocks of V) and ties placed across chunks.
     rng = np.random.default_rng(5)
     C = rng.normal(size=(103, 3))
     C[[40, 66, 99]] = C[12]  # duplicates of row 12: equal scores in different chunks

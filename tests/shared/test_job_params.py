@@ -64,7 +64,7 @@ def test_the_dpareto_job_defaults_are_the_papers_table_1_domain():
     (DpBoParams, {"log10_lambda": [-3, True], "iterations": 5, "epsilon": 1, "delta": 1e-6, "label_column": "y"}),
 ])
 def test_job_parameters_take_json_numbers_only(model, params):
-    """Loose parsing read "seed": true as seed 1 and "0.5" as 0.5 (issue 16): the wire's strict types refuse them."""
+    """Loose parsing read "seed": true as seed 1 and "0.5" as 0.5: the wire's strict types refuse them."""
     with pytest.raises(ValidationError):
         model.model_validate(params)
 

@@ -116,7 +116,7 @@ def test_weighted_squared_differences_equal_the_direct_sum():
 @pytest.mark.parametrize("kind", FITTED_KINDS)
 @pytest.mark.parametrize("lengthscale", [0.9, np.array([0.5, 1.0, 2.5])])
 def test_fused_gradient_contraction_equals_contracting_the_full_derivative(points, kind, lengthscale):
-    # Σ_ab W_ab ∂K_ab/∂θ_j without the n × n × d tensor (issue 15) equals the tensor's contraction, which
+    # Σ_ab W_ab ∂K_ab/∂θ_j without the n × n × d tensor equals the tensor's contraction, which
     # the test above pins to finite differences; far from the origin too (the fused form expands a square).
     X = np.vstack([points[0], points[0][:3]])
     for shift in (0.0, 1e4):

@@ -21,7 +21,7 @@ def test_seeded_source_is_reproducible():
 
 
 def test_no_source_offers_noise_around_zero():
-    """Issue 11, defect 4: ``value + noise_around_zero`` keeps value's residue modulo the grid. Noise is only
+    """``value + noise_around_zero`` keeps value's residue modulo the grid. Noise is only
     added to the value by the sampler itself, so there is no public way to draw it on its own."""
     public = {name for name in dir(NoiseSource) if not name.startswith("_")}
     assert public == {"add_gaussian", "add_laplace", "exponential_index", "grid"}

@@ -1,4 +1,4 @@
-"""A DP-SGD training calls the installed stop check every few hundred steps (issue 15: a cancelled job's training
+"""A DP-SGD training calls the installed stop check every few hundred steps (a cancelled job's training
 ran to its last epoch), stops at the check that raises, and trains exactly as before when nothing stops it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``release``: a release of a dataset's inputs, made on the cluster and charged when it is stored (issue 15).
+"""``release``: a release of a dataset's inputs, made on the cluster and charged when it is stored.
 
 Created by ``POST /v1/datasets/{id}/releases`` (its checks: :func:`~curator_service.services.releases.
 check_release_request`); the parameters are the request's :class:`~shared.api.schemas.ReleaseCreate` without its

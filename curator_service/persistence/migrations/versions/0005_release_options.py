@@ -1,4 +1,4 @@
-"""Release options (issue 13): a gaussian release records its projection kind, its public parameters and, with
+"""Release options: a gaussian release records its projection kind, its public parameters and, with
 private measurements, the noisy answer of every row; a dataset keeps the key of its column evaluator's simulated
 measurement noise, so that noise is drawn once per row instead of per query.
 

@@ -1,4 +1,4 @@
-"""Governance per key and the lab workflow (issue 14): a key's policy (an ε/δ cap across everything it triggers,
+"""Governance per key and the lab workflow: a key's policy (an ε/δ cap across everything it triggers,
 the job kinds it may run, an expiry) and a dataset's row-identifier column (e.g. the MRN), each in a companion
 table that a key or a dataset may lack.
 

@@ -1,4 +1,4 @@
-"""The lab's notes on queries (review F2): a "cannot measure" or a correction keeps its old and new value and its
+"""The lab's notes on queries: a "cannot measure" or a correction keeps its old and new value and its
 free-text reason in ``query_notes`` (curator-only) instead of the audit log's target, which now records only
 ``query:<id>``. Audit events written before this revision keep the text they had.
 

@@ -1,4 +1,4 @@
-"""The job engine (issue 15): jobs run on Dask workers that claim them in the database, so a job row now says who
+"""The job engine: jobs run on Dask workers that claim them in the database, so a job row now says who
 runs it (``claimed_by``), when that worker last showed it was alive (``heartbeat_at``, so a restarted replica fails
 only jobs whose worker died), when it must stop (``deadline_at``) and the client's ``request_id`` that makes creating
 it idempotent: unique per requester, the key or the admin (key_id NULL counts as 0).
