@@ -1,13 +1,8 @@
-"""Parameter importance: ARD lengthscales of a GP fitted to a run's observations, one per released coordinate.
+"""Parameter importance of a run: :func:`shared.gp.importance.ard_importance` on the rows the run measured.
 
-A short lengthscale ℓ_j means the measured value changes quickly along coordinate j, so coordinate j matters; the
-relative importance shown is (1/ℓ_j) / max_k (1/ℓ_k) (the ARD reading of Rasmussen & Williams §5.1). The fit is
-the modeler's own: maximum a posteriori under the dimension-scaled priors, one lengthscale per coordinate in units of
-the released rows' extent (:func:`shared.gp.regression.fit_hyperparameters` with ``ard=True`` and
-:meth:`~shared.gp.regression.HyperparameterPrior.dim_scaled`), on the rows the run measured and their values. A
-maximum-likelihood fit on GP-UCB's rows, which crowd around the optimum, often ends a lengthscale at its bound. Under the identity projection each coordinate
-is one of the dataset's features (scaled and noised), so the importance is per feature; under a random or PCA
-projection a coordinate mixes every feature and the names are z0 … z{r−1}.
+Under the identity projection each coordinate is one of the dataset's features (scaled and noised), so the
+importance is per feature; under a random or PCA projection a coordinate mixes every feature and the names are
+z0 … z{r−1}.
 """
 
 from __future__ import annotations
@@ -17,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from shared.gp.regression import HyperparameterPrior, fit_hyperparameters
+from shared.gp.importance import ard_importance
 
 from modeler_client.runfile import RunRecord
 
@@ -58,11 +53,8 @@ def parameter_importance(Z: ArrayLike, record: RunRecord) -> Importance:
                          f"{len(done)}")
     X = np.asarray(Z, dtype=float)[[q.index for q in done]]
     y = np.array([q.value for q in done], dtype=float)
-    extent = np.ptp(np.asarray(Z, dtype=float), axis=0)
-    fitted = fit_hyperparameters(X, y, kernel=record.settings.kernel, ard=True, rng=record.settings.seed,
-                                 prior=HyperparameterPrior.dim_scaled(X.shape[1]), input_scale=np.where(extent > 0, extent, 1.0))
-    lengthscales = np.broadcast_to(np.asarray(fitted.kernel.lengthscale, dtype=float), (X.shape[1],))
-    inverse = 1.0 / lengthscales
+    lengthscales, relative = ard_importance(X, y, np.ptp(np.asarray(Z, dtype=float), axis=0),
+                                            kernel=record.settings.kernel, seed=record.settings.seed)
     names, per_feature = coordinate_names(record)
-    return Importance(names=names, lengthscales=lengthscales.tolist(), relative=(inverse / inverse.max()).tolist(),
+    return Importance(names=names, lengthscales=lengthscales.tolist(), relative=relative.tolist(),
                       observations=len(done), per_feature=per_feature)

@@ -46,7 +46,7 @@ from curator_service.services import audit, console_sessions
 from curator_service.services.policy import principal_for_token
 from shared.api.errors import ApiError
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
-from shared.gp.regression import fit_hyperparameters
+from shared.gp.importance import ard_importance
 from shared.regret import best_so_far
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -624,22 +624,20 @@ IMPORTANCE_MAX_ROWS = 100_000  # one page of released inputs
 
 
 async def _importance(api: Api, release: dict, dataset: dict, queries: list[dict]):
-    """Parameter importance for an identity release (its coordinates are the named features): ARD lengthscales ℓ_j
-    fitted by marginal likelihood on the session's answered queries (:func:`shared.gp.regression.fit_hyperparameters`
-    with ``ard=True``), shown as 1/ℓ_j relative to the largest; None for other releases or too few answers. The
-    inputs are the released (noisy) Z the modeler sees, read through the API (an audited ``release.inputs``)."""
+    """Parameter importance for an identity release (its coordinates are the named features): the modeler's own ARD
+    fit on the session's answered queries (:func:`shared.gp.importance.ard_importance`), 1/ℓ_j relative to the
+    largest; None for other releases or too few answers. The inputs are the released (noisy) Z the modeler sees,
+    read through the API (an audited ``release.inputs``)."""
     answered = [q for q in queries if q["status"] == "done" and q["value"] is not None]
     if (release.get("projection") != "identity" or len(answered) < IMPORTANCE_MIN_ANSWERS
             or release["n"] > IMPORTANCE_MAX_ROWS):
         return None
     Z = np.asarray((await api.get(f"/v1/releases/{release['id']}/inputs", limit=IMPORTANCE_MAX_ROWS))["rows"])
     X, y = Z[[q["index"] for q in answered]], np.asarray([q["value"] for q in answered])
-    fitted = await run_in_threadpool(fit_hyperparameters, X, y, ard=True, rng=0)
-    lengthscales = np.broadcast_to(fitted.kernel.lengthscale, (X.shape[1],))
-    relevance = 1.0 / lengthscales
-    titles = [f"{name}: lengthscale {scale:.3g} (importance {r / relevance.max():.2f} of the largest)"
-              for name, scale, r in zip(dataset["feature_columns"], lengthscales, relevance)]
-    return charts.bar_chart("importance", dataset["feature_columns"], (relevance / relevance.max()).tolist(), titles,
+    lengthscales, relative = await run_in_threadpool(ard_importance, X, y, np.ptp(Z, axis=0))
+    titles = [f"{name}: lengthscale {scale:.3g} (importance {r:.2f} of the largest)"
+              for name, scale, r in zip(dataset["feature_columns"], lengthscales, relative)]
+    return charts.bar_chart("importance", dataset["feature_columns"], relative.tolist(), titles,
                             caption="parameter importance: 1 / ARD lengthscale, relative to the largest")
 
 
