@@ -17,12 +17,13 @@ from modeler_client.loop import LoopEvent, RemoteGPUCB
 from modeler_client.remote import RemoteSession
 from modeler_client.runfile import MAX_BATCH, RunRecord, RunSettings
 
+from modeler_client.client import ModelerClient
 from modeler_client.commands.common import (
     Retries,
     Timeout,
     Token,
-    Url,
     connect,
+    connects,
     console,
     reports_api_errors,
     show_release_warnings,
@@ -132,9 +133,9 @@ def finished_note(record: RunRecord, path: Path) -> str:
             f"{record.settings.iterations + 10})")
 
 
+@connects
 def run(
-    url: Url,
-    token: Token,
+    client: ModelerClient,
     release: Annotated[int, typer.Option("--release", help="The release to optimise over.")],
     iterations: Annotated[int, typer.Option("--iterations", "-T", min=1, help="T: how many queries to make.")],
     out: Annotated[Path, typer.Option(help="The run file, saved after every iteration.")] = Path("run.json"),
@@ -175,15 +176,12 @@ def run(
     poll: Poll = 0.5,
     max_poll: MaxPoll = 30.0,
     pending_timeout: PendingTimeoutOption = None,
-    timeout: Timeout = 30.0,
-    retries: Retries = 3,
 ) -> None:
     """Run GP-UCB (Algorithm 2) on a release: index-only queries, saved after every iteration.
 
     If OUT already holds an unfinished run of the same release on the same server, it is resumed.
     """
     options = dict(device=chosen_device(device), poll=poll, max_poll=max_poll, pending_timeout=pending_timeout)
-    client = connect(url, token, timeout, retries)
     if out.exists():
         existing = RunRecord.load(out)
         if existing.release_id != release or existing.url != client.url:
