@@ -136,7 +136,7 @@ class GPBUCBProposer:
         on_refit: Callable[[Surrogate], None] | None = None,
         **surrogate_options,
     ) -> None:
-        # What the release's metadata decides unless given, as for the one-query loop (σ_y, no repeats).
+        # What the release's metadata decides unless given (σ_y, no repeats): release_options.
         options = release_options(release, settings, requery=requery, measurement_noise_std=measurement_noise_std)
         self.surrogate = Surrogate(Z, release, settings, **options, **surrogate_options)
         self.inflate = settings.batch_beta == "desautels"

@@ -17,7 +17,6 @@ measurements are waited on before the next pick, because Algorithm 2 needs y_t t
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,18 +109,7 @@ class RemoteGPUCB:
         cls, client: ModelerClient, release_id: int, settings: RunSettings, path: str | Path, **options
     ) -> RemoteGPUCB:
         """Open a new session on ``release_id`` and write the run file before the first query."""
-        release = client.release(release_id)
-        session = client.open_session(release_id)
-        record = RunRecord(
-            run_id=uuid.uuid4().hex,
-            url=client.url,
-            release_id=release_id,
-            session_id=session.id,
-            release=release,
-            settings=settings,
-        )
-        record.save(path)
-        return cls(client, record, path, **options)
+        return cls(client, RemoteSession.start(client, release_id, path, settings).record, path, **options)
 
     @classmethod
     def resume(cls, client: ModelerClient, path: str | Path, **options) -> RemoteGPUCB:
