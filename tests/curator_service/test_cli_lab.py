@@ -8,6 +8,7 @@ import json
 
 import httpx
 import numpy as np
+import pytest
 
 from tests.conftest import aligned_table
 from tests.curator_service.conftest import ADMIN_HEADERS, bearer, flat
@@ -23,6 +24,7 @@ def lab_csv(path, n: int = 12, features: int = 3):
     return path
 
 
+@pytest.mark.filterwarnings("error:Pydantic serializer warnings")  # each row's measurement is a MeasurementSpec
 def test_pending_queries_name_the_mrn_and_what_to_measure_and_corrections_go_by_query(curator_cli, tmp_path):
     run = curator_cli
     csv = lab_csv(tmp_path / "lab.csv")
