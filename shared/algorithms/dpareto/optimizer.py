@@ -289,7 +289,7 @@ def dpareto(
         U = np.array([problem.to_unit(e.params) for e in result.evaluations])
         seen = {_setting_key(e.params) for e in result.evaluations}
         params = problem.from_unit(proposer.propose(U, result.points,
-                                                    lambda u: _setting_key(problem.from_unit(u)) in seen))
+                                                    lambda u, seen=seen: _setting_key(problem.from_unit(u)) in seen))
         result.overhead_seconds.append(time.perf_counter() - start)
         _record_all(result, problem, [params], total, progress, known=result.evaluations)
     return result
