@@ -1,4 +1,4 @@
-"""Curator-side jobs (Kusner et al.'s summaries, Ding et al.'s tuning, DPareto fronts): the framework.
+"""Curator-side jobs (releases, Kusner et al.'s summaries, Ding et al.'s tuning, DPareto fronts): the framework.
 
 The framework runs any :class:`JobKind` it is given and knows no kind by name: the kinds are modules of
 :mod:`curator_service.services.job_kinds`, each defining ``KIND = JobKind(...)``, listed once in that package's
@@ -9,13 +9,13 @@ The framework runs any :class:`JobKind` it is given and knows no kind by name: t
   ``ValidationError``) with a sentence saying what to fix, and the caller gets a 422.
 * ``run(ctx)`` does the work and returns a JSON-serialisable dict: the job's released result. It runs in a
   Dask worker process (:mod:`.worker`), never in the API process. It reads the raw table from ``ctx.table``
-  (a learner reads :func:`~curator_service.services.job_kinds.inputs.training_features`: the dataset's public scaling, rows clipped to the unit ball),
-  reports progress with ``ctx.progress(fraction, message)``, calls ``ctx.check_cancelled()`` between steps
+  (a learner reads :func:`~curator_service.services.job_kinds.inputs.training_features`: the dataset's public
+  scaling, rows clipped to the unit ball), reports progress with ``ctx.progress(fraction, message)``, calls ``ctx.check_cancelled()`` between steps
   (cancel, the time limit and a lost claim all show there; a DP-SGD training checks by itself every few
   hundred steps, in the job's thread and in its pieces on the cluster: :mod:`shared.learners.stopping`),
   spreads independent pieces over the cluster with ``ctx.map(fn, items)`` and draws every piece of privacy noise
-  from ``ctx.noise``. Raise :class:`~.outcomes.JobFailed` with a sentence for a failure the submitter may read; any other
-  exception is reported by type only (its message might quote data).
+  from ``ctx.noise``. Raise :class:`~.outcomes.JobFailed` with a sentence for a failure the submitter may read; any
+  other exception is reported by type only (its message might quote data).
 * ``commit(session, job, result)``, when given, makes the job charge at the end instead: submission only
   checks that the cost is affordable, and after ``run`` returns (anything, not only JSON) the worker calls
   ``commit`` in ONE write transaction, unless the job was cancelled: it charges the ledger (the final budget
@@ -108,8 +108,9 @@ class JobKind:
     ``cost``; without it the ledger records the kind's name and its (ε, δ). ``commit(session, job, result)``: see
     the module's docstring (charge at the end). ``time_limit_seconds`` bounds a job's run below the service's
     ``POBO_JOB_TIME_LIMIT_SECONDS``; past it the job is failed. ``endpoint``: the one endpoint that creates its
-    jobs (with checks of its own), named to whoever tries ``POST /v1/jobs`` instead. ``uncertified(params)``: a warning sentence when the job's
-    result is not a DP release as charged (an uncertified mechanism), else None; such jobs show ``certified: false``."""
+    jobs (with checks of its own), named to whoever tries ``POST /v1/jobs`` instead. ``uncertified(params)``: a
+    warning sentence when the job's result is not a DP release as charged (an uncertified mechanism), else None;
+    such jobs show ``certified: false``."""
 
     name: str
     description: str

@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import select, update
 
 from curator_service.jobs import JobKind
-from curator_service.jobs.outcomes import JobCancelled, JobFailed
+from curator_service.jobs.outcomes import JobFailed
 from curator_service.jobs.state import STALE_SECONDS, finish, reap
 from curator_service.persistence.models import Job, utcnow
 from curator_service.services.job_kinds import KINDS
