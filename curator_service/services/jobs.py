@@ -30,7 +30,14 @@ from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import Principal, refuse_seed, visible, visible_or_404
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
-from shared.api.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, JobCreate, JobOut
+from shared.api.schemas import (
+    FINISHED_JOB_STATUSES,
+    SEEDED_JOB_WARNING,
+    UNCHARGED_JOB_WARNING,
+    UNFINISHED_JOB_STATUSES,
+    JobCreate,
+    JobOut,
+)
 
 
 def job_out(job: Job) -> JobOut:
@@ -177,9 +184,6 @@ def earlier_request(session: Session, principal: Principal, body: JobCreate) -> 
     return job_out(job)
 
 
-UNFINISHED = ("queued", "running")
-
-
 def check_affordable_with_reservations(session: Session, dataset_id: int, epsilon: float, delta: float,
                                        what: str) -> None:
     """A kind that charges at its commit reserves its cost until then: any job's (ε, δ) must fit beside what is spent
@@ -190,7 +194,7 @@ def check_affordable_with_reservations(session: Session, dataset_id: int, epsilo
     reserving = [name for name, kind in KINDS.items() if kind.commit is not None]
     totals = select(func.coalesce(func.sum(Job.epsilon), 0.0), func.coalesce(func.sum(Job.delta), 0.0))
     reserved_epsilon, reserved_delta = session.execute(totals.where(
-        Job.dataset_id == dataset_id, Job.kind.in_(reserving), Job.status.in_(UNFINISHED),
+        Job.dataset_id == dataset_id, Job.kind.in_(reserving), Job.status.in_(UNFINISHED_JOB_STATUSES),
         Job.cancel_requested.is_(False))).one()
     status = budget_status(session, dataset)
     if reserved_epsilon or reserved_delta:  # the 409 then names what the dataset shows and what is held
@@ -210,7 +214,7 @@ def check_job_limit(session: Session, settings: Settings, principal: Principal) 
     insert are atomic (:func:`~curator_service.jobs.state.unfinished_jobs`)."""
     if principal.key_id is None:
         return
-    unfinished = unfinished_jobs(session, principal.key_id, UNFINISHED)
+    unfinished = unfinished_jobs(session, principal.key_id, UNFINISHED_JOB_STATUSES)
     if unfinished >= settings.job_limit_per_key:
         raise ApiError(409, "conflict", f"this key already has {unfinished} jobs queued or running, the most it may "
                        f"have (POBO_JOB_LIMIT_PER_KEY = {settings.job_limit_per_key}); wait for one to finish or "
@@ -229,9 +233,6 @@ def get_job(session: Session, principal: Principal, job_id: int) -> JobOut:
     return job_out(visible_or_404(session, principal, Job, job_id))
 
 
-FINISHED = ("succeeded", "failed", "cancelled")
-
-
 def wait_for_job(db: Database, job_id: int, seconds: float, poll: float = 0.05) -> Job:
     """The job once it finished, or as it is after ``seconds`` (a request that answers a small job at once and
     a large one with 202). Polls the database: the job runs on another process, maybe another machine."""
@@ -239,7 +240,7 @@ def wait_for_job(db: Database, job_id: int, seconds: float, poll: float = 0.05) 
     while True:
         with db.read() as session:
             job = session.get(Job, job_id)
-        if job.status in FINISHED or time.monotonic() >= deadline:
+        if job.status in FINISHED_JOB_STATUSES or time.monotonic() >= deadline:
             return job
         time.sleep(poll)
 

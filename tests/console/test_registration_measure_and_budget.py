@@ -52,7 +52,7 @@ def test_the_registrations_quantity_unit_and_label_columns_reach_every_worklist_
     assert dataset["measurement"] == {"quantity": "HbA1c", "unit": "mmol/mol", "expected_delay_hours": 48.0}
     assert dataset["label_columns"] == ["responder"]
 
-    release = curator.release(dataset["id"], "gaussian", 1.0, 1e-6)
+    release = curator.create_release(dataset["id"], "gaussian", 1.0, 1e-6)
     modeler = ModelerClient(curator.url, curator.issue_key([release.id], max_queries=3).token)
     session = modeler.open_session(release.id)
     asked = [r.query_id for r in modeler.query(session.id, [2]) + modeler.query(session.id, [7])]

@@ -95,7 +95,7 @@ def tune_through_the_cli(curator, X: np.ndarray, y: np.ndarray, budget: float, *
     dataset = curator.register_table(f"tune-{uuid.uuid4().hex[:8]}", X, ["a", "b", "c", "d", "e"],
                                      evaluator={"kind": "column", "column": "label"}, budget=(budget, 1e-3),
                                      extra_columns={"label": y}, scaling=UNIT_BOX)
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=3, seed=1)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=3, seed=1)
     token = curator.issue_key([release.id], max_queries=10, jobs=["dp-tune"]).token
     command = [sys.executable, "-m", "modeler_client.cli", "dp-tune", "--url", curator.url, "--token", token,
                "--release", str(release.id), "--label-column", "label", *options]
@@ -162,7 +162,7 @@ def tune_adult(curator, dataset: DatasetOut, **params) -> JobOut:
     """A dp-tune job on the Adult table: a modeler's, unseeded (production noise: OpenDP), or with ``seed`` the
     curator's own in research mode (a modeler key may not send a seed)."""
     if params.get("seed") is None:
-        release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=2, seed=1)
+        release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=2, seed=1)
         client = connect(curator.url, curator.issue_key([release.id], max_queries=1, jobs=["dp-tune"]).token)
     else:
         client = connect(curator.url, curator.admin_token)
