@@ -1,6 +1,7 @@
 """Curator-side jobs as the API sees them: submit (charged at once, or at commit), watch, list, cancel.
 
-Who may submit and see a kind is set by the kind (:class:`~curator_service.jobs.JobKind`); a modeler sees only
+Who may submit and see a kind is set by the kind (:class:`~curator_service.jobs.JobKind`, listed in
+:data:`~curator_service.services.job_kinds.KINDS`); a modeler sees only
 its own key's jobs, and may run them only on the datasets behind its releases. The jobs run on the Dask cluster
 (:mod:`curator_service.jobs.runner`).
 """
@@ -16,12 +17,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from curator_service.errors import api_error_from_validation
-from curator_service.jobs import KINDS, DatasetInfo, JobKind, UnknownColumn
-from curator_service.jobs.runner import charged_at_submission
+from curator_service.jobs import DatasetInfo, JobKind, charged_at_submission
 from curator_service.jobs.state import budget_note, dataset_info, unfinished_jobs
 from curator_service.persistence.db import Database, get_or_404
 from curator_service.persistence.models import Dataset, Job, utcnow
 from curator_service.services.audit import record
+from curator_service.services.job_kinds import KINDS
+from curator_service.services.job_kinds.inputs import UnknownColumn
 from curator_service.services.key_policy import check_may_run
 from curator_service.services.ledger import Spend, budget_status, charge, check_affordable
 from curator_service.services.ledger_events import job_event
@@ -67,7 +69,7 @@ def kind_for(principal: Principal, name: str) -> JobKind:
 
 
 class ColumnRefused(ApiError):
-    """A job's parameter names a column it may not read (:class:`~curator_service.jobs.UnknownColumn`), priced
+    """A job's parameter names a column it may not read (:class:`~.job_kinds.inputs.UnknownColumn`), priced
     without the dataset's columns: its submission checks the budget for ``cost`` before refusing, so a missing
     column and a column it may read answer alike (409) when the budget cannot pay."""
 
@@ -109,9 +111,9 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
     Checks the key may run the kind (before anything looks at the dataset or its budget), prices the job from its
     parameters, then, in one write transaction, checks the requester's limit of unfinished jobs, charges the ledger
     (a kind with a ``commit`` only checks the budget: it charges when it commits) and queues the job (the caller
-    hands the id to the runner). The flush-time guard of :mod:`.key_policy` checks the permission again as the
-    backstop; the unique index on (requester, request_id) makes two racing retries create one job. A kind with its
-    own ``endpoint`` is created only there (``own_endpoint``), which makes its own checks first."""
+    hands the id to the runner); the ledger's charge checks the key's own ε/δ cap (:func:`.ledger.charge`). The unique
+    index on (requester, request_id) makes two racing retries create one job. A kind with its own ``endpoint`` is
+    created only there (``own_endpoint``), which makes its own checks first."""
     kind = kind_for(principal, body.kind)
     if kind.endpoint is not None and not own_endpoint:
         raise ApiError(422, "validation_error", f"job kind {kind.name!r} is created by {kind.endpoint}, not by "
@@ -130,7 +132,7 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
     with db.read() as session:
         info = None
         if body.dataset_id is not None:
-            info = dataset_info(session, visible_or_404(session, principal, Dataset, body.dataset_id))
+            info = dataset_info(visible_or_404(session, principal, Dataset, body.dataset_id))
         try:
             epsilon, delta = job_cost(kind, body.params, info, principal)
         except ColumnRefused as exc:
@@ -252,7 +254,7 @@ def cancel_job(session: Session, principal: Principal, job_id: int) -> JobOut:
     if job.status in ("succeeded", "failed"):
         raise ApiError(409, "conflict", f"job {job_id} has already {job.status}; there is nothing to cancel")
     if job.status == "queued":
-        note = budget_note(charged_at_submission(job.kind))
+        note = budget_note(charged_at_submission(KINDS.get(job.kind)))
         job.status, job.message, job.finished_at = "cancelled", f"cancelled before it started; {note}", utcnow()
     job.cancel_requested = True
     record(session, principal, "job.cancel", f"job:{job_id}")

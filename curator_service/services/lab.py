@@ -22,12 +22,19 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from curator_service.persistence.blobs import RawTable, TableCache
+from curator_service.persistence.blobs import RawTable, TableCache, cached_table
 from curator_service.persistence.db import get_or_404
-from curator_service.persistence.governance import DatasetIdentifier, QueryNote
-from curator_service.persistence.models import Dataset, ModelingSession, Query, Release, utcnow
+from curator_service.persistence.models import (
+    Dataset,
+    DatasetIdentifier,
+    ModelingSession,
+    Query,
+    QueryNote,
+    Release,
+    utcnow,
+)
 from curator_service.services.audit import record
-from curator_service.services.datasets import cached_table, csv_rows, invalid
+from curator_service.services.datasets import csv_rows, invalid
 from curator_service.services.policy import Principal
 from curator_service.services.queries import pending_queries, post_answer, query_result
 from shared.api.errors import ApiError

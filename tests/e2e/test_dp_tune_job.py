@@ -21,7 +21,8 @@ from sklearn.preprocessing import MinMaxScaler
 from modeler_client.commands.common import connect
 from modeler_client.commands.jobs import run_job
 from curator_service.admin_client import CuratorAdmin
-from curator_service.jobs import TRAINING_ROW_NORM, clip_rows
+from curator_service.services.job_kinds.inputs import TRAINING_ROW_NORM
+from shared.releases.gaussian import clip_rows
 from shared.datasets.adult import CATEGORIES, COLUMNS, SPLIT_FILES
 from shared.datasets.paths import data_file
 from shared.api.http_client import ApiClient

@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import pytest
 
-from curator_service.jobs import KINDS
+from curator_service.services.job_kinds import KINDS
 from curator_service.testing import LocalCurator
 from shared.api.http_client import ApiError
 from shared.api.schemas import SEEDED_WARNING
