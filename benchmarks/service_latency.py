@@ -6,7 +6,8 @@ Each request is ``POST /v1/sessions/{id}/queries`` with one index and a fresh ``
 ``--baseline-ref`` (default: the commit before the one-transaction query path) under ``build/``; both servers run
 with this interpreter (``PYTHONPATH`` picks the tree), each set up by its own tree's admin client, and are measured
 in alternating blocks so that the machine's load drifts over both alike. Printed: p50/p99/max of the wall time the
-client sees, sequential and with 50 requests in flight (50 client threads), and the new/old ratio; then sequential
+client sees, sequential and with 50 requests in flight (50 client threads), and the ratio of this tree's to the
+baseline's (each server is named by its commit, ``+`` when its code differs from it); then sequential
 queries on each server while a ``dpareto`` job runs (submitted with the admin token, cancelled afterwards) beside
 as many on the same server right before the job starts. SQLite with durable commits (the server's defaults: WAL,
 ``synchronous=FULL``), and PostgreSQL when ``POBO_TEST_POSTGRES_URL`` is set (each server in a database of its own,
@@ -165,6 +166,15 @@ class Server:
         self.curator.stop()
 
 
+def commit_of(tree: Path) -> str:
+    """``tree``'s commit, short, with ``+`` when its code (the packages the server runs) differs from it."""
+    def git(*arguments: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(tree), *arguments], capture_output=True, text=True, check=False)
+
+    changed = git("diff", "--quiet", "HEAD", "--", "curator_service", "shared").returncode != 0
+    return git("rev-parse", "--short=7", "HEAD").stdout.strip() + ("+" if changed else "")
+
+
 def fsync_p50_ms(directory: str, count: int = 200) -> float:
     """p50 of writing 4 KiB and ``fdatasync`` in ``directory`` (what a durable commit waits for at least)."""
     path = Path(directory) / "fsync-probe"
@@ -211,8 +221,8 @@ def print_pair(backend: str, mode: str, results: dict[str, dict]) -> None:
         print(f"  {backend:10s} {mode:20s} {label:9s} n={r['requests']:5d}  p50 {r['p50_ms']:6.2f} ms  "
               f"p99 {r['p99_ms']:7.2f} ms  max {r['max_ms']:7.2f} ms")
     if len(results) == 2:
-        old, new = results.values()
-        print(f"  {backend:10s} {mode:20s} new/old   p50 ×{new['p50_ms'] / old['p50_ms']:.2f}  "
+        (base_label, old), (label, new) = results.items()
+        print(f"  {backend:10s} {mode:20s} {label}/{base_label}  p50 ×{new['p50_ms'] / old['p50_ms']:.2f}  "
               f"p99 ×{new['p99_ms'] / old['p99_ms']:.2f}")
 
 
@@ -237,7 +247,9 @@ def postgres_databases(url: str, names: list[str]) -> Iterator[list[str]]:
 def measure(backend: str, trees: dict[str, Path], envs: list[dict[str, str]], args: argparse.Namespace) -> dict:
     with contextlib.ExitStack() as stack:
         data_dirs = [stack.enter_context(tempfile.TemporaryDirectory()) for _ in trees]
-        queries = 2 * args.sequential + args.concurrent + 2 * args.during_job + 100  # sequential: httpx and lean
+        # the key's query budget: the sequential queries through httpx and the lean client, the warm-up of each block
+        queries = (2 * args.sequential + args.concurrent + 2 * args.during_job + 10 * (args.sequential // BLOCK + 1)
+                   + 100)
         servers = []
         for (label, tree), data_dir, env in zip(trees.items(), data_dirs, envs, strict=True):
             servers.append(Server(label, tree, data_dir, env, queries))
@@ -293,10 +305,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.sequential, args.concurrent, args.during_job = 100, 100, min(args.during_job, 50)
-    trees = {"old": harness.worktree(args.baseline_ref)} if args.baseline_ref else {}
-    trees["new"] = harness.REPOSITORY
+    trees = {commit_of(tree): tree for tree in ([harness.worktree(args.baseline_ref)] if args.baseline_ref else [])
+             + [harness.REPOSITORY]}
+    if args.baseline_ref and len(trees) == 1:
+        parser.error(f"--baseline-ref {args.baseline_ref} is this tree's own commit; name another, or '' for none")
     print(f"one-index queries against pobo-curator serve on loopback (load average {os.getloadavg()[0]:.1f}; "
-          f"old = {args.baseline_ref[:12] or '-'}, new = this tree):")
+          f"the servers named by their commits: {', '.join(trees)}):")
     results = {"load_average_1min": os.getloadavg()[0], "baseline_ref": args.baseline_ref,
                "sqlite": measure("SQLite", trees, [{} for _ in trees], args)}
     postgres = os.environ.get("POBO_TEST_POSTGRES_URL")
