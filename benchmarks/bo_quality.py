@@ -40,8 +40,6 @@ sentence saying so. Tables that need /work/shared/data are skipped with the reas
 
 from __future__ import annotations
 
-import harness  # noqa: I001  (one BLAS thread, before numpy loads)
-
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
@@ -56,6 +54,7 @@ from dataclasses import dataclass  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import harness  # noqa: I001  (one BLAS thread, before numpy loads)
 import numpy as np  # noqa: E402
 
 from modeler_client.runfile import RunRecord, RunSettings  # noqa: E402

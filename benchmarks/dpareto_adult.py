@@ -34,10 +34,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from shared.dp.accounting import CONVERSIONS
-from shared.datasets.adult import load_adult
 from shared.algorithms.dpareto.optimizer import ParetoProblem, dpareto, random_search
 from shared.algorithms.dpareto.problems import adult_dpsgd_problem, dpsgd_privacy
+from shared.datasets.adult import load_adult
+from shared.dp.accounting import CONVERSIONS
 
 MODELS = (("logistic", "sgd", "LogReg+SGD"), ("logistic", "adam", "LogReg+Adam"), ("hinge", "sgd", "SVM+SGD"))
 DELTA = 1e-5  # adult_dpsgd_problem's default δ (the paper's, §4)

@@ -33,9 +33,9 @@ from dpareto_adult import MODELS, PAPER_TABLE2, cached, with_conversion, with_no
 from dpareto_hvpoi_space import mean_ci
 from rich.console import Console
 
-from shared.datasets.adult import load_adult
 from shared.algorithms.dpareto.optimizer import HVPOI_SPACES, dpareto, random_search
 from shared.algorithms.dpareto.problems import adult_dpsgd_problem
+from shared.datasets.adult import load_adult
 
 NAME = "dpareto_adult_full"
 

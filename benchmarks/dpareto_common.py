@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
 from contextlib import contextmanager
 from pathlib import Path
 
+import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
 import matplotlib
 
 matplotlib.use("Agg")

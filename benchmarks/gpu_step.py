@@ -26,10 +26,9 @@ import subprocess
 import time
 import warnings
 
+import harness
 import numpy as np
 import torch
-
-import harness
 from speed_gp_ucb import COMPULSORY_VECTORS, DELTA, LENGTHSCALE, NOISE_VARIANCE, SIGNAL_VARIANCE, projected_problem
 
 from shared.gp.ucb import GPUCB, gp_ucb_beta

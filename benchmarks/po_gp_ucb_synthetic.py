@@ -29,8 +29,6 @@ points hold there; the benchmark prints them beside the paper's, and the literal
 
 from __future__ import annotations
 
-import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
-
 import argparse
 import json
 import math
@@ -38,19 +36,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
 import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from shared.datasets.synthetic import (SYNTHETIC_DOMAIN, Problem, branin_problem, kronecker_factor_error,
-                                       synthetic_gp_problem)
-from shared.gp.regression import fit_hyperparameters
+from shared.datasets.synthetic import (
+    SYNTHETIC_DOMAIN,
+    Problem,
+    branin_problem,
+    kronecker_factor_error,
+    synthetic_gp_problem,
+)
 from shared.gp.kernels import SquaredExponential
-from shared.releases import largest_r, omega, po_gp_ucb_release
-from shared.releases.po_gp_ucb import centred_gram
+from shared.gp.regression import fit_hyperparameters
 from shared.gp.ucb import run_gp_ucb
 from shared.regret import best_so_far
+from shared.releases import largest_r, omega, po_gp_ucb_release
+from shared.releases.po_gp_ucb import centred_gram
 
 SYNTHETIC_HALF_WIDTH = SYNTHETIC_DOMAIN[1]  # the grid the GP is drawn on is [−5, 5]²
 R_MAX = 50  # the largest r any table tries

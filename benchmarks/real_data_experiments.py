@@ -14,13 +14,12 @@ import numpy as np
 
 from curator_service.admin_client import CuratorAdmin
 from modeler_client.runfile import RunSettings
+from shared.api.schemas import DatasetOut
 from shared.datasets.lendingclub import load_lendingclub
 from shared.datasets.paper_preprocessing import PaperPreprocessing
 from shared.datasets.sg_property import load_sg_property
 from shared.datasets.tables import RealTable
 from shared.regret import best_so_far, simple_regret
-from shared.api.schemas import DatasetOut
-
 
 N_INIT = 5
 REFIT_EVERY = RunSettings.model_fields["refit_every"].default  # the modeler's default schedule (the paper gives none)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
 from real_data_experiments import EXPERIMENTS, GAUSSIAN_EPSILONS
 from real_data_report import final, find
 

@@ -6,11 +6,10 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from rich.console import Console
 from harness import equal_means_p_value
-from rich.table import Table
-
 from real_data_experiments import EXPERIMENTS, Experiment
+from rich.console import Console
+from rich.table import Table
 
 
 def print_diagnosis(diagnosis: dict, console: Console) -> None:

@@ -14,39 +14,38 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from real_data_experiments import (
+    BUDGET,
+    CURATOR_ENV,
+    EXPERIMENTS,
+    LOANS_N,
+    N_INIT,
+    REFIT_EVERY,
+    DatasetContext,
+    Experiment,
+    Method,
+    Plan,
+    Setting,
+    initial_rows,
+    seed_of,
+)
 from rich.console import Console
 from rich.progress import Progress
 
-from modeler_client.client import ModelerClient
 from curator_service.admin_client import CuratorAdmin
 from curator_service.testing import LocalCurator
+from modeler_client.client import ModelerClient
 from modeler_client.loop import LoopEvent, RemoteGPUCB
 from modeler_client.runfile import RunSettings
 from modeler_client.surrogate import Surrogate
+from shared.api.scaling import apply_scaling, unit_diameter_bounds
+from shared.api.schemas import API_PREFIX, DatasetOut, DatasetSpec, ReleaseOut, RowOrder, ScalingSpec
 from shared.datasets.lendingclub import load_lendingclub
 from shared.datasets.paper_preprocessing import fit_paper_preprocessing
 from shared.datasets.sg_property import load_sg_property
 from shared.datasets.tables import RealTable
 from shared.releases import largest_r, omega, po_gp_ucb_release
 from shared.releases.po_gp_ucb import centred_gram
-from shared.api.scaling import apply_scaling, unit_diameter_bounds
-from shared.api.schemas import API_PREFIX, DatasetOut, DatasetSpec, ReleaseOut, RowOrder, ScalingSpec
-
-from real_data_experiments import (
-    BUDGET,
-    CURATOR_ENV,
-    DatasetContext,
-    EXPERIMENTS,
-    Experiment,
-    LOANS_N,
-    Method,
-    N_INIT,
-    Plan,
-    REFIT_EVERY,
-    Setting,
-    initial_rows,
-    seed_of,
-)
 
 
 def benchmark_curator(data_dir: Path) -> LocalCurator:

@@ -59,16 +59,22 @@ from rich.table import Table
 
 from modeler_client.runfile import RunSettings
 from modeler_client.surrogate import Surrogate
-from shared.datasets import diabetes as diabetes_bounds
-from shared.datasets.paths import DatasetUnavailable
-from shared.datasets.synthetic import (BRANIN_DOMAIN, SYNTHETIC_DOMAIN, branin_problem, grid, synthetic_gp_problem,
-                                       synthetic_gp_values)
-from shared.releases.measurements import MeasurementOption
-from shared.dp.noise import SeededNoise, noise_source
 from shared.algorithms.planner import ReleaseSetting, half_gap_epsilon, plan, random_search_regret
-from shared.releases import PcaOption, gaussian_release
 from shared.api.scaling import apply_scaling, unit_diameter_bounds
 from shared.api.schemas import ReleaseOut, ScalingSpec
+from shared.datasets import diabetes as diabetes_bounds
+from shared.datasets.paths import DatasetUnavailable
+from shared.datasets.synthetic import (
+    BRANIN_DOMAIN,
+    SYNTHETIC_DOMAIN,
+    branin_problem,
+    grid,
+    synthetic_gp_problem,
+    synthetic_gp_values,
+)
+from shared.dp.noise import SeededNoise, noise_source
+from shared.releases import PcaOption, gaussian_release
+from shared.releases.measurements import MeasurementOption
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)

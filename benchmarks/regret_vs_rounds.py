@@ -31,15 +31,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from regret_vs_epsilon import DEFAULT, PROBLEMS, Variant, make_release, release_metadata
 from rich.console import Console
 from rich.table import Table
 
 from modeler_client.batch import GPBUCBProposer, Proposer, RandomProposer
 from modeler_client.runfile import RunSettings
-from regret_vs_epsilon import DEFAULT, PROBLEMS, Variant, make_release, release_metadata
 from shared.algorithms.planner import random_search_regret
-from shared.datasets.paths import DatasetUnavailable
 from shared.api.scaling import apply_scaling
+from shared.datasets.paths import DatasetUnavailable
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH_SIZES = (1, 5, 10)

@@ -21,10 +21,10 @@ import argparse  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from demo_handoff import DemoTable, Handoff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 
-from demo_handoff import DemoTable, Handoff  # noqa: E402
 from modeler_client.client import ModelerClient  # noqa: E402
 from modeler_client.loop import RemoteGPUCB  # noqa: E402
 from modeler_client.plot import plot_runs  # noqa: E402

@@ -12,10 +12,10 @@ from sqlalchemy import Row, Select, Subquery, and_, case, func, literal, select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import Prepared
-from curator_service.persistence.models import AuditEvent as AuditRow, utcnow
+from curator_service.persistence.models import AuditEvent as AuditRow
+from curator_service.persistence.models import utcnow
 from curator_service.services.policy import Principal
 from shared.api.schemas import AuditEvent, escaped
-
 
 TARGET_LENGTH = AuditRow.__table__.c.target.type.length
 

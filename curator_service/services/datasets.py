@@ -26,6 +26,7 @@ from curator_service.services.ledger import budget_status
 from curator_service.services.policy import Principal
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
+from shared.api.scaling import neighbouring_step
 from shared.api.schemas import (
     CONTROL_CHARACTER_SENTENCE,
     DatasetOut,
@@ -34,7 +35,6 @@ from shared.api.schemas import (
     ScalingSpec,
     control_character_at,
 )
-from shared.api.scaling import neighbouring_step
 from shared.checks import ascii_decimal
 
 

@@ -18,7 +18,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import get_or_404
-from curator_service.persistence.models import Dataset, LedgerEntry as LedgerRow
+from curator_service.persistence.models import Dataset
+from curator_service.persistence.models import LedgerEntry as LedgerRow
 from curator_service.services.audit import record
 from curator_service.services.ledger_events import Event
 from curator_service.services.policy import Principal

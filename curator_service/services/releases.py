@@ -28,6 +28,7 @@ from curator_service.services.ledger_events import NON_PRIVATE, gaussian_release
 from curator_service.services.policy import Principal, visible, visible_or_404
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
+from shared.api.scaling import apply_scaling, neighbouring_step, scaling_warning
 from shared.api.schemas import (
     CERTIFIED_MECHANISMS,
     FILE_ORDER_WARNING,
@@ -50,7 +51,6 @@ from shared.dp.noise import NoiseSource
 from shared.releases import gaussian_release, largest_r, po_gp_ucb_release
 from shared.releases.gaussian import MapFn, PcaOption
 from shared.releases.measurements import MeasurementOption
-from shared.api.scaling import apply_scaling, neighbouring_step, scaling_warning
 
 AUTO_DIM_CAP = 10
 """``dim: "auto"`` for ``po-gp-ucb`` when the paper's guideline admits no r: min(d, 10)."""

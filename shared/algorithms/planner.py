@@ -39,13 +39,13 @@ import numpy as np
 from scipy.special import gammaln
 from scipy.stats import norm
 
-from shared.gp.kernels import SquaredExponential
-from shared.releases.measurements import MeasurementOption
 from shared.dp.noise import SeededNoise
+from shared.gp.kernels import SquaredExponential
 from shared.gp.noisy_inputs import ExpectedSquaredExponential
+from shared.gp.ucb import run_gp_ucb
 from shared.releases import PcaOption, gaussian_release
 from shared.releases.gaussian import Projection
-from shared.gp.ucb import run_gp_ucb
+from shared.releases.measurements import MeasurementOption
 
 UCB_DELTA = 0.025
 REFIT_EVERY = 5

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from functools import cache
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 import numpy as np
@@ -28,7 +28,13 @@ from threadpoolctl import ThreadpoolController
 
 from shared.checks import positive_int
 from shared.gp.fused_step import (
-    GIVEN_COLUMN, MATERN52, SQUARED_EXPONENTIAL, append_block, best_upper_confidence_bound, fused_step, new_block_list,
+    GIVEN_COLUMN,
+    MATERN52,
+    SQUARED_EXPONENTIAL,
+    append_block,
+    best_upper_confidence_bound,
+    fused_step,
+    new_block_list,
     stored_column,
 )
 from shared.gp.kernels import KERNELS, FittableKernel, Kernel, Matern52, SquaredExponential, StationaryKernel

@@ -34,7 +34,15 @@ import torch
 from numpy.typing import ArrayLike, NDArray
 
 from shared.gp.fused_step import (
-    EXP_TAYLOR, GIVEN_COLUMN, LN2_HI, LN2_LO, LOG2E, MATERN52, NORMAL_EXPONENT, ROUNDING_SHIFT, SQRT5,
+    EXP_TAYLOR,
+    GIVEN_COLUMN,
+    LN2_HI,
+    LN2_LO,
+    LOG2E,
+    MATERN52,
+    NORMAL_EXPONENT,
+    ROUNDING_SHIFT,
+    SQRT5,
 )
 from shared.gp.kernels import Kernel
 from shared.gp.regression import CandidatePosterior

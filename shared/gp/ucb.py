@@ -19,11 +19,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shared.checks import open_unit, positive_int
+from shared.gp.kernels import FittableKernel, Kernel, SquaredExponential
 from shared.gp.regression import (
-    CandidatePosterior, FittedHyperparameters, HyperparameterBounds, HyperparameterPrior, default_bounds, fit_hyperparameters,
+    CandidatePosterior,
+    FittedHyperparameters,
+    HyperparameterBounds,
+    HyperparameterPrior,
+    default_bounds,
+    fit_hyperparameters,
     kernel_prototype,
 )
-from shared.gp.kernels import FittableKernel, Kernel, SquaredExponential
 
 
 def engine_device(device: str | None) -> str | None:

@@ -64,9 +64,14 @@ from typing import Literal
 import numpy as np
 
 from shared.checks import open_unit, positive
-from shared.releases.measurements import MeasurementOption, PrivateMeasurements, checked_measurements, release_measurements
 from shared.dp.mechanisms import analytic_gaussian_sigma, gaussian_delta, l2_sensitivity_with_grid, summation_error
 from shared.dp.noise import NoiseSource, OpenDPNoise, SeededNoise
+from shared.releases.measurements import (
+    MeasurementOption,
+    PrivateMeasurements,
+    checked_measurements,
+    release_measurements,
+)
 
 Unit = Literal["bounded-change", "replace-one"]
 Projection = Literal["auto", "identity", "haar", "jl", "pca"]

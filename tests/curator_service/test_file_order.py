@@ -10,8 +10,8 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import text
 
-from curator_service.persistence.db import MIGRATIONS_DIR, make_engine
 from curator_service.persistence.blobs import RawTable
+from curator_service.persistence.db import MIGRATIONS_DIR, make_engine
 from shared.api.schemas import FILE_ORDER_WARNING, ScalingSpec
 from tests.curator_service.conftest import assert_error, dataset_spec, register, release, synthetic_table
 

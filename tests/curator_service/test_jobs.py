@@ -9,7 +9,14 @@ import pytest
 
 from curator_service.jobs import KINDS, JobKind
 from curator_service.jobs.runner import JobRunner
-from tests.curator_service.conftest import UNCANCELLED_LIMIT_SECONDS, assert_error, bearer, modeler_key, register, release
+from tests.curator_service.conftest import (
+    UNCANCELLED_LIMIT_SECONDS,
+    assert_error,
+    bearer,
+    modeler_key,
+    register,
+    release,
+)
 
 
 def _wait(client, job_id, headers=None, timeout=20.0):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from curator_service.persistence.db import Database, Prepared, migrate
 from curator_service.persistence.governance import KeyPolicy
 from curator_service.persistence.models import ApiKey, Dataset, ModelingSession, Query, QueryBatch, Release

@@ -6,7 +6,16 @@ import json
 import math
 
 import pytest
-from tests.curator_service.conftest import assert_error, dataset_spec, flat, register, release, synthetic_table, table_csv
+
+from tests.curator_service.conftest import (
+    assert_error,
+    dataset_spec,
+    flat,
+    register,
+    release,
+    synthetic_table,
+    table_csv,
+)
 
 LOWER, UPPER = [0.0, 10.0, -5.0], [1.0, 30.0, 5.0]
 

@@ -18,15 +18,15 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import MinMaxScaler
 
-from modeler_client.commands.common import connect
-from modeler_client.commands.jobs import run_job
 from curator_service.admin_client import CuratorAdmin
 from curator_service.jobs import TRAINING_ROW_NORM, clip_rows
-from shared.datasets.adult import CATEGORIES, COLUMNS, SPLIT_FILES
-from shared.datasets.paths import data_file
+from modeler_client.commands.common import connect
+from modeler_client.commands.jobs import run_job
 from shared.api.http_client import ApiClient
 from shared.api.scaling import apply_scaling
 from shared.api.schemas import DatasetOut, JobOut, ScalingSpec
+from shared.datasets.adult import CATEGORIES, COLUMNS, SPLIT_FILES
+from shared.datasets.paths import data_file
 from tests.modeler_client.test_cli_and_plot import flat
 
 UNIT_BOX = {"kind": "bounds", "lower": [0.0] * 5, "upper": [1.0] * 5}  # the features are min-max scaled

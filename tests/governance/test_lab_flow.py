@@ -13,7 +13,6 @@ import time
 
 import httpx
 import numpy as np
-import pytest
 
 from curator_service.testing import curator_command
 from modeler_client.client import ModelerClient

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select, update
 
-from curator_service.jobs import KINDS, JobCancelled, JobFailed, JobKind, binary_labels, training_features
+from curator_service.jobs import KINDS, JobFailed, JobKind, binary_labels, training_features
 from curator_service.jobs.state import STALE_SECONDS, finish, reap
 from curator_service.persistence.models import Job, utcnow
 from curator_service.services.ledger import Spend, charge
@@ -26,7 +26,15 @@ from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import ADMIN
 from shared.algorithms.ding.dptune import PartTrainer, PrivateLogisticRegression, partition_utilities
 from tests.curator_service.conftest import (
-    assert_error, bearer, dataset_spec, modeler_key, register, release, reset_postgres, synthetic_table, table_csv,
+    assert_error,
+    bearer,
+    dataset_spec,
+    modeler_key,
+    register,
+    release,
+    reset_postgres,
+    synthetic_table,
+    table_csv,
     upload,
 )
 

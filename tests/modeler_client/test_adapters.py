@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from modeler_client.batch import run_batched
 from modeler_client.client import ModelerClient

@@ -9,8 +9,8 @@ import pytest
 
 from modeler_client.runfile import RunSettings
 from modeler_client.surrogate import Surrogate, median_distance, refit_due, release_options, uses_expected_kernel
-from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE
 from shared.api.schemas import MeasurementParameters, ReleaseOut, ReleaseParameters
+from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE
 
 
 def release(noise_std: float | None, dim: int = 3, n: int = 40) -> ReleaseOut:

@@ -26,9 +26,9 @@ import pytest
 
 from curator_service.jobs import KINDS, DatasetInfo, JobContext, held_out_split
 from curator_service.persistence.blobs import RawTable
+from shared.api.schemas import ScalingSpec
 from shared.dp.accounting import dpsgd_epsilon
 from shared.dp.noise import SeededNoise
-from shared.api.schemas import ScalingSpec
 
 N, FEATURES = 80, ("a", "b", "c")
 SLACK = 1 + 1e-9  # float noise in the checks' own arithmetic

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 from test_dp_mechanisms import Recording, proven_violation
 
-from shared.releases.measurements import MeasurementOption, release_measurements
 from shared.dp.mechanisms import analytic_gaussian_sigma
 from shared.dp.noise import OpenDPNoise, SeededNoise
 from shared.releases import gaussian_release
+from shared.releases.measurements import MeasurementOption, release_measurements
 
 EPSILON, DELTA = 1.0, 0.05
 CLIP = (-1.0, 2.0)

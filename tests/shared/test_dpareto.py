@@ -2,13 +2,20 @@
 
 import numpy as np
 import pytest
+from scipy.optimize._numdiff import approx_derivative
 from threadpoolctl import threadpool_limits
 
-from scipy.optimize._numdiff import approx_derivative
-
-from shared.algorithms.dpareto.optimizer import (Hyperparameter, HVPoIProposer, ParetoProblem, dpareto,
-                                                 estimated_reference, forward_difference_points, grid_search,
-                                                 random_search, surrogate_targets)
+from shared.algorithms.dpareto.optimizer import (
+    HVPoIProposer,
+    Hyperparameter,
+    ParetoProblem,
+    dpareto,
+    estimated_reference,
+    forward_difference_points,
+    grid_search,
+    random_search,
+    surrogate_targets,
+)
 from shared.algorithms.dpareto.pareto import HVPoI, pareto_front
 from shared.algorithms.dpareto.problems import svt_problem, table4_sampler
 

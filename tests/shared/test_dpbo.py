@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from shared.algorithms.kusner import dpbo
-from shared.gp.kernels import SquaredExponential
 from shared.dp.mechanisms import exponential_mechanism_probabilities
 from shared.dp.noise import SeededNoise
+from shared.gp.kernels import SquaredExponential
 from shared.gp.ucb import GPUCB
 
 # Inputs used for the formula checks; the expected values are written out from the paper's formulas.

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from shared.releases.measurements import MeasurementOption
 from shared.dp.mechanisms import analytic_gaussian_sigma, gaussian_delta
 from shared.dp.noise import GRID_BITS, noise_source
 from shared.releases import PcaOption, gaussian_release, gdp_mu
+from shared.releases.measurements import MeasurementOption
 
 
 def _jl_matrix(seed, d, r):

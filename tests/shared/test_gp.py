@@ -6,6 +6,8 @@ import pytest
 from scipy.optimize import check_grad
 from scipy.stats import multivariate_normal
 
+from shared.gp.kernels import Matern52, SquaredExponential
+from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE
 from shared.gp.regression import (
     CandidatePosterior,
     GPRegressor,
@@ -13,8 +15,6 @@ from shared.gp.regression import (
     fit_hyperparameters,
     kernel_prototype,
 )
-from shared.gp.kernels import Matern52, SquaredExponential
-from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE
 
 NOISY_INPUTS = ExpectedSquaredExponential(1.0, 1.0, input_noise_std=0.3, dim=2)
 

@@ -3,8 +3,15 @@
 import numpy as np
 import pytest
 
-from shared.algorithms.dpareto.pareto import (HVPoI, hvpoi, hypervolume_2d, hypervolume_gain, pareto_front, pareto_mask,
-                           probability_not_dominated)
+from shared.algorithms.dpareto.pareto import (
+    HVPoI,
+    hvpoi,
+    hypervolume_2d,
+    hypervolume_gain,
+    pareto_front,
+    pareto_mask,
+    probability_not_dominated,
+)
 
 
 def brute_front(P):

@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from shared.releases.measurements import MeasurementOption
-from shared.dp.noise import SeededNoise
 from shared.algorithms.planner import (
     ReleaseSetting,
     half_gap_epsilon,
@@ -17,7 +15,9 @@ from shared.algorithms.planner import (
     random_search_regret,
     release_mu,
 )
+from shared.dp.noise import SeededNoise
 from shared.releases import PcaOption, gaussian_release, gdp_mu
+from shared.releases.measurements import MeasurementOption
 
 
 def test_loans_bound_is_the_issues_1_8_3_7_5_and_34_times_random_search():

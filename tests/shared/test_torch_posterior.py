@@ -9,13 +9,11 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the torch engine needs torch (pip install 'pobo[gpu]'); CI installs it")
 
-from shared.gp.fused_step import _exp_in_place  # noqa: E402
 from shared.gp.kernels import Matern52, SquaredExponential  # noqa: E402
 from shared.gp.noisy_inputs import ExpectedSquaredExponential  # noqa: E402
 from shared.gp.regression import CandidatePosterior  # noqa: E402
 from shared.gp.torch_posterior import TorchCandidatePosterior, exp_as_pass, ordered_sum, sqrt_rounded  # noqa: E402
 from shared.gp.ucb import GPUCB  # noqa: E402
-
 from tests.shared.test_fused_step import _exp, _Opaque  # noqa: E402
 
 N, T = 20_000, 40

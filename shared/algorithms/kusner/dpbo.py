@@ -49,10 +49,10 @@ from typing import Literal
 import numpy as np
 
 from shared.checks import open_unit, positive
-from shared.gp.regression import CandidatePosterior
-from shared.gp.kernels import Matern52, SquaredExponential
 from shared.dp.mechanisms import laplace_mechanism
 from shared.dp.noise import NoiseSource
+from shared.gp.kernels import Matern52, SquaredExponential
+from shared.gp.regression import CandidatePosterior
 from shared.gp.ucb import GPUCB, gp_ucb_beta
 
 Objective = Callable[[int], float]
