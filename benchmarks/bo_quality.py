@@ -257,17 +257,14 @@ def summarise(lines: list[dict], T: int) -> dict:
         regrets = np.array([line["regret"][:T] for line in runs])
         fits = sum(line["fits"] for line in runs)
         steps = [s for line in runs for s in line["seconds"]]
-
-        def share(key: str) -> float | None:
-            return sum(line[key] for line in runs) / fits if fits else None
-
+        at_bound = {key: sum(line[key] for line in runs) / fits if fits else None
+                    for key in ("at_bound", "lengthscale_at_bound", "noise_at_bound")}
         out[method] = dict(
             seeds=len(runs),
             regret={str(h): mean_se(regrets[:, h - 1]) for h in HORIZONS if h <= T},
             regret_per_seed={str(h): regrets[:, h - 1].tolist() for h in HORIZONS if h <= T},
             seconds_per_step=float(np.mean(steps)) if steps else None,
-            fits=fits, at_bound=share("at_bound"), lengthscale_at_bound=share("lengthscale_at_bound"),
-            noise_at_bound=share("noise_at_bound"),
+            fits=fits, **at_bound,
             repeated_queries=float(np.mean([len(line["indices"]) - len(set(line["indices"])) for line in runs])),
         )
     return out

@@ -86,8 +86,8 @@ def fit_paper_preprocessing(
     fitted = fit_hyperparameters(X[rows], y[rows], kernel="se", ard=True, bounds=bounds, n_restarts=n_restarts, rng=rng)
     lengthscales = np.asarray(fitted.kernel.lengthscale, dtype=float)
     at_bound = tuple(
-        "lower" if np.isclose(l, low, rtol=1e-6) else "upper" if np.isclose(l, high, rtol=1e-6) else ""
-        for l, (low, high) in zip(lengthscales, bounds.lengthscale)
+        "lower" if np.isclose(lengthscale, low, rtol=1e-6) else "upper" if np.isclose(lengthscale, high, rtol=1e-6) else ""
+        for lengthscale, (low, high) in zip(lengthscales, bounds.lengthscale)
     )
     isotropic = X / lengthscales
     centre = isotropic.mean(axis=0)

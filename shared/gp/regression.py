@@ -268,18 +268,18 @@ class CandidatePosterior:
         if not np.isfinite(y):
             raise ValueError("observed value must be finite")
         t = self.n_observations
-        l = self._stored_column(index)  # the new row of L
+        l_row = self._stored_column(index)  # the new row of L
         pivot = np.sqrt(max(self.variance_at(index) + self.noise_variance, self.jitter * self.prior_variance[index]))
         w = (y - self.mean_at(index)) / pivot
         excluded = _NO_INDICES if excluded is None else np.asarray(excluded, dtype=np.int64)
-        best_index = self._step(index, l, pivot, w, next_beta, excluded)
+        best_index = self._step(index, l_row, pivot, w, next_beta, excluded)
         self.ucb_argmax = None if next_beta is None else (float(next_beta), best_index)
 
         if t == len(self._L_storage):
             grown = np.zeros((2 * t, 2 * t))
             grown[:t, :t] = self._L_storage
             self._L_storage = grown
-        self._L_storage[t, :t] = l
+        self._L_storage[t, :t] = l_row
         self._L_storage[t, t] = pivot
         self._w.append(w)
         self._indices.append(index)
@@ -289,7 +289,7 @@ class CandidatePosterior:
         """V[:t, index] as float64."""
         return stored_column(self._blocks, self.n_observations, index)
 
-    def _step(self, index: int, l: NDArray, pivot: float, w: float, next_beta: float | None, excluded: NDArray) -> int:
+    def _step(self, index: int, l_row: NDArray, pivot: float, w: float, next_beta: float | None, excluded: NDArray) -> int:
         """V's row t, μ and σ² for an observation at ``index`` (module docstring) and, with ``next_beta``, the
         argmax of the updated μ + √β σ outside ``excluded`` (−1 without ``next_beta`` or when all are excluded)."""
         t = self.n_observations
@@ -303,7 +303,7 @@ class CandidatePosterior:
             query[:-1] = self._scaled[:-1, index]
         kernel_weight = self._kernel_scale / pivot
         sqrt_beta = 0.0 if next_beta is None else math.sqrt(next_beta)
-        new_row, coefficients = self._row(t), -l / pivot
+        new_row, coefficients = self._row(t), -l_row / pivot
 
         def step(bounds: tuple[int, int]) -> tuple[float, int]:
             return fused_step(

@@ -216,7 +216,7 @@ class TorchCandidatePosterior(CandidatePosterior):
             column *= factors
         return column
 
-    def _step(self, index: int, l: NDArray, pivot: float, w: float, next_beta: float | None, excluded: NDArray) -> int:
+    def _step(self, index: int, l_row: NDArray, pivot: float, w: float, next_beta: float | None, excluded: NDArray) -> int:
         t, n = self.n_observations, self.n_candidates
         if t == len(self._factor):  # grow V by block_rows rows (a copy: ``reserve`` avoids it)
             grown = torch.zeros((t + self.block_rows, n), dtype=self.dtype, device=self.device)
@@ -229,7 +229,7 @@ class TorchCandidatePosterior(CandidatePosterior):
             query[:-1] = self._scaled[:-1, index]
             query_offset = float(self._scaled[-1, index])
         kernel_weight = float(self._kernel_scale / pivot)
-        coefficients = self._tensor(-l / pivot)
+        coefficients = self._tensor(-l_row / pivot)
         excluded = torch.as_tensor(excluded, dtype=torch.int64, device=self.device)
         sqrt_beta = None if next_beta is None else math.sqrt(next_beta)
         bests = []

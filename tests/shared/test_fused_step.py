@@ -69,8 +69,8 @@ def _in_sweeps(total, rows, weights):
         total = total + (weights[k] * rows[k] + weights[k + 1] * rows[k + 1] + weights[k + 2] * rows[k + 2]
                          + weights[k + 3] * rows[k + 3])
         k += 4
-    for k in range(k, len(weights)):
-        total = total + weights[k] * rows[k]
+    for j in range(k, len(weights)):
+        total = total + weights[j] * rows[j]
     return total
 
 

@@ -313,7 +313,8 @@ def test_the_map_objective_has_the_gradient_it_reports():
         args = (prototype, ard, X_k, residual, np.log(np.full(X_k.shape[1], 2.0)) if ard else np.log(2.0),
                 HyperparameterPrior.dim_scaled(X_k.shape[1]))
         phi = np.log([*([0.3] * (X_k.shape[1] if ard else 1)), 0.05])
-        error = check_grad(lambda p: _negative_log_posterior(p, *args)[0], lambda p: _negative_log_posterior(p, *args)[1], phi)
+        error = check_grad(lambda p, *a: _negative_log_posterior(p, *a)[0], lambda p, *a: _negative_log_posterior(p, *a)[1],
+                           phi, *args)
         assert error < 1e-5 * max(1.0, np.linalg.norm(_negative_log_posterior(phi, *args)[1]))
 
 
