@@ -71,7 +71,8 @@ HORIZONS = (10, 25, 50)
 UCB_DELTA = 0.025
 FIXED_FIT_ROWS = 500
 SERVICE_EPSILON = 1e6
-BOTORCH_FLOORS = (2.5e-2, 1e-4)  # SingleTaskGP's lengthscale and noise constraints (botorch.models.utils.gpytorch_modules)
+# SingleTaskGP's lengthscale and noise constraints (botorch.models.utils.gpytorch_modules)
+BOTORCH_FLOORS = (2.5e-2, 1e-4)
 METHODS = ("random", "pobo fixed", "pobo default", "BoTorch default", "BoTorch + UCB β_t")
 BOTORCH_METHODS = {"BoTorch default": "ei", "BoTorch + UCB β_t": "ucb"}
 
@@ -361,7 +362,8 @@ def service_run(curator, problem: Problem, run: int, T: int, workdir: Path) -> d
     scaling = unit_diameter_bounds(table.public_lower, table.public_upper)
     dataset = curator.register_table(f"{problem.name}-{run}", table.features, list(table.feature_names),
                                      evaluator={"kind": "column", "column": table.objective_name},
-                                     budget=(2 * SERVICE_EPSILON, 1e-3), extra_columns={table.objective_name: table.objective},
+                                     budget=(2 * SERVICE_EPSILON, 1e-3),
+                                     extra_columns={table.objective_name: table.objective},
                                      scaling=scaling.model_dump(exclude_none=True), goal=table.goal)
     release = curator.release(dataset.id, "gaussian", SERVICE_EPSILON, 1e-5, "auto", None)
     key = curator.issue_key([release.id], max_queries=T, name=f"bo-quality-{run}")
@@ -437,7 +439,8 @@ def main() -> None:
     if args.quick:
         args.seeds, args.T, args.runs = 3, 25, 2
         args.problems = [p for p in args.problems if p in ("diabetes", "synthetic")] or args.problems
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=harness.REPOSITORY).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                            cwd=harness.REPOSITORY).stdout.strip()
     stamp = dict(command=harness.command_line(), commit=commit, date=datetime.now(UTC).isoformat(timespec="seconds"),
                  machine=platform.node(), cpus=os.cpu_count())
     start = time.perf_counter()

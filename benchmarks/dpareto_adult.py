@@ -138,7 +138,8 @@ def main() -> None:
     table = Table(title=f"Adult: DPareto ({k0}+{k}) vs random ({args.random_reps} × {k0 + k}), hypervolume, "
                         f"anti-ideal (10, 1), {args.conversion} RDP→(ε, δ) conversion, Table 1's noise range on "
                         f"{'σ' if args.noise_domain == 'authors' else 'σ²'}")
-    for column in ("model", "DPareto HV", "random HV (per repetition)", "mean difference", "paper mean diff. (95% CI, 256 pts)",
+    for column in ("model", "DPareto HV", "random HV (per repetition)", "mean difference",
+                   "paper mean diff. (95% CI, 256 pts)",
                    "DPareto overhead s/iter (total s)", "oracle s/eval"):
         table.add_column(column)
     summary = {}
@@ -157,7 +158,8 @@ def main() -> None:
         oracle_seconds = float(np.mean([e.seconds for e in bo.evaluations]))
         paper_mean, paper_ci = PAPER_TABLE2[label]
         table.add_row(label, f"{bo_hv:.3f}", ", ".join(f"{h:.3f}" for h in random_hv), f"{differences.mean():+.3f}",
-                      f"{paper_mean:+.3f} {paper_ci}", f"{np.mean(bo.overhead_seconds):.2f} ({np.sum(bo.overhead_seconds):.0f})",
+                      f"{paper_mean:+.3f} {paper_ci}",
+                      f"{np.mean(bo.overhead_seconds):.2f} ({np.sum(bo.overhead_seconds):.0f})",
                       f"{oracle_seconds:.1f}")
         summary[label] = {"dpareto": bo.to_dict(), "random": [r.to_dict() for r in randoms],
                           "dpareto_hypervolume": bo_hv, "random_hypervolumes": random_hv.tolist(),

@@ -123,7 +123,8 @@ def measure(device: str, sizes: list[tuple[int, int, int, bool]], bandwidth_mb: 
     engine = GPUCB(np.zeros((1, 1)), lengthscale=1.0, signal_variance=1.0, noise_variance=1.0, delta=0.5, device=device)
     results: dict = {"device": engine.engine.rsplit(",", 1)[0], "read_bytes_per_second": rate, "runs": [],
                      "host": platform.node(), "cpu_workers": cpu_workers,
-                     "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()}
+                     "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                              text=True).stdout.strip()}
     print(f"device {results['device']}; read rate {rate / 1e9:.0f} GB/s (torch.sum over {bandwidth_mb} MiB of float64)")
     for n, r, T, compare in sizes:
         Z, f = projected_problem(n, r, seed=0)
@@ -141,9 +142,11 @@ def measure(device: str, sizes: list[tuple[int, int, int, bool]], bandwidth_mb: 
             run |= {"cpu_ms_per_step": cpu_seconds * 1e3, "picks_as_cpu": agreement(cpu_picks, picks),
                     "identical_picks": cpu_picks == picks}
         if n == sizes[0][0] and "botorch" not in skip:
-            for label, batch, steps in [("default", 2048, botorch_counts[0]), ("tuned", TUNED_BATCH, botorch_counts[1])]:
+            for label, batch, steps in [("default", 2048, botorch_counts[0]),
+                                        ("tuned", TUNED_BATCH, botorch_counts[1])]:
                 theirs, botorch_seconds = botorch_steps(Z, f, picks, steps, device, batch)
-                run[f"botorch_{label}"] = {"max_batch_size": batch, "steps": steps, "ms_per_step": botorch_seconds * 1e3,
+                run[f"botorch_{label}"] = {"max_batch_size": batch, "steps": steps,
+                                           "ms_per_step": botorch_seconds * 1e3,
                                            "picks_as_ours": agreement(picks[1 : steps + 1], theirs),
                                            "ratio_to_ours": botorch_seconds / seconds}
         results["runs"].append(run)

@@ -160,7 +160,8 @@ def plot(results: list[dict], quick: bool) -> str:
         loss_ax.axhline(result["non_private"]["loss"], ls="--", c="k", label="non-private argmax μ_T")
         loss_ax.axhline(result["uniform_choice_loss"], ls=":", c="gray", label="uniform over Λ")
         loss_ax.set(xscale="log", xlabel="ε", ylabel="f(λ*) − f(λ̃)", title=f"{result['dataset']}: hyperparameter")
-        value_ax.plot(eps, [r["expected_value_error"] for r in result["by_epsilon"]], "o-", label="private ṽ (exact mean)")
+        value_ax.plot(eps, [r["expected_value_error"] for r in result["by_epsilon"]], "o-",
+                      label="private ṽ (exact mean)")
         value_ax.plot(eps, [r["theorem4_bound"] for r in result["by_epsilon"]], "^--", label="Theorem 4 bound (95%)")
         exact = result["non_private"]["value_error"]
         if exact > 0:  # a zero (max v_t hit f(λ*) exactly) has no place on a log axis: it goes in the title

@@ -193,7 +193,8 @@ def check_claims(figure: dict, tables: dict | None, crossing: dict | None, conso
             abs(rs.index(r_star) - best) <= 1 or values[rs.index(r_star)][0] - values[best][0] <= 2 * math.hypot(values[best][1], values[rs.index(r_star)][1])
         )
         claims[f"table eps=e^{log_epsilon}: largest admissible r at or near the lowest regret"] = dict(
-            holds=bool(near), largest_r_in_table_with_sigma_min_ge_omega=r_star, paper_largest_r=PAPER_LARGEST_R[float(log_epsilon)], best_r=rs[best]
+            holds=bool(near), largest_r_in_table_with_sigma_min_ge_omega=r_star,
+            paper_largest_r=PAPER_LARGEST_R[float(log_epsilon)], best_r=rs[best]
         )
         if r_star is not None:  # the paper: "increasing r such that σ_min < ω also results in larger simple regret"
             star = values[rs.index(r_star)]
@@ -236,7 +237,8 @@ def print_crossing(crossing: dict, console: Console, label: str) -> None:
     for column in ("ε", "paper", "ours: of the table's r", f"ours: any r ≤ {R_MAX}", "literal ω: of the table's r"):
         table.add_column(column)
     for a, row in crossing["tables"].items():
-        table.add_row(f"e^{a}", str(row["paper"]), str(row["table_r_blocki"]), str(row["any_r_blocki"]), str(row["table_r_literal"]))
+        table.add_row(f"e^{a}", str(row["paper"]), str(row["table_r_blocki"]), str(row["any_r_blocki"]),
+                      str(row["table_r_literal"]))
     console.print(table)
     figure = Table(title=f"{label}: Fig. 2a, σ_min ≥ ω at r = {FIG2A_R}?")
     for column in ("ε", "paper", "ours", "literal ω"):
@@ -260,7 +262,8 @@ def print_figure(figure: dict, console: Console, title: str, paper_gaps: dict) -
             "" if paper is None else f"{paper:+.3f}",
         )
     n = figure["non_private"]
-    table.add_row("non-private", "", "", "", f"{n['mean'][9]:.3f}", f"{n['mean'][24]:.3f}", f"{np_s50:.3f} ± {s50(n)[1]:.3f}", "", "")
+    table.add_row("non-private", "", "", "", f"{n['mean'][9]:.3f}", f"{n['mean'][24]:.3f}",
+                  f"{np_s50:.3f} ± {s50(n)[1]:.3f}", "", "")
     console.print(table)
 
 
@@ -272,7 +275,8 @@ def print_tables(tables: dict, console: Console, label: str) -> None:
         for r, c in zip(rs, configs):
             table.add_column(f"r={r}{'' if c['lifted'] else '*'}")
         table.add_row("ours", *[f"{s50(c)[0]:.3f}±{s50(c)[1]:.3f}" for c in configs])
-        table.add_row("paper", *[f"{v:.3f}{'*' if r <= PAPER_LARGEST_R[float(log_epsilon)] else ''}" for r, v in zip(rs, paper)])
+        table.add_row("paper",
+                      *[f"{v:.3f}{'*' if r <= PAPER_LARGEST_R[float(log_epsilon)] else ''}" for r, v in zip(rs, paper)])
         console.print(table)
 
 
@@ -295,8 +299,10 @@ def plot(results: dict, stem: str, quick: bool) -> str:
         ax = axes[1, col]
         for log_epsilon, configs in experiment.get("tables", {}).items():
             rs = [c["r"] for c in configs]
-            line = ax.errorbar(rs, [s50(c)[0] for c in configs], yerr=[s50(c)[1] for c in configs], marker="o", label=f"ours ε=e^{log_epsilon}")
-            ax.plot(*PAPER_TABLES[float(log_epsilon)], ls=":", marker="x", color=line[0].get_color(), label=f"paper ε=e^{log_epsilon}")
+            line = ax.errorbar(rs, [s50(c)[0] for c in configs], yerr=[s50(c)[1] for c in configs], marker="o",
+                               label=f"ours ε=e^{log_epsilon}")
+            ax.plot(*PAPER_TABLES[float(log_epsilon)], ls=":", marker="x", color=line[0].get_color(),
+                    label=f"paper ε=e^{log_epsilon}")
         ax.set(title=f"{name}: S_50 vs r (Tables 1–3)", xlabel="r", ylabel="S_50 / σ_y")
         if experiment.get("tables"):
             ax.legend(fontsize=8)
@@ -341,7 +347,8 @@ def main() -> None:
     parser.add_argument("--extent", type=float, default=DEFAULT_EXTENT,
                         help="half-width A of the grid [−A, A]² the GP (l = 1.25) is drawn on")
     parser.add_argument("--extent-sweep", action="store_true", help="only non-private GP-UCB over several extents")
-    parser.add_argument("--report", type=Path, help="only check the paper's claims again on this saved JSON (rewritten)")
+    parser.add_argument("--report", type=Path,
+                        help="only check the paper's claims again on this saved JSON (rewritten)")
     args = parser.parse_args()
     if args.report:
         saved, console = json.loads(args.report.read_text()), Console(width=150)
@@ -373,7 +380,8 @@ def main() -> None:
     )
     cache: dict = {}
     started = time.perf_counter()
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn())
     with Progress(*columns, console=console) as progress:
         for label, (problem, with_tables) in problems.items():
             sigma_min = centred_gram(problem.X).sigma_min
@@ -387,7 +395,8 @@ def main() -> None:
     for label, experiment in results["experiments"].items():
         console.rule(f"{label}: σ_min = {experiment['sigma_min']:.1f}")
         paper_gaps = PAPER_FIG2A_GAP if label.startswith("synthetic") else {}  # no Branin numbers in our copy
-        print_figure(experiment["figure"], console, f"{label}: Fig. 2a, simple regret / σ_y ({setting.runs} runs)", paper_gaps)
+        print_figure(experiment["figure"], console, f"{label}: Fig. 2a, simple regret / σ_y ({setting.runs} runs)",
+                     paper_gaps)
         if "tables" in experiment:
             print_crossing(experiment["crossing"], console, label)
             print_tables(experiment["tables"], console, label)

@@ -67,7 +67,8 @@ def print_results(results: dict, experiment: Experiment, console: Console) -> No
         guide.add_column(column)
     for row in g["per_epsilon"]:
         paper, table_r = row["paper_largest_r"], row["largest_table_r"]
-        guide.add_row(f"e^{row['log_epsilon']}", f"{row['omega_at_figure_r']:.0f}", "" if table_r is None else str(table_r),
+        guide.add_row(f"e^{row['log_epsilon']}", f"{row['omega_at_figure_r']:.0f}",
+                      "" if table_r is None else str(table_r),
                       str(row["largest_r"]), "" if paper is None else str(paper))
     console.print(guide)
 
@@ -84,7 +85,8 @@ def print_results(results: dict, experiment: Experiment, console: Console) -> No
         star = "*" if s["method"] == "po-gp-ucb" and not s["lifted"] else ""
         paper = experiment.paper_figure_gaps.get(s["log_epsilon"]) if s["method"] == "po-gp-ucb" else None
         gap = "" if s["method"] == "non-private" else f"{m - np_final:+.3f}"
-        fig.add_row(s["label"] + star, str(s["runs"]), f"{m:.3f} ± {se:.3f}", gap, "" if paper is None else f"{paper:+.3f}")
+        fig.add_row(s["label"] + star, str(s["runs"]), f"{m:.3f} ± {se:.3f}", gap,
+                    "" if paper is None else f"{paper:+.3f}")
     console.print(fig)
 
     for a, (rs, paper_values) in experiment.paper_tables.items():

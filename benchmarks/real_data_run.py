@@ -182,7 +182,8 @@ def one_run(ctx: DatasetContext, setting: Setting, run: int, timed: bool) -> tup
         return RunResult(ctx.regret(values[indices])), {}
     if setting.method.startswith("non-private"):
         X = ctx.paper_inputs if setting.method == "non-private" else apply_scaling(ctx.table.features, public_scaling(ctx.table))
-        indices, seconds, _ = in_process_loop(X, local_metadata(ctx, X), ctx.run_settings(setting.method), values, initial)
+        indices, seconds, _ = in_process_loop(X, local_metadata(ctx, X), ctx.run_settings(setting.method), values,
+                                              initial)
         return RunResult(ctx.regret(values[indices]), seconds), {}
     release = make_release(ctx, setting, run)
     info = {k: getattr(release, k) for k in ("id", "dim", "omega", "sigma_min", "lifted", "noise_std")}
@@ -342,7 +343,8 @@ def diagnose(ctx: DatasetContext, runs: int, console: Console) -> dict:
             kernels["ML fit held fixed"] = dict(hyperparameters="fixed", lengthscale=fit.isotropic_lengthscale,
                                                 signal_variance=fit.signal_variance, noise_variance=fit.noise_variance)
         for c in LENGTHSCALE_MULTIPLES:
-            kernels[f"lengthscale {c:g} x diagonal"] = dict(hyperparameters="fixed", multiple=c, signal_variance=float(np.var(y)))
+            kernels[f"lengthscale {c:g} x diagonal"] = dict(hyperparameters="fixed", multiple=c,
+                                                            signal_variance=float(np.var(y)))
         results = {}
         for name, options in kernels.items():
             finals, at_bound = [], []
@@ -353,10 +355,12 @@ def diagnose(ctx: DatasetContext, runs: int, console: Console) -> dict:
                 if "multiple" in options:
                     options_run["lengthscale"] = options["multiple"] * diagonal
                 settings = RunSettings(iterations=ctx.iterations, **options_run)
-                indices, _, ended_at = in_process_loop(Z, local_metadata(ctx, Z), settings, y, initial_rows(ctx.table.n, run))
+                indices, _, ended_at = in_process_loop(Z, local_metadata(ctx, Z), settings, y,
+                                                       initial_rows(ctx.table.n, run))
                 finals.append(float(ctx.regret(y[indices])[-1]))
                 at_bound.append("lengthscale" in ended_at)
-            entry = dict(mean=float(np.mean(finals)), stderr=float(np.std(finals, ddof=1) / math.sqrt(runs)), final=finals)
+            entry = dict(mean=float(np.mean(finals)), stderr=float(np.std(finals, ddof=1) / math.sqrt(runs)),
+                         final=finals)
             if name == "fitted":
                 entry |= dict(lengthscale_at_bound=at_bound, runs_with_lengthscale_at_bound=int(np.sum(at_bound)))
             results[name] = entry

@@ -320,7 +320,8 @@ def print_problem(console: Console, name: str, result: dict) -> None:
                                                         f["random_search"], f["non_private"])))
         table.add_row("bound: × random search", *[f"{by_e[e]['random_search_multiple']:.3g}" if e in by_e else ""
                                                  for e in epsilons], "")
-        table.add_row("noise / spread", *[f"{by_e[e]['noise_to_spread']:.3g}" if e in by_e else "" for e in epsilons], "")
+        table.add_row("noise / spread", *[f"{by_e[e]['noise_to_spread']:.3g}" if e in by_e else "" for e in epsilons],
+                      "")
     console.print(table)
 
 
@@ -353,7 +354,8 @@ def main() -> None:
                         help="only these variants (names as printed; none: the baselines and the forecast only); "
                              "their rows replace earlier ones, others are kept")
     parser.add_argument("--forecast-runs", type=int, default=None, help="planner stand-in runs (default 10)")
-    parser.add_argument("--out", type=Path, default=None, help="results JSON (default results/regret_vs_epsilon[_quick].json)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results JSON (default results/regret_vs_epsilon[_quick].json)")
     parser.add_argument("--sampler-cost", action="store_true", help="only time the safe sampler against numpy")
     parser.add_argument("--sampler-rows", type=int, default=1_000_000, help="n for --sampler-cost (r = 20)")
     args = parser.parse_args()

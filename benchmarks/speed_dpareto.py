@@ -81,7 +81,8 @@ def measure(spec: dict) -> dict:
     quality = [dpareto(svt, initial_points=16, iterations=64, rng=seed).hypervolume() for seed in range(spec["seeds"])]
     return {
         "fresh_proposal": fresh, "following_proposal": following, "proposal": first.tolist(),
-        "run_points": 16 + spec["iterations"], "run_overhead_cpu_seconds": run_time["cpu"] - sum(oracle_cpu[:16 + spec["iterations"]]),
+        "run_points": 16 + spec["iterations"],
+        "run_overhead_cpu_seconds": run_time["cpu"] - sum(oracle_cpu[:16 + spec["iterations"]]),
         "run_overhead_wall_seconds": float(np.sum(run.overhead_seconds)), "run_hypervolume": run.hypervolume(),
         "run_overhead_wall_last_16": float(np.mean(run.overhead_seconds[-16:])),
         "quality_hypervolumes": quality,

@@ -349,7 +349,8 @@ def main() -> None:
     harness.add_quick(parser, "small sizes for trying the script out")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-transform", action="store_true", help="leave out the transform timings")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each engine in the comparison (min is reported)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each engine in the comparison (min is reported)")
     parser.add_argument(
         "--threads", type=int, default=1, help="BLAS threads for both engines (1: stable timings on a shared machine)"
     )

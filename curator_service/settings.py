@@ -101,14 +101,18 @@ class Settings(BaseSettings):
     # Queued + running jobs of one API key at a time (the admin token: no limit). However many, a key runs at most
     # all the cluster's worker threads but one at once (curator_service.jobs.worker.running_share).
     job_limit_per_key: PositiveInt = 2
-    job_time_limit_seconds: float = Field(default=6 * 3600.0, gt=0, allow_inf_nan=False)  # each kind may bound its jobs lower
+    # each kind may bound its jobs lower
+    job_time_limit_seconds: float = Field(default=6 * 3600.0, gt=0, allow_inf_nan=False)
     # How long a release POST waits for its job before answering 202 (at most MAX_RELEASE_WAIT_SECONDS).
     release_wait_seconds: float = Field(default=2.0, ge=0, le=MAX_RELEASE_WAIT_SECONDS, allow_inf_nan=False)
     import_root: Path | None = None
 
     @classmethod
     def settings_customise_sources(
-        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, **_: PydanticBaseSettingsSource
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        **_: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings,)  # the environment is read by from_env only, so a test's Settings(...) is hermetic
 

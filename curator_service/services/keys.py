@@ -68,7 +68,8 @@ def create_key(session: Session, principal: Principal, body: KeyCreate, policy: 
                        f"'release_ids' names releases that do not exist: {missing}; list them with GET /v1/releases")
     if body.role == "modeler":
         check_measurements_kinds(scope)
-    key = ApiKey(name=body.name, role=body.role, token_hash=hash_token(token), release_ids=sorted(set(body.release_ids)),
+    key = ApiKey(name=body.name, role=body.role, token_hash=hash_token(token),
+                 release_ids=sorted(set(body.release_ids)),
                  max_queries=body.max_queries, used_queries=0, revoked=False)
     session.add(key)
     session.flush()

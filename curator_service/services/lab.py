@@ -141,7 +141,8 @@ def session_rows(session: Session, tables: TableCache, session_id: int) -> list[
     table = cached_table(tables, dataset)
     identifiers = row_identifiers(table, identifier_column(session, dataset.id))
     queries = session.scalars(select(Query).where(Query.session_id == session_id).order_by(Query.id))
-    return [LabQuery(query_id=q.id, index=q.row_index, identifier=identifiers[q.row_index], row=table.file_row(q.row_index),
+    return [LabQuery(query_id=q.id, index=q.row_index, identifier=identifiers[q.row_index],
+                     row=table.file_row(q.row_index),
                      status=q.status, value=q.value) for q in queries]
 
 

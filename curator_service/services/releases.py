@@ -134,7 +134,8 @@ def compute_release(X: np.ndarray, body: ReleaseCreate, y: np.ndarray | None, no
         if not np.all(np.isfinite(out.Z)):
             raise FloatingPointError
     except (ArithmeticError, np.linalg.LinAlgError):
-        raise ApiError(422, "validation_error", "po-gp-ucb works on the raw features (it ignores the scaling), and this "
+        raise ApiError(422, "validation_error",
+                       "po-gp-ucb works on the raw features (it ignores the scaling), and this "
                        "table's values are too large for its arithmetic (it overflowed); rescale the features to "
                        "moderate units and register the table again, or use the 'gaussian' mechanism") from None
     return ComputedRelease(

@@ -319,7 +319,8 @@ class CandidatePosterior:
         index, −1 when every candidate is excluded: one compiled pass, no length-n temporary."""
         sqrt_beta, excluded = float(np.sqrt(beta)), np.asarray(excluded, dtype=np.int64)
         return self._best_of_ranges(
-            lambda bounds: best_upper_confidence_bound(*bounds, self.chunk, self._mean, self._variance, sqrt_beta, excluded)
+            lambda bounds: best_upper_confidence_bound(*bounds, self.chunk, self._mean, self._variance, sqrt_beta,
+                                                       excluded)
         )
 
     def _best_of_ranges(self, range_best: Callable[[tuple[int, int]], tuple[float, int]]) -> int:
@@ -686,7 +687,8 @@ def _fit_map(
     nlml, _ = _negative_lml_and_gradient(theta, prototype, ard, X, residual)
     return FittedHyperparameters(
         kernel=prototype.with_parameters(ls, scale_y**2),
-        noise_variance=max(float(np.exp(phi[-1])) * scale_y**2, noise_variance_floor),  # exp(log(floor)) may round below
+        # exp(log(floor)) may round below
+        noise_variance=max(float(np.exp(phi[-1])) * scale_y**2, noise_variance_floor),
         prior_mean=mean,
         log_marginal_likelihood=float(-nlml) - t * math.log(scale_y),
         at_bound=_at_bound(phi, log_bounds, ["lengthscale"] * n_ls + ["noise_variance"]),

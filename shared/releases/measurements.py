@@ -73,7 +73,8 @@ class PrivateMeasurements:
         return float(self.values[index])
 
     def public_parameters(self) -> dict:
-        return {"clip": list(self.clip), "share": self.share, "noise_std": self.noise_std, "sensitivity": self.sensitivity}
+        return {"clip": list(self.clip), "share": self.share, "noise_std": self.noise_std,
+                "sensitivity": self.sensitivity}
 
 
 def checked_measurements(y: np.ndarray | None, n: int) -> np.ndarray:

@@ -49,7 +49,8 @@ def test_one_run_over_http_matches_the_in_process_loop(tmp_path, shared_data_fil
     # po-gp-ucb runs on the preprocessing's own ML fit, held fixed; a certified release's modeler fits its own
     fixed, fitted = ctx.run_settings("po-gp-ucb"), ctx.run_settings("gaussian")
     assert (fixed.hyperparameters, fixed.lengthscale) == ("fixed", ctx.preprocessing.isotropic_lengthscale)
-    assert (fixed.signal_variance, fixed.noise_variance) == (ctx.preprocessing.signal_variance, ctx.preprocessing.noise_variance)
+    assert (fixed.signal_variance, fixed.noise_variance) == (ctx.preprocessing.signal_variance,
+                                                             ctx.preprocessing.noise_variance)
     assert fitted.hyperparameters == "fit" and fitted.lengthscale is None
     # both registrations name their scaling (the service requires it): identity for the paper's inputs
     assert (ctx.paper_dataset.scaling_kind, ctx.public_dataset.scaling_kind) == ("identity", "bounds")

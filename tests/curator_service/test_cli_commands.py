@@ -105,7 +105,8 @@ def test_the_audit_log_filters_by_actor_and_action(curator_cli):
     with httpx.Client(base_url=run.url, headers=bearer(key["token"])) as modeler:
         modeler.post("/v1/releases/1/sessions")
     actions = [e["action"] for e in as_json(run, "audit", "log", "--oldest-first")]
-    assert actions == ["dataset.create", "job.submit", "release.create", "key.create", "session.open"]  # a release is a job
+    # a release is a job
+    assert actions == ["dataset.create", "job.submit", "release.create", "key.create", "session.open"]
     assert [e["action"] for e in as_json(run, "audit", "log")] == actions[::-1]  # newest first by default
     mine = as_json(run, "audit", "log", "--actor", f"key:{key['id']}:acme")
     assert [e["action"] for e in mine] == ["session.open"]

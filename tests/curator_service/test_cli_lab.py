@@ -125,7 +125,8 @@ def test_a_command_without_a_token_names_the_variable_and_the_file_serve_wrote(t
 
     from curator_service.cli import app
 
-    result = CliRunner().invoke(app, ["queries", "pending"], env={"POBO_ADMIN_TOKEN": "", "XDG_DATA_HOME": str(tmp_path),
+    result = CliRunner().invoke(app, ["queries", "pending"],
+                                env={"POBO_ADMIN_TOKEN": "", "XDG_DATA_HOME": str(tmp_path),
                                                                    "COLUMNS": "200"})
     assert result.exit_code == 2
     said = flat(result.stderr)

@@ -34,7 +34,8 @@ def old_dataset(database: str) -> int:
             ' budget_delta, "table", created_at) VALUES (1, \'old\', 30, 3, :columns, :features, :evaluator,'
             ' :scaling, \'maximize\', 10, 0.001, :table, \'2026-01-01 00:00:00\')'),
             {"columns": json.dumps(["a", "b", "c", "y"]), "features": json.dumps(["a", "b", "c"]),
-             "evaluator": json.dumps(spec["evaluator"]), "scaling": ScalingSpec.model_validate(spec["scaling"]).model_dump_json(),
+             "evaluator": json.dumps(spec["evaluator"]),
+             "scaling": ScalingSpec.model_validate(spec["scaling"]).model_dump_json(),
              "table": table.encode()})
     engine.dispose()
     return 1

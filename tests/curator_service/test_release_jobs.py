@@ -190,7 +190,8 @@ def test_the_console_form_sends_a_release_past_the_wait_to_its_job_page(make_set
     app = create_app(make_settings(release_wait_seconds=0))
     with TestClient(app, base_url="https://testserver", headers=ADMIN_HEADERS) as browser:
         dataset = register(browser)
-        login = browser.post("/console/login", data={"token": ADMIN, "csrf": form_csrf(browser.get("/console/login").text)},
+        login = browser.post("/console/login",
+                             data={"token": ADMIN, "csrf": form_csrf(browser.get("/console/login").text)},
                              follow_redirects=False)
         assert login.status_code == 303, login.text
         page = browser.get(f"/console/datasets/{dataset['id']}").text

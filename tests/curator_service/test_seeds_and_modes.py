@@ -47,7 +47,8 @@ def test_modeler_kinds_exist():
 def test_a_modeler_key_can_never_send_a_job_seed(make_client, mode, kind):
     client = make_client(mode=mode)
     dataset = register(client)
-    key = modeler_key(client, [release(client, dataset["id"], seed=None)["id"]], jobs=[kind])  # allowed: the seed is the refusal
+    # allowed: the seed is the refusal
+    key = modeler_key(client, [release(client, dataset["id"], seed=None)["id"]], jobs=[kind])
     entries_before = client.get("/v1/ledger").json()
     response = client.post("/v1/jobs", json={"kind": kind, "dataset_id": dataset["id"], "params": {"seed": 1}},
                            headers=bearer(key["token"]))

@@ -72,7 +72,8 @@ def heads() -> list[tuple[str, bytes, bool]]:
                    "Content-Type: multipart/form-data; boundary=b\r\n")
     return [("JSON, no token, declared length", f"{json_head}Content-Length: {BODY_BYTES}\r\n\r\n".encode(), False),
             ("JSON, no token, chunked", f"{json_head}Transfer-Encoding: chunked\r\n\r\n".encode(), True),
-            ("upload, bad token, declared length", f"{upload_head}Content-Length: {BODY_BYTES}\r\n\r\n".encode(), False)]
+            ("upload, bad token, declared length", f"{upload_head}Content-Length: {BODY_BYTES}\r\n\r\n".encode(),
+             False)]
 
 
 @pytest.mark.slow

@@ -59,7 +59,8 @@ def test_run_resume_plot_and_info(bowl, curator, tmp_path):
 
 def test_device_says_where_the_posterior_runs(bowl, curator, tmp_path):
     env = {"POBO_URL": curator.url, "POBO_TOKEN": bowl["token"]}
-    command = ["run", "--release", str(bowl["release"].id), "-T", "3", "--batch", "2", "--out", str(tmp_path / "run.json")]
+    command = ["run", "--release", str(bowl["release"].id), "-T", "3", "--batch", "2", "--out",
+               str(tmp_path / "run.json")]
     refused = runner.invoke(app, [*command, "--device", "gpu0"], env=env)
     assert refused.exit_code == 2 and not (tmp_path / "run.json").exists()  # refused before a session opens
     assert "Invalid value for --device" in flat(refused.output)

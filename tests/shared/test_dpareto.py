@@ -96,7 +96,8 @@ def test_the_polish_gradient_is_scipys_forward_difference_from_one_batch(u):
 
     points, steps = forward_difference_points(u)
     values = np.array([f(p) for p in points])
-    np.testing.assert_array_equal((values[1:] - values[0]) / steps, approx_derivative(f, u, method="2-point", bounds=(0.0, 1.0)))
+    np.testing.assert_array_equal((values[1:] - values[0]) / steps,
+                                  approx_derivative(f, u, method="2-point", bounds=(0.0, 1.0)))
     assert np.all((points >= 0.0) & (points <= 1.0))
 
 

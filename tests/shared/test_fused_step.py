@@ -53,7 +53,8 @@ def test_the_compiled_kernel_column_equals_the_kernels_own(kernel):
     C = rng.normal(size=(300, 3))
     C[[100, 250]] = C[7]
     compiled, given = (CandidatePosterior(C, k, 0.01, chunk=16, workers=2) for k in (kernel, _Opaque(kernel)))
-    assert (compiled._profile, given._profile) == (SQUARED_EXPONENTIAL if kernel.name != "matern52" else MATERN52, GIVEN_COLUMN)
+    assert (compiled._profile, given._profile) == (SQUARED_EXPONENTIAL if kernel.name != "matern52" else MATERN52,
+                                                   GIVEN_COLUMN)
     for i, value in zip([7, 100, 299, 0, 7, 150], rng.normal(size=6)):
         for posterior in (compiled, given):
             posterior.observe(i, value, next_beta=6.0, excluded=np.array([7]))
