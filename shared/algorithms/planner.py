@@ -172,10 +172,11 @@ class Plan:
     @property
     def half_gap_epsilon(self) -> float | None:
         """Where the simulated curve reaches half the gap (:func:`half_gap_epsilon`)."""
-        if self.random_search_regret is None:
+        regrets = [r.regret for r in self.rows if r.regret is not None]
+        if self.random_search_regret is None or self.non_private_regret is None or len(regrets) < len(self.rows):
             return None
-        return half_gap_epsilon([r.epsilon for r in self.rows], [r.regret for r in self.rows],
-                                self.random_search_regret, self.non_private_regret)
+        return half_gap_epsilon([r.epsilon for r in self.rows], regrets, self.random_search_regret,
+                                self.non_private_regret)
 
 
 def half_gap_epsilon(epsilons: list[float], regrets: list[float], random: float, non_private: float) -> float | None:

@@ -103,7 +103,8 @@ class StationaryKernel:
         return np.ndim(self.lengthscale) == 1
 
     def __repr__(self) -> str:
-        ls = np.array2string(self.lengthscale, precision=4) if self.ard else f"{self.lengthscale:.4g}"
+        ls = (np.array2string(self.lengthscale, precision=4) if isinstance(self.lengthscale, np.ndarray)
+              else f"{self.lengthscale:.4g}")
         return f"{type(self).__name__}(lengthscale={ls}, variance={self.variance:.4g})"
 
     def with_parameters(self, lengthscale: float | ArrayLike, variance: float) -> StationaryKernel:
@@ -120,7 +121,7 @@ class StationaryKernel:
         A = np.asarray(A, dtype=float)
         if A.ndim != 2:
             raise ValueError("kernel inputs must be 2-D arrays (points × dimensions)")
-        if self.ard and A.shape[1] != self.lengthscale.size:
+        if isinstance(self.lengthscale, np.ndarray) and A.shape[1] != self.lengthscale.size:
             raise ValueError(
                 f"ARD lengthscale has {self.lengthscale.size} entries but inputs have {A.shape[1]} columns"
             )

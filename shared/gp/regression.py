@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -38,6 +38,9 @@ from shared.gp.fused_step import (
     stored_column,
 )
 from shared.gp.kernels import KERNELS, FittableKernel, Kernel, Matern52, SquaredExponential, StationaryKernel
+
+if TYPE_CHECKING:
+    from shared.gp.noisy_inputs import ExpectedSquaredExponential
 
 LOG_2PI = np.log(2.0 * np.pi)
 _NONE, _NO_INDICES = np.zeros(0), np.zeros(0, dtype=np.int64)  # for the compiled pass's unused arguments
@@ -166,13 +169,16 @@ class CandidatePosterior:
         self.chunk = chunk
         self.workers = workers
         self.prior_variance = np.asarray(kernel.diag(C), dtype=float).copy()
-        self._profile, self._kernel_scale, *self._coincident = _compiled_profile(kernel)
+        self._profile, self._kernel_scale, coincident_exponent, coincident_value = _compiled_profile(kernel)
+        self._coincident = (coincident_exponent, coincident_value)
         self.ucb_argmax: tuple[float, int] | None = None  # (β, argmax of μ + √β σ) after the last observe
         self._L_storage = np.zeros((max(reserve, 8),) * 2)  # L grows in place (doubling): no t² copy a step
         self._w: list[float] = []
         self._indices: list[int] = []
         self._values: list[float] = []
-        scaled = scaled_candidates(C, kernel) if self._profile != GIVEN_COLUMN else np.zeros((1, 0))
+        # a compiled profile belongs to one of the stationary kernels of _compiled_profile
+        scaled = (scaled_candidates(C, cast(StationaryKernel, kernel)) if self._profile != GIVEN_COLUMN
+                  else np.zeros((1, 0)))
         self._allocate(scaled, reserve)
 
     def _allocate(self, scaled: NDArray, reserve: int) -> None:
@@ -373,8 +379,10 @@ def _compiled_profile(kernel: Kernel) -> tuple[int, float, float, float]:
     # An instance implies its module is loaded: not imported here (its scipy.stats costs 0.6 s an import).
     noisy_inputs = sys.modules.get("shared.gp.noisy_inputs")
     if noisy_inputs is not None and type(kernel) is noisy_inputs.ExpectedSquaredExponential:
+        expected = cast("ExpectedSquaredExponential", kernel)
         # σ² a e^e off a row's own position, σ² on it (d² ≤ SAME_ROW)
-        return SQUARED_EXPONENTIAL, kernel.variance * kernel.attenuation, -0.5 * noisy_inputs.SAME_ROW, 1.0 / kernel.attenuation
+        return (SQUARED_EXPONENTIAL, expected.variance * expected.attenuation, -0.5 * noisy_inputs.SAME_ROW,
+                1.0 / expected.attenuation)
     return GIVEN_COLUMN, 1.0, 1.0, 0.0
 
 
@@ -406,7 +414,7 @@ class HyperparameterBounds:
 def default_bounds(X: ArrayLike, y: ArrayLike, *, ard: bool = False) -> HyperparameterBounds:
     """Data-driven bounds: lengthscales in [0.01, 10] × the extent of X (per dimension for ARD, the
     bounding-box diagonal otherwise); σ² in [0.01, 100] × var(y); σ_n² in [1e-8, 1] × var(y)."""
-    X = _as_inputs(X)
+    X, y = _as_inputs(X), np.asarray(y, dtype=float)
     extent = np.ptp(X, axis=0)
     diagonal = float(np.linalg.norm(extent)) or 1.0
     vy = float(np.var(y)) if len(np.atleast_1d(y)) > 1 and np.var(y) > 0 else 1.0

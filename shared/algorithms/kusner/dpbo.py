@@ -44,14 +44,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 
 from shared.checks import open_unit, positive
 from shared.dp.mechanisms import laplace_mechanism
 from shared.dp.noise import NoiseSource
-from shared.gp.kernels import Matern52, SquaredExponential
+from shared.gp.kernels import Kernel, Matern52, SquaredExponential, StationaryKernel
 from shared.gp.regression import CandidatePosterior
 from shared.gp.ucb import GPUCB, gp_ucb_beta
 
@@ -201,13 +201,17 @@ def range_floor(paper_sensitivity: float, value_range: tuple[float, float]) -> f
     return max(paper_sensitivity, high - low)
 
 
+@overload
+def clip_to_range(values: float, value_range: tuple[float, float]) -> float: ...
+@overload
+def clip_to_range(values: np.ndarray, value_range: tuple[float, float]) -> np.ndarray: ...
 def clip_to_range(values: float | np.ndarray, value_range: tuple[float, float]) -> float | np.ndarray:
     """The values a mechanism sees, clipped to the objective's public range [lo, hi]."""
     return np.clip(values, *value_range)
 
 
 def information_gain_bound(
-    candidates: np.ndarray, kernel: object, noise_variance: float, iterations: int
+    candidates: np.ndarray, kernel: Kernel, noise_variance: float, iterations: int
 ) -> float:
     """An upper bound on γ_T = max_{|A| = T} ½ log det(I + σ⁻² K_A) over the finite grid Λ.
 
@@ -245,7 +249,7 @@ class GPPrior:
         if self.lengthscale <= 0 or self.signal_std <= 0:
             raise ValueError("lengthscale and signal_std must be positive")
 
-    def covariance(self) -> object:
+    def covariance(self) -> StationaryKernel:
         """k(λ, λ′) = s² k₂(λ, λ′)."""
         kind = SquaredExponential if self.kernel == "se" else Matern52
         return kind(self.lengthscale, variance=self.signal_std**2)
