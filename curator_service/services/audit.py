@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from sqlalchemy import Row, Select, Subquery, and_, case, func, literal, select
+from sqlalchemy import ColumnElement, Row, Select, String, Subquery, and_, case, func, insert, literal, select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import Prepared
@@ -17,7 +17,17 @@ from curator_service.persistence.models import utcnow
 from curator_service.services.policy import Principal
 from shared.api.schemas import AuditEvent, escaped
 
-TARGET_LENGTH = AuditRow.__table__.c.target.type.length
+
+
+def _declared_length(column: ColumnElement[Any]) -> int:
+    """The length a string column is declared with."""
+    kind = column.type
+    if not isinstance(kind, String) or kind.length is None:
+        raise TypeError(f"{column} is not a string column of a declared length")
+    return kind.length
+
+
+TARGET_LENGTH = _declared_length(AuditRow.__table__.c.target)
 
 
 def record(session: Session, principal: Principal | str, action: str, target: str | None = None) -> None:
@@ -34,7 +44,7 @@ def record(session: Session, principal: Principal | str, action: str, target: st
                                             "created_at": utcnow()})
 
 
-INSERT_EVENT = Prepared(AuditRow.__table__.insert(), ("actor", "action", "target", "created_at"))
+INSERT_EVENT = Prepared(insert(AuditRow), ("actor", "action", "target", "created_at"))
 
 
 READ_ACTIONS = ("dataset.list", "dataset.read", "dataset.plan", "ledger.read", "release.inputs")
@@ -72,14 +82,14 @@ def _marked(matching: Select) -> Subquery:
     grouping: whether each starts a run (differs in actor, action or target from the matching event before it),
     its position, and the id and time of the matching event before it (where a start's previous run ends)."""
     events = matching.subquery()
-    ordered = {"order_by": events.c.id}
-    before = {name: func.lag(events.c[name]).over(**ordered) for name in ("actor", "action", "target")}
+    order = events.c.id
+    before = {name: func.lag(events.c[name]).over(order_by=order) for name in ("actor", "action", "target")}
     same = and_(events.c.actor == before["actor"], events.c.action == before["action"],
                 events.c.target.is_not_distinct_from(before["target"]))
     return select(events, case((same, 0), else_=1).label("starts"),
-                  func.row_number().over(**ordered).label("position"),
-                  func.lag(events.c.id).over(**ordered).label("previous_id"),
-                  func.lag(events.c.created_at).over(**ordered).label("previous_at")).subquery()
+                  func.row_number().over(order_by=order).label("position"),
+                  func.lag(events.c.id).over(order_by=order).label("previous_id"),
+                  func.lag(events.c.created_at).over(order_by=order).label("previous_at")).subquery()
 
 
 def _runs(marked: Subquery, matching: int, final: Row) -> Select:
@@ -120,6 +130,6 @@ def list_events(session: Session, which: EventFilter = EventFilter(), *, order: 
 def count_events(session: Session, which: EventFilter = EventFilter(), *, grouped: bool = False) -> int:
     """How many rows :func:`list_events` lists over all its pages (runs, when grouped)."""
     if not grouped:
-        return session.scalar(select(func.count()).select_from(which.select().subquery()))
+        return session.execute(select(func.count()).select_from(which.select().subquery())).scalar_one()
     marked = _marked(which.select())
-    return session.scalar(select(func.count()).select_from(marked).where(marked.c.starts == 1))
+    return session.execute(select(func.count()).select_from(marked).where(marked.c.starts == 1)).scalar_one()

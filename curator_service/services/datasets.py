@@ -229,7 +229,9 @@ def store_dataset(session: Session, principal: Principal, spec: DatasetSpec, tab
         budget_epsilon=spec.budget.epsilon,
         budget_delta=spec.budget.delta,
         table=table.encode(),
-        source_rows=encode_matrix(table.source_rows, dtype=np.int64),
+        # None: the file's own order
+        source_rows=encode_matrix(np.arange(table.n) if table.source_rows is None else table.source_rows,
+                                  dtype=np.int64),
         simulation_key=secrets.token_hex(16),
     )
     try:

@@ -9,6 +9,8 @@ an expiry, governance; :mod:`.key_policy`, whose rules decide who may create, re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -36,7 +38,7 @@ def key_out(key: ApiKey) -> KeyOut:
     return KeyOut.model_validate(key, from_attributes=True)
 
 
-def check_measurements_kinds(scope: list[tuple[int, int, bool]]) -> None:
+def check_measurements_kinds(scope: Sequence[tuple[int, int, bool]]) -> None:
     """Refuses a key that would read one dataset's y both privately and as computed: the plain release's answers
     are the true y_i, so the private release's noise on row i would hide nothing from this key.
 
@@ -61,7 +63,7 @@ def create_key(session: Session, principal: Principal, body: KeyCreate, policy: 
     check_fits_inside(session, principal, body.role, policy, "key.create", f"new {body.role} key")
     token = new_token()
     scope = session.execute(select(Release.id, Release.dataset_id, Release.measurements.is_not(None))
-                            .where(Release.id.in_(body.release_ids))).all()
+                            .where(Release.id.in_(body.release_ids))).tuples().all()
     missing = sorted(set(body.release_ids) - {release_id for release_id, _, _ in scope})
     if missing:
         raise ApiError(422, "validation_error",
