@@ -158,10 +158,10 @@ def measure(device: str, sizes: list[tuple[int, int, int, bool]], bandwidth_mb: 
 
 
 def print_table(results: dict) -> None:
-    print(f"\n{results['device']}, read rate {results['read_bytes_per_second'] / 1e9:.0f} GB/s; host {results['host']}, "
-          f"commit {results['commit'][:7]}")
-    print(f"| n | r | T | precision | ms a step | read bound ms | ratio | CPU engine ms ({results['cpu_workers']} threads) | "
-          "picks = CPU engine's | BoTorch default ms (ratio) | BoTorch tuned ms (ratio), picks = ours |")
+    print(f"\n{results['device']}, read rate {results['read_bytes_per_second'] / 1e9:.0f} GB/s; host "
+          f"{results['host']}, commit {results['commit'][:7]}")
+    print(f"| n | r | T | precision | ms a step | read bound ms | ratio | CPU engine ms ({results['cpu_workers']} "
+          "threads) | picks = CPU engine's | BoTorch default ms (ratio) | BoTorch tuned ms (ratio), picks = ours |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for run in results["runs"]:
         botorch = [f"{b['ms_per_step']:.1f} ({b['ratio_to_ours']:.0f}×)" for b in
@@ -169,8 +169,8 @@ def print_table(results: dict) -> None:
         if len(botorch) == 2:
             botorch[1] += f", {run['botorch_tuned']['picks_as_ours']}"
         print(f"| {run['n']:,} | {run['r']} | {run['T']} | {run['precision']} | {run['ms_per_step']:.2f} | "
-              f"{run['bound_ms']:.2f} | {run['ratio_to_bound']:.2f}× | {run.get('cpu_ms_per_step', float('nan')):.1f} | "
-              f"{run.get('picks_as_cpu', '—')} | {' | '.join(botorch) if botorch else '— | —'} |")
+              f"{run['bound_ms']:.2f} | {run['ratio_to_bound']:.2f}× | {run.get('cpu_ms_per_step', float('nan')):.1f} "
+              f"| {run.get('picks_as_cpu', '—')} | {' | '.join(botorch) if botorch else '— | —'} |")
 
 
 def main() -> None:

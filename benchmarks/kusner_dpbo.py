@@ -126,9 +126,9 @@ def study(name: str, task: LogisticValidationTask, grid: np.ndarray, iterations:
 
 
 def print_table(result: dict) -> None:
-    table = Table(title=f"{result['dataset']} (m = {result['validation_size']}, |Λ| = {len(result['grid_log10_lambda'])}, "
-                        f"T = {result['iterations']}; f(λ*) = {result['best_accuracy']:.4f} at log10 λ = "
-                        f"{result['best_log10_lambda']:.2f})")
+    table = Table(title=f"{result['dataset']} (m = {result['validation_size']}, |Λ| = "
+                        f"{len(result['grid_log10_lambda'])}, T = {result['iterations']}; f(λ*) = "
+                        f"{result['best_accuracy']:.4f} at log10 λ = {result['best_log10_lambda']:.2f})")
     for column in ("ε", "E[f*−f(λ̃)]", "sampled", "Thm 2 (95%, μ units)", "E|ṽ−f*|", "sampled", "Thm 4 (95%)",
                    "Alg. 3 scale"):
         table.add_column(column, justify="right")
@@ -194,7 +194,8 @@ def main() -> None:
     payload = {"prior": {"lengthscale": PRIOR.lengthscale, "signal_std": PRIOR.signal_std,
                "prior_mean": PRIOR.prior_mean}, "noise_std": NOISE_STD, "delta": DELTA,
                "confidence_a": CONFIDENCE_A, "repeats": repeats, "results": results}
-    console.print(f"wrote {harness.write_json('kusner_dpbo', payload, quick=args.quick)} and {plot(results, args.quick)}")
+    console.print(f"wrote {harness.write_json('kusner_dpbo', payload, quick=args.quick)} and "
+                  f"{plot(results, args.quick)}")
 
 
 if __name__ == "__main__":

@@ -101,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--datasets", nargs="+", choices=sorted(EXPERIMENTS), default=["loans", "property"])
     parser.add_argument("--workers", type=int, default=2, help="runs in flight at once (threads; results unchanged)")
     parser.add_argument("--crossing", action="store_true",
-                        help="only the r guideline at the ε where OUR inputs cross σ_min = ω at r = 15 (--table-runs runs)")
+                        help="only the r guideline at the ε where OUR inputs cross σ_min = ω at r = 15 (--table-runs "
+                             "runs)")
     parser.add_argument("--name",
                         help="results file stem (default real_data, or real_data_fitted with fitted hyperparameters)")
     parser.add_argument("--replot", type=Path, help="only redraw the PNG beside this saved JSON, then exit")

@@ -14,8 +14,8 @@ from rich.table import Table
 
 def print_diagnosis(diagnosis: dict, console: Console) -> None:
     for key, d in diagnosis.items():
-        table = Table(title=f"{key}: S_T (σ_y) by GP-UCB's kernel, {d['runs']} runs; po-gp-ucb at ε = e^{d['log_epsilon']}, "
-                            f"r = {d['r']}")
+        table = Table(title=f"{key}: S_T (σ_y) by GP-UCB's kernel, {d['runs']} runs; po-gp-ucb at ε = "
+                            f"e^{d['log_epsilon']}, r = {d['r']}")
         names = list(next(iter(d["methods"].values())).keys())
         table.add_column("inputs")
         for name in names:
@@ -58,8 +58,8 @@ def print_results(results: dict, experiment: Experiment, console: Console) -> No
     console.rule(f"{experiment.key}: {results['description']} (n = {results['n']}, paper n = {results['paper_n']})")
     low, high = g["paper_window"]
     console.print(
-        f"σ_min of the paper-preprocessed inputs = {g['sigma_min']:.1f} (the paper's statements need {low:.1f} ≤ σ_min < "
-        f"{high:.1f}); σ_min ≥ ω at r = {experiment.figure_r} needs ε ≥ {g['epsilon_needed_at_figure_r']:.3g} = "
+        f"σ_min of the paper-preprocessed inputs = {g['sigma_min']:.1f} (the paper's statements need {low:.1f} ≤ σ_min "
+        f"< {high:.1f}); σ_min ≥ ω at r = {experiment.figure_r} needs ε ≥ {g['epsilon_needed_at_figure_r']:.3g} = "
         f"e^{g['log_epsilon_needed_at_figure_r']:.2f}"
     )
     guide = Table(title="largest r with σ_min ≥ ω (the paper's guideline), ours vs the paper's")
@@ -74,7 +74,8 @@ def print_results(results: dict, experiment: Experiment, console: Console) -> No
 
     non_private = find(results, method="non-private")
     np_final = final(non_private)[0]
-    fig = Table(title=f"Fig. 2{'b' if experiment.key == 'loans' else 'c'}-style: S_{T} (σ_y) at r = {experiment.figure_r}; "
+    fig = Table(title=f"Fig. 2{'b' if experiment.key == 'loans' else 'c'}-style: S_{T} (σ_y) at r = "
+                      f"{experiment.figure_r}; "
                       "* = σ_min ≥ ω")
     for column in ("method", "runs", f"S_{T} ± s.e.", "gap to non-private", "paper gap"):
         fig.add_column(column)
@@ -200,7 +201,8 @@ def http_overhead(all_results: dict) -> dict:
 
 
 def print_overhead(overhead: dict, console: Console) -> None:
-    table = Table(title="Wall time per GP-UCB iteration: over HTTP vs the same loop in-process (same release, same seed)")
+    table = Table(title="Wall time per GP-UCB iteration: over HTTP vs the same loop in-process (same release, same "
+                        "seed)")
     for column in ("dataset", "releases", "HTTP ms", "in-process ms", "overhead ms", "ratio", "same rows picked"):
         table.add_column(column)
     for key, o in overhead.items():

@@ -82,7 +82,8 @@ def prepare_dataset(
     preprocessing = fit_paper_preprocessing(table.features, table.objective, fit_rows=plan.fit_rows, seed=0)
     console.log(
         f"{experiment.key}: paper preprocessing fitted on {preprocessing.fit_rows} rows in "
-        f"{time.perf_counter() - start:.0f} s; ARD lengthscales {np.array2string(preprocessing.lengthscales, precision=4)}"
+        f"{time.perf_counter() - start:.0f} s; ARD lengthscales "
+        f"{np.array2string(preprocessing.lengthscales, precision=4)}"
     )
     paper_inputs = preprocessing.transform(table.features)
     # The modeler's fixed hyperparameters have prior mean 0 (RunSettings has no prior mean), so the curator
@@ -319,9 +320,10 @@ LENGTHSCALE_MULTIPLES = (0.01, 0.03, 0.1, 0.3)
 
 def diagnose(ctx: DatasetContext, runs: int, console: Console) -> dict:
     """S_T of the non-private baselines and of po-gp-ucb (largest figure ε, figure r) under three kernels:
-    the modeler's loop with its default fit (and whether its last fit left a lengthscale at a bound), the preprocessing's ML fit held fixed, and fixed lengthscales at ``LENGTHSCALE_MULTIPLES``
-    of the bounding-box diagonal (signal variance var(y), noise 1e-6 of it: the state the fit ends in).
-    In-process: the loop picks the same rows as over HTTP (the timed runs check that)."""
+    the modeler's loop with its default fit (and whether its last fit left a lengthscale at a bound), the
+    preprocessing's ML fit held fixed, and fixed lengthscales at ``LENGTHSCALE_MULTIPLES`` of the bounding-box diagonal
+    (signal variance var(y), noise 1e-6 of it: the state the fit ends in). In-process: the loop picks the same rows as
+    over HTTP (the timed runs check that)."""
     experiment, y = ctx.experiment, ctx.table.objective
     log_epsilon = experiment.figure_log_epsilons[-1]
 
@@ -364,7 +366,8 @@ def diagnose(ctx: DatasetContext, runs: int, console: Console) -> dict:
             if name == "fitted":
                 entry |= dict(lengthscale_at_bound=at_bound, runs_with_lengthscale_at_bound=int(np.sum(at_bound)))
             results[name] = entry
-            console.log(f"{experiment.key}: diagnose {method}, {name}: S_T = {entry['mean']:.3f} ± {entry['stderr']:.3f}")
+            console.log(f"{experiment.key}: diagnose {method}, {name}: S_T = {entry['mean']:.3f} ± "
+                        f"{entry['stderr']:.3f}")
         out["methods"][method] = results
     return out
 

@@ -5,8 +5,8 @@ Everything runs in-process on the code ``pobo-modeler run --batch q`` drives: pe
 permutation and a certified ``gaussian`` release (identity projection, r = d, seeded research noise, the
 helpers of ``benchmarks/regret_vs_epsilon.py``), then the modeler's :class:`modeler_client.batch.GPBUCBProposer`
 (the GP-UCB loop's surrogate with the release-driven defaults: expected-SE kernel under the public input noise,
-fitted hyperparameters, no repeated rows) asked for q rows per round, every answer told before the next round. Simple regret after
-round k is S = (max f − best f queried) / σ; mean ± standard error over the runs. Random search with q per
+fitted hyperparameters, no repeated rows) asked for q rows per round, every answer told before the next round. Simple
+regret after round k is S = (max f − best f queried) / σ; mean ± standard error over the runs. Random search with q per
 round is the exact expectation over k·q distinct rows. The synthetic GP draws its f per run (seed = run), as
 ``regret_vs_epsilon.py`` does.
 

@@ -121,7 +121,8 @@ def main() -> None:
     print(f"  one proposal at t = {t}, fresh (all starts): previous {old['fresh_proposal']['cpu']:.3f} s, "
           f"now {new['fresh_proposal']['cpu']:.3f} s; the following (warm) proposal: previous "
           f"{old['following_proposal']['cpu']:.3f} s, now {new['following_proposal']['cpu']:.3f} s")
-    print(f"    the two codes' proposals differ by {np.abs(np.subtract(new['proposal'], old['proposal'])).max():.3g} (sup norm, unit cube)")
+    print(f"    the two codes' proposals differ by {np.abs(np.subtract(new['proposal'], old['proposal'])).max():.3g} "
+          "(sup norm, unit cube)")
     print(f"  whole SVT run of {new['run_points']} points, overhead (all but the oracle) a point: previous "
           f"{per_point(old):.3f} s CPU ({per_point(old, 'wall'):.3f} s wall), now {per_point(new):.3f} s CPU "
           f"({per_point(new, 'wall'):.3f} s wall); paper {PAPER_SECONDS_PER_POINT:.3f} s (45 s / 272)")

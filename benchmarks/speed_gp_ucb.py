@@ -358,7 +358,8 @@ def main() -> None:
                         help="the large runs, n:threads separated by commas (a subset when time is short)")
     parser.add_argument("--skip-comparison", action="store_true", help="leave out the runs beside scikit-learn")
     parser.add_argument("--baseline", default="0f0d059",  # commit 0f0d059: the step in numpy calls, chunk by chunk
-                        help="git ref of the previous engine, timed on the large runs ('' to skip: needs git and the ref)")
+                        help="git ref of the previous engine, timed on the large runs ('' to skip: needs git and the "
+                             "ref)")
     parser.add_argument("--steps-only", help=argparse.SUPPRESS)  # the previous code's subprocess: "n r T seed workers"
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -443,8 +444,8 @@ def run(args: argparse.Namespace) -> None:
         picks_by_size.setdefault(big["n"], []).append(big["picks"])
     same = all(all(p == picks[0] for p in picks) for picks in picks_by_size.values())
     previous_same = all(big.get("previous_same_picks", True) for big in results["large"])
-    large_table.caption = ("peak: the engine's own allocations (the factor and the scaled candidates), not the caller's Z; "
-                           f"CPU time sums the threads; 1 and 2 threads made the same picks: {same}"
+    large_table.caption = ("peak: the engine's own allocations (the factor and the scaled candidates), not the "
+                           f"caller's Z; CPU time sums the threads; 1 and 2 threads made the same picks: {same}"
                            + (f"; the previous code ({args.baseline}, its bound is this run's) made the same picks: "
                               f"{previous_same}" if args.baseline else ""))
     console.print(large_table)
@@ -455,7 +456,8 @@ def run(args: argparse.Namespace) -> None:
             f"(input {tr['input_bytes'] / 2**20:.0f} MiB not counted, output {tr['output_bytes'] / 2**20:.0f} MiB)"
         )
     results["load_average_at_end"] = os.getloadavg()
-    console.print(f"wrote {harness.write_json('speed_gp_ucb', results, quick=args.quick)} and {plot(results, args.quick)}")
+    console.print(f"wrote {harness.write_json('speed_gp_ucb', results, quick=args.quick)} and "
+                  f"{plot(results, args.quick)}")
 
 
 if __name__ == "__main__":

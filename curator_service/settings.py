@@ -147,8 +147,8 @@ class Settings(BaseSettings):
             values["database_url"] = url.render_as_string(hide_password=False)
         token = values.get("admin_token")
         if isinstance(token, str) and len(token) < MIN_ADMIN_TOKEN_LENGTH:
-            raise ValueError(f"the admin token (POBO_ADMIN_TOKEN or POBO_ADMIN_TOKEN_FILE) has {len(token)} characters; "
-                             f"give one of at least {MIN_ADMIN_TOKEN_LENGTH} random characters, e.g. from "
+            raise ValueError(f"the admin token (POBO_ADMIN_TOKEN or POBO_ADMIN_TOKEN_FILE) has {len(token)} "
+                             f"characters; give one of at least {MIN_ADMIN_TOKEN_LENGTH} random characters, e.g. from "
                              "`openssl rand -hex 32`")
         values["data_dir"] = Path(values.get("data_dir") or default_data_dir()).expanduser()
         if not values.get("database_url"):

@@ -334,5 +334,6 @@ def inputs_page(blob: bytes, offset: int, limit: int) -> InputsPage:
     Z = decode_matrix(blob)
     if offset > Z.shape[0]:
         raise ApiError(422, "validation_error",
-                       f"'offset' {offset} is past the end; the release has {Z.shape[0]} rows (offset 0 to {Z.shape[0]})")
+                       f"'offset' {offset} is past the end; the release has {Z.shape[0]} rows (offset 0 to "
+                       f"{Z.shape[0]})")
     return InputsPage(n=Z.shape[0], dim=Z.shape[1], offset=offset, rows=Z[offset : offset + limit].tolist())

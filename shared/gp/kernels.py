@@ -34,7 +34,8 @@ class Kernel(Protocol):
 
 @runtime_checkable
 class FittableKernel(Kernel, Protocol):
-    """A kernel whose hyperparameters marginal-likelihood fitting can adjust (:func:`shared.gp.regression.fit_hyperparameters`)."""
+    """A kernel whose hyperparameters marginal-likelihood fitting can adjust
+    (:func:`shared.gp.regression.fit_hyperparameters`)."""
 
     lengthscale: float | NDArray
     variance: float

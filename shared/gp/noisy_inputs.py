@@ -41,7 +41,8 @@ class ExpectedSquaredExponential(StationaryKernel):
         if not (np.isfinite(input_noise_std) and input_noise_std >= 0):
             raise ValueError("input_noise_std (the release's public noise std) must be a finite number ≥ 0")
         if self.ard and np.size(self.lengthscale) != dim:
-            raise ValueError(f"ARD lengthscale has {np.size(self.lengthscale)} entries but the inputs have {dim} columns")
+            raise ValueError(f"ARD lengthscale has {np.size(self.lengthscale)} entries but the inputs have {dim} "
+                             "columns")
         self.input_noise_std = float(input_noise_std)
         self.dim = int(dim)
         widened = np.asarray(self.lengthscale) ** 2 + 2.0 * self.input_noise_std**2

@@ -129,9 +129,9 @@ class CandidatePosterior:
     kernel column plus O(n·t) for one pass over V, never a refit. V's rows live in preallocated blocks of
     ``block_rows`` full-length rows (default: ``reserve``, else 32) so appending never copies it; ``reserve``
     allocates and touches the blocks for that many observations up front, so no step pays for fresh memory
-    (the OS zeroes and maps a page on its first write: 0.3–1.2 GB/s on the VM we measured, against ~20 GB/s for a read). Repeated
-    indices are fine when σ_n² > 0; the pivot is floored at ``jitter`` · k(c_i, c_i) so even σ_n² = 0 stays
-    finite (exact only when that floor is not hit).
+    (the OS zeroes and maps a page on its first write: 0.3–1.2 GB/s on the VM we measured, against ~20 GB/s for a
+    read). Repeated indices are fine when σ_n² > 0; the pivot is floored at ``jitter`` · k(c_i, c_i) so even σ_n² = 0
+    stays finite (exact only when that floor is not hit).
 
     A step is memory-bound at large n, so :meth:`observe` is one compiled pass over the candidates
     (:func:`shared.gp.fused_step.fused_step`), tile by tile of ``chunk`` candidates (small enough to stay in
@@ -330,7 +330,8 @@ class CandidatePosterior:
         )
 
     def _best_of_ranges(self, range_best: Callable[[tuple[int, int]], tuple[float, int]]) -> int:
-        """Runs ``range_best`` on every candidate range (one per worker thread) and returns the best index, −1 if none."""
+        """Runs ``range_best`` on every candidate range (one per worker thread) and returns the best index, −1 if
+        none."""
         best_index, best_score = -1, -np.inf
         if len(self._ranges) == 1:
             return range_best(self._ranges[0])[1]

@@ -25,8 +25,8 @@ by the top right-singular direction). The projection P (``projection=``):
 
 One release, one charge (ε, δ). Every part is a Gaussian mechanism with its own noise σ_i and ℓ2 sensitivity
 Δ_i, i.e. μ_i-GDP with μ_i = Δ_i/σ_i, and the adaptive composition of Gaussian mechanisms is exactly
-√(Σ μ_i²)-GDP (Dong, Roth & Su, "Gaussian differential privacy", 2019/2022). μ-GDP is (ε, δ)-DP for δ = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2),
-the analytic Gaussian curve (Balle & Wang 2018) at σ/Δ = 1/μ. So the release takes the μ the analytic
+√(Σ μ_i²)-GDP (Dong, Roth & Su, "Gaussian differential privacy", 2019/2022). μ-GDP is (ε, δ)-DP for δ = Φ(−ε/μ + μ/2) −
+e^ε Φ(−ε/μ − μ/2), the analytic Gaussian curve (Balle & Wang 2018) at σ/Δ = 1/μ. So the release takes the μ the analytic
 Gaussian σ allows for (ε, δ) and gives each part a public share of μ² (μ_i² = share_i · μ²): the PCA step
 ``pca.share``, private measurements ``measurements.share`` (:mod:`shared.releases.measurements`), the inputs the rest.
 With one part this is the plain analytic Gaussian σ for (ε, δ, Δ).

@@ -41,7 +41,8 @@ SVD routine: U₀ uniformly distributed (Haar) on the orthonormal p-frames of th
 the polar factor of a Gaussian n × p matrix projected onto it. This needs a second streaming pass and
 O(d p + p²) extra memory; the Gaussian rows are drawn in fixed blocks so that Z does not depend on the
 chunk size. Eigenvalues below ``λ_max · max(n, d) · machine-ε`` (the accuracy of a Gram matrix's
-eigenvalues, plus the rounding floor of the centring) count as zero: the Gram route cannot resolve singular values below about
+eigenvalues, plus the rounding floor of the centring) count as zero: the Gram route cannot resolve singular values
+below about
 1.5e-8 σ_max · √max(n, d), and treating such a direction as exactly null changes X̃ by at most that σᵢ.
 
 **Randomness contract.** M is the first d·r standard normals drawn from ``rng`` (row-major), so a test

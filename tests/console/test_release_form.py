@@ -1,6 +1,6 @@
 """The console's release confirmation is idempotent: the same confirmation posted twice (a double click, a browser's
-resubmit after a slow answer) makes and charges one release. Plain HTTP against the real server (no browser needed): the console's
-cookies are ``Secure``, so they are carried by hand over loopback."""
+resubmit after a slow answer) makes and charges one release. Plain HTTP against the real server (no browser needed):
+the console's cookies are ``Secure``, so they are carried by hand over loopback."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@ selection, the held-out accuracy beside the majority baseline and the charge spl
 charged cap·ϵ + final ε + evaluation ε whatever the number of candidates (also when nothing is selected). On
 Adult registered as a new user would (raw continuous columns, one-hot categories, public bounds) the
 released model beats the majority-class baseline, in the job's own private held-out numbers and on
-adult.test; trained on the raw columns (before the raw columns were scaled) it could predict ">50K" for everyone (0.24)."""
+adult.test; trained on the raw columns (before the raw columns were scaled) it could predict ">50K" for everyone
+(0.24)."""
 
 from __future__ import annotations
 

@@ -115,7 +115,8 @@ def mean_sensitivity(iterations: int, n_candidates: int, delta: float, dataset_k
 
 
 def average_regret_bound(iterations: int, n_candidates: int, delta: float, noise_std: float, info_gain: float) -> float:
-    """Ω/T = √(C₁ β_T γ_T / T): GP-UCB's average-regret bound R_T/T (Srinivas et al. 2010, Theorem 1), unit signal variance."""
+    """Ω/T = √(C₁ β_T γ_T / T): GP-UCB's average-regret bound R_T/T (Srinivas et al. 2010, Theorem 1), unit signal
+    variance."""
     if info_gain < 0:
         raise ValueError(f"the information gain bound gamma_T must be non-negative, got {info_gain}")
     return math.sqrt(regret_constant(noise_std**2) * kusner_beta(iterations, n_candidates, delta) * info_gain / iterations)
@@ -452,9 +453,9 @@ def dp_bo_noise_free(
     :func:`range_floor`).
 
     (ε, δ)-DP under Assumption 1 and de Freitas et al.'s assumptions, ε-DP for any data. The paper
-    samples with de Freitas et al.'s branch-and-bound UCB; we use GP-UCB with a practically noise-free likelihood (σ² = ``jitter`` · s²,
-    for numerical stability), so A and τ must be valid for that sampler. The last sample is released as the
-    algorithm states (not the maximum).
+    samples with de Freitas et al.'s branch-and-bound UCB; we use GP-UCB with a practically noise-free likelihood (σ² =
+    ``jitter`` · s², for numerical stability), so A and τ must be valid for that sampler. The last sample is released
+    as the algorithm states (not the maximum).
     """
     candidates = _as_grid(candidates)
     n, s = len(candidates), prior.signal_std
