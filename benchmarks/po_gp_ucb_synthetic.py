@@ -155,7 +155,8 @@ def table_experiment(problem, setting, cache, progress, label) -> dict:
     return tables
 
 
-def check_claims(figure: dict, tables: dict | None, crossing: dict | None, console: Console, paper_gap: float | None) -> dict:
+def check_claims(figure: dict, tables: dict | None, crossing: dict | None, console: Console,
+                 paper_gap: float | None) -> dict:
     """The paper's qualitative claims, each with a verdict (True = reproduces)."""
     claims = {}
     if crossing is not None:

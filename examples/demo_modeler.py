@@ -34,7 +34,8 @@ from shared.terminal import print_table  # noqa: E402
 console = Console()
 
 
-def run_release(client: ModelerClient, release_id: int, table: DemoTable, out_dir: Path, progress: Progress) -> RunRecord:
+def run_release(client: ModelerClient, release_id: int, table: DemoTable, out_dir: Path,
+                progress: Progress) -> RunRecord:
     settings = RunSettings(iterations=table.iterations, optimum=table.optimum, signal_std=table.signal_std)
     path = out_dir / f"run-release-{release_id}.json"
     path.unlink(missing_ok=True)

@@ -36,7 +36,8 @@ class ExpectedSquaredExponential(StationaryKernel):
 
     name = "expected-se"
 
-    def __init__(self, lengthscale: float | ArrayLike, variance: float = 1.0, *, input_noise_std: float, dim: int) -> None:
+    def __init__(self, lengthscale: float | ArrayLike, variance: float = 1.0, *, input_noise_std: float,
+                 dim: int) -> None:
         super().__init__(lengthscale, variance)
         if not (np.isfinite(input_noise_std) and input_noise_std >= 0):
             raise ValueError("input_noise_std (the release's public noise std) must be a finite number ≥ 0")

@@ -295,7 +295,8 @@ class CandidatePosterior:
         """V[:t, index] as float64."""
         return stored_column(self._blocks, self.n_observations, index)
 
-    def _step(self, index: int, l_row: NDArray, pivot: float, w: float, next_beta: float | None, excluded: NDArray) -> int:
+    def _step(self, index: int, l_row: NDArray, pivot: float, w: float, next_beta: float | None,
+              excluded: NDArray) -> int:
         """V's row t, μ and σ² for an observation at ``index`` (module docstring) and, with ``next_beta``, the
         argmax of the updated μ + √β σ outside ``excluded`` (−1 without ``next_beta`` or when all are excluded)."""
         t = self.n_observations
