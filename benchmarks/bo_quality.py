@@ -341,7 +341,8 @@ def results_of(lines: list[dict], T: int) -> dict:
 def table(name: str, result: dict) -> str:
     """A plain-text table of one problem: regret mean ± s.e. per T, ms a step, fits at a bound."""
     lines = [f"{name} ({result['n']} × {result['d']})",
-             f"{'method':20s}" + "".join(f"{'T = ' + str(h):>18s}" for h in HORIZONS) + f"{'ms/step':>10s}{'at bound':>10s}"]
+             f"{'method':20s}" + "".join(f"{'T = ' + str(h):>18s}" for h in HORIZONS)
+             + f"{'ms/step':>10s}{'at bound':>10s}"]
     for method, s in result["methods"].items():
         cells = "".join(f"{s['regret'][str(h)][0]:>10.3f} ± {s['regret'][str(h)][1]:.3f}" if str(h) in s["regret"]
                         else f"{'':>18s}" for h in HORIZONS)

@@ -116,7 +116,8 @@ def main() -> None:
         d = summary["difference"]
         paper_mean, paper_ci = PAPER_TABLE2[args.model]
         console.print(f"DPareto − random, paired: {d['mean']:+.3f} (95% CI {d['ci_low']:+.3f} to {d['ci_high']:+.3f}), "
-                      f"DPareto ahead on {d['dpareto_ahead']} of {len(d['seeds'])}; paper: {paper_mean:+.3f} {paper_ci}")
+                      f"DPareto ahead on {d['dpareto_ahead']} of {len(d['seeds'])}; "
+                      f"paper: {paper_mean:+.3f} {paper_ci}")
     console.print(f"wrote {path}")
 
 

@@ -182,7 +182,8 @@ def main() -> None:
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     if args.smoke:
-        sizes, bandwidth_mb, botorch_counts = [(4_000, 5, 12, True), (20_000, 5, 8, True), (40_000, 5, 6, False)], 64, (2, 4)
+        sizes = [(4_000, 5, 12, True), (20_000, 5, 8, True), (40_000, 5, 6, False)]
+        bandwidth_mb, botorch_counts = 64, (2, 4)
     else:
         sizes = [(10**6, 20, 100, True), (10**7, 20, 100, True), (10**8, 20, 50, False)]
         bandwidth_mb, botorch_counts = 4096, (3, 10)

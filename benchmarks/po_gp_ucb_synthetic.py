@@ -89,7 +89,8 @@ def gp_options(problem: Problem, setting: Setting, cache: dict) -> dict:
     """Options for GP-UCB: the fixed hyperparameters (and the refit schedule when ``fitted``)."""
     if problem.name not in cache:
         if problem.lengthscale is not None:
-            kernel, noise, mean = SquaredExponential(problem.lengthscale, problem.signal_std**2), problem.noise_variance, 0.0
+            kernel = SquaredExponential(problem.lengthscale, problem.signal_std**2)
+            noise, mean = problem.noise_variance, 0.0
         else:
             rows = np.random.default_rng(0).choice(len(problem.X), 200, replace=False)
             fit = fit_hyperparameters(problem.X[rows], problem.f[rows], n_restarts=2, rng=0)
@@ -162,7 +163,9 @@ def check_claims(figure: dict, tables: dict | None, crossing: dict | None, conso
     if crossing is not None:
         statements = [row["table_r_blocki"] == row["paper"] for row in crossing["tables"].values()]
         statements += [row["blocki"] == row["paper"] for row in crossing["figure"].values()]
-        claims["crossing points: largest r of each table with sigma_min >= omega, and which Fig. 2a eps have it"] = dict(
+        crossing_claim = ("crossing points: largest r of each table with sigma_min >= omega, "
+                          "and which Fig. 2a eps have it")
+        claims[crossing_claim] = dict(
             holds=all(statements), statements_that_hold=f"{sum(statements)}/{len(statements)}"
         )
     finals = [s50(c) for c in figure["configs"]]
@@ -178,7 +181,8 @@ def check_claims(figure: dict, tables: dict | None, crossing: dict | None, conso
         s50=[f[0] for f in finals],
     )
     gap = finals[-1][0] - s50(figure["non_private"])[0]
-    claims["small gap to non-private at largest epsilon (at most 0.05 sigma_y)"] = dict(holds=gap <= 0.05, ours=gap, paper=paper_gap)
+    claims["small gap to non-private at largest epsilon (at most 0.05 sigma_y)"] = dict(holds=gap <= 0.05, ours=gap,
+                                                                                        paper=paper_gap)
     for log_epsilon, configs in (tables or {}).items():
         rs = [c["r"] for c in configs]
         admissible = [c["r"] for c in configs if not c["lifted"]]  # σ_min ≥ ω
@@ -191,7 +195,9 @@ def check_claims(figure: dict, tables: dict | None, crossing: dict | None, conso
                 holds=None, p_value=p_value, best_r=rs[best], largest_r_in_table_with_sigma_min_ge_omega=r_star)
             continue
         near = r_star is not None and (
-            abs(rs.index(r_star) - best) <= 1 or values[rs.index(r_star)][0] - values[best][0] <= 2 * math.hypot(values[best][1], values[rs.index(r_star)][1])
+            abs(rs.index(r_star) - best) <= 1
+            or values[rs.index(r_star)][0] - values[best][0] <= 2 * math.hypot(values[best][1],
+                                                                               values[rs.index(r_star)][1])
         )
         claims[f"table eps=e^{log_epsilon}: largest admissible r at or near the lowest regret"] = dict(
             holds=bool(near), largest_r_in_table_with_sigma_min_ge_omega=r_star,

@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     started = time.perf_counter()
     all_results, claims, diagnosis = {}, {}, {}
-    with tempfile.TemporaryDirectory(prefix="pobo-real-data-") as tmp, benchmark_curator(Path(tmp) / "curator") as curator:
+    with (tempfile.TemporaryDirectory(prefix="pobo-real-data-") as tmp,
+          benchmark_curator(Path(tmp) / "curator") as curator):
         console.log(f"curator at {curator.url} (research mode, uncertified mechanisms enabled, SQLite in {tmp})")
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as progress:

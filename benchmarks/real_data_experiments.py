@@ -141,7 +141,8 @@ class Plan:
             gaussian_eps = (gaussian_eps[0], gaussian_eps[-1])
         baselines = ("non-private", "non-private-public-scaling", "random")
         settings = [Setting(m, "baseline", self.figure_runs) for m in baselines]
-        settings += [Setting("po-gp-ucb", "figure", self.figure_runs, log_epsilon=a, r=experiment.figure_r) for a in figure_eps]
+        settings += [Setting("po-gp-ucb", "figure", self.figure_runs, log_epsilon=a, r=experiment.figure_r)
+                     for a in figure_eps]
         for a, (rs, _) in tables.items() if self.table_runs else ():  # table_runs = 0: the r tables are skipped
             for r in rs:  # the figure already has r = figure_r at its ε (with the figure's runs)
                 if not (a in figure_eps and r == experiment.figure_r):

@@ -21,7 +21,8 @@ def plot(all_results: dict, out: Path) -> None:
         T = results["iterations"]
         ax = axes[row, 0]
         for s in results["settings"]:
-            if s["group"] in ("figure", "baseline") or (s["method"] == "gaussian" and s["epsilon"] == max(GAUSSIAN_EPSILONS)):
+            if (s["group"] in ("figure", "baseline")
+                    or (s["method"] == "gaussian" and s["epsilon"] == max(GAUSSIAN_EPSILONS))):
                 mean = np.array(s["mean"])
                 style = "--" if s["method"] != "po-gp-ucb" else "-"
                 ax.plot(range(1, T + 1), mean, style,
@@ -33,7 +34,8 @@ def plot(all_results: dict, out: Path) -> None:
 
         ax = axes[row, 1]
         for method, xs in (("po-gp-ucb", "epsilon"), ("gaussian", "epsilon")):
-            chosen = [s for s in results["settings"] if s["method"] == method and (method == "gaussian" or s["group"] == "figure")]
+            chosen = [s for s in results["settings"]
+                      if s["method"] == method and (method == "gaussian" or s["group"] == "figure")]
             chosen.sort(key=lambda s: s[xs])
             ax.errorbar([s[xs] for s in chosen], [final(s)[0] for s in chosen], [final(s)[1] for s in chosen],
                         marker="o", capsize=3,

@@ -29,7 +29,8 @@ def print_diagnosis(diagnosis: dict, console: Console) -> None:
 
 def print_sensitivity(sensitivity: dict, console: Console) -> None:
     table = Table(title="σ_min of the paper-preprocessed inputs and the largest r with σ_min ≥ ω (of each table's r) "
-                        "at the paper's three table ε; (lo)/(up) = the ARD lengthscale stopped at a bound of its search")
+                        "at the paper's three table ε; (lo)/(up) = the ARD lengthscale stopped at a bound of its "
+                        "search")
     for column in ("dataset", "incomes > $250k", "fit seed, rows", "ARD lengthscales", "σ_min", "paper window",
                    "largest r (paper: 10, 15, 20)", "ε for σ_min = ω at r = 15"):
         table.add_column(column)
@@ -148,14 +149,16 @@ def guideline_verdict(rs: Sequence[int], row: Sequence[dict]) -> dict:
         return dict(holds=None, reason="entries within noise of each other: a test of equal means does not reject",
                     p_value=p_value, largest_admissible_r=rs[admissible[-1]], best_r=rs[best])
     star = admissible[-1]
-    near = abs(star - best) <= 1 or values[star][0] - values[best][0] <= 2 * math.hypot(values[star][1], values[best][1])
+    near = (abs(star - best) <= 1
+            or values[star][0] - values[best][0] <= 2 * math.hypot(values[star][1], values[best][1]))
     return dict(holds=bool(near), largest_admissible_r=rs[star], best_r=rs[best])
 
 
 def print_claims(claims: dict, console: Console) -> None:
     for name, verdict in claims.items():
         holds = verdict["holds"]
-        mark = "[yellow]not testable here[/]" if holds is None else "[green]reproduces[/]" if holds else "[red]does NOT reproduce[/]"
+        mark = ("[yellow]not testable here[/]" if holds is None
+                else "[green]reproduces[/]" if holds else "[red]does NOT reproduce[/]")
         details = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in verdict.items() if k != "holds"}
         console.print(f"  {mark}: {name} {details}")
 
@@ -175,7 +178,8 @@ def report_crossing(all_results: dict, console: Console) -> dict:
         table.add_row("ours", *[f"{final(s)[0]:.3f}±{final(s)[1]:.3f}" for s in row])
         table.add_row("runs", *[str(s["runs"]) for s in row])
         console.print(table)
-        claims[key] = {f"e^{a}: the largest r with sigma_min >= omega at or near the lowest regret": guideline_verdict(rs, row)}
+        claim = f"e^{a}: the largest r with sigma_min >= omega at or near the lowest regret"
+        claims[key] = {claim: guideline_verdict(rs, row)}
         print_claims(claims[key], console)
     return claims
 

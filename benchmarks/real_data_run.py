@@ -182,7 +182,8 @@ def one_run(ctx: DatasetContext, setting: Setting, run: int, timed: bool) -> tup
         indices = [*initial, *map(int, picks)]
         return RunResult(ctx.regret(values[indices])), {}
     if setting.method.startswith("non-private"):
-        X = ctx.paper_inputs if setting.method == "non-private" else apply_scaling(ctx.table.features, public_scaling(ctx.table))
+        X = (ctx.paper_inputs if setting.method == "non-private"
+             else apply_scaling(ctx.table.features, public_scaling(ctx.table)))
         indices, seconds, _ = in_process_loop(X, local_metadata(ctx, X), ctx.run_settings(setting.method), values,
                                               initial)
         return RunResult(ctx.regret(values[indices]), seconds), {}
@@ -210,7 +211,8 @@ def run_setting(ctx: DatasetContext, setting: Setting, plan: Plan, progress: Pro
         outcomes[run] = one_run(ctx, setting, run, timed=True)
         progress.advance(task)
     with ThreadPoolExecutor(plan.workers) as pool:
-        futures = {pool.submit(one_run, ctx, setting, run, False): run for run in range(setting.runs) if run not in timed}
+        futures = {pool.submit(one_run, ctx, setting, run, False): run
+                   for run in range(setting.runs) if run not in timed}
         for future in as_completed(futures):
             outcomes[futures[future]] = future.result()
             progress.advance(task)
@@ -379,7 +381,8 @@ def sigma_min_sensitivity(console: Console) -> dict:
     """σ_min of the paper-preprocessed inputs and the crossing points under the choices the paper leaves open:
     for the loans, incomes above the public bound kept, clipped or dropped; for both tables, the subsample
     (seed, size) the ARD lengthscales are fitted on. Curator-side only: no server, no GP-UCB."""
-    variants = [("loans", o, lambda o=o: load_lendingclub(n=LOANS_N, seed=0, income_outliers=o)) for o in ("keep", "clip", "drop")]
+    variants = [("loans", o, lambda o=o: load_lendingclub(n=LOANS_N, seed=0, income_outliers=o))
+                for o in ("keep", "clip", "drop")]
     variants.append(("property", None, load_sg_property))
     rows = []
     for key, outliers, load in variants:

@@ -254,7 +254,8 @@ def run_problem(problem: Problem, epsilons, runs: int, console: Console, only: l
 def make_release(problem: Problem, X, measured, variant: Variant, epsilon: float, seed):
     noise_rng, projection_rng = np.random.default_rng(seed).spawn(2)
     d = X.shape[1]
-    measurements = None if variant.measurement_share is None else MeasurementOption(problem.clip, variant.measurement_share)
+    measurements = (None if variant.measurement_share is None
+                    else MeasurementOption(problem.clip, variant.measurement_share))
     pca = PcaOption(PCA_SHARE, problem.width * math.sqrt(d)) if variant.pca else None
     return gaussian_release(X, epsilon, DELTA, variant.r or d, projection_rng, noise=SeededNoise(noise_rng),
                             projection=variant.projection, pca=pca, y=measured if measurements else None,
@@ -307,7 +308,8 @@ def print_problem(console: Console, name: str, result: dict) -> None:
         table.add_column(f"ε={e:g}", justify="right")
     table.add_column("half gap at ε", justify="right")
     for method in dict.fromkeys(r["method"] for r in result["rows"] if r["epsilon"] is not None):
-        cells = {r["epsilon"]: f"{r['mean_regret']:.3f}±{r['stderr']:.3f}" for r in result["rows"] if r["method"] == method}
+        cells = {r["epsilon"]: f"{r['mean_regret']:.3f}±{r['stderr']:.3f}"
+                 for r in result["rows"] if r["method"] == method}
         runs = {r["runs"] for r in result["rows"] if r["method"] == method}
         label = method if runs == {result["runs"]} else f"{method} ({'/'.join(map(str, sorted(runs)))} runs)"
         table.add_row(label, *[cells.get(e, "") for e in epsilons], _epsilon_or_dash(half_gap(result, method)))
@@ -366,7 +368,8 @@ def main() -> None:
         out = {"command": command, **sampler_cost(console, n=args.sampler_rows, r=20)}
         (RESULTS / "regret_vs_epsilon_sampler_cost.json").write_text(json.dumps(out, indent=2))
         return
-    size, runs, epsilons, forecast_runs = (40, 3, (1.0, 16.0, 256.0, 1024.0), 3) if args.quick else (100, 20, EPSILONS, 10)
+    size, runs, epsilons, forecast_runs = ((40, 3, (1.0, 16.0, 256.0, 1024.0), 3) if args.quick
+                                           else (100, 20, EPSILONS, 10))
     runs, epsilons = args.runs or runs, tuple(args.epsilons or epsilons)
     forecast_runs = args.forecast_runs if args.forecast_runs is not None else forecast_runs
     path = args.out or RESULTS / f"regret_vs_epsilon{'_quick' if args.quick else ''}.json"

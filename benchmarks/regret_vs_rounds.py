@@ -145,7 +145,8 @@ def compare_optimisers(name: str, size: int, runs: int, rounds: int, q: int, con
         for method, factory in optimisers(n, run).items():
             clock = time.monotonic()
             proposer = factory(release.Z, metadata, settings)
-            curves.setdefault(method, []).append(regret_by_round(proposer, q, rounds, measured, values) / problem.regret_unit)
+            regret = regret_by_round(proposer, q, rounds, measured, values) / problem.regret_unit
+            curves.setdefault(method, []).append(regret)
             seconds[method] = seconds.get(method, 0.0) + time.monotonic() - clock
         console.print(f"  {name} comparison: run {run + 1}/{runs}")
     rows = [{"method": method, "q": q, "runs": runs, "mean": np.mean(c, axis=0).tolist(),

@@ -156,7 +156,8 @@ class Settings(BaseSettings):
         try:
             make_url(values["database_url"])
         except ArgumentError:
-            raise ValueError("POBO_DATABASE_URL is not a database URL (e.g. postgresql+psycopg://user@host/db)") from None
+            raise ValueError("POBO_DATABASE_URL is not a database URL "
+                             "(e.g. postgresql+psycopg://user@host/db)") from None
         return values
 
     @model_validator(mode="after")

@@ -18,7 +18,6 @@ from curator_service.services.policy import Principal
 from shared.api.schemas import AuditEvent, escaped
 
 
-
 def _declared_length(column: ColumnElement[Any]) -> int:
     """The length a string column is declared with."""
     kind = column.type

@@ -78,7 +78,8 @@ class ExpectedSquaredExponential(StationaryKernel):
         return K, g, u, self.ratio if self.ard else float(self.ratio)
 
     def __repr__(self) -> str:
-        return f"{super().__repr__()[:-1]}, input_noise_std={self.input_noise_std:.4g}, attenuation={self.attenuation:.3g})"
+        return (f"{super().__repr__()[:-1]}, input_noise_std={self.input_noise_std:.4g}, "
+                f"attenuation={self.attenuation:.3g})")
 
 
 def box_posterior(Z: ArrayLike, noise_std: float, width: float) -> tuple[NDArray, NDArray]:

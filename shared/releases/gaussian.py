@@ -208,7 +208,8 @@ def gaussian_release(
     measurement_share = measurements.share if measurements is not None else 0.0
     input_share = 1.0 - pca_share - measurement_share
     if not input_share > 0:
-        raise ValueError("the pca and measurement shares must leave the inputs a positive share (their sum must be < 1)")
+        raise ValueError("the pca and measurement shares must leave the inputs a positive share "
+                         "(their sum must be < 1)")
     noise = OpenDPNoise() if noise is None else noise
     mu = gdp_mu(epsilon, delta)
     rng = np.random.default_rng(rng)

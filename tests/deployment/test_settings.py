@@ -77,7 +77,8 @@ def test_admin_token_from_a_file_without_its_trailing_newline(tmp_path):
     settings = Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path)
     assert settings.admin_token == TOKEN
     # An explicit override (the CLI's generated token) wins over the file.
-    assert Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path, admin_token="x" * 32).admin_token == "x" * 32
+    overridden = Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path, admin_token="x" * 32)
+    assert overridden.admin_token == "x" * 32
 
 
 @pytest.mark.parametrize("content, message", [(None, "cannot read"), ("\n", "is empty")])

@@ -74,9 +74,10 @@ def register_adult(curator, shared_data_file, rows: int | None) -> DatasetOut:
     """The first ``rows`` of adult.data (all when None), raw, with its public bounds scaling."""
     shared_data_file("adult.data")
     X, y, names, scaling = adult_table("train", rows)
-    return PatientAdmin(curator.url, curator.admin_token).register_table(f"adult-{uuid.uuid4().hex[:8]}", X, names, budget=(50.0, 1e-3),
-                                  evaluator={"kind": "column", "column": "label"}, extra_columns={"label": y},
-                                  scaling=scaling)
+    admin = PatientAdmin(curator.url, curator.admin_token)
+    return admin.register_table(f"adult-{uuid.uuid4().hex[:8]}", X, names, budget=(50.0, 1e-3),
+                                evaluator={"kind": "column", "column": "label"}, extra_columns={"label": y},
+                                scaling=scaling)
 
 
 def adult_test_accuracy(model: dict) -> float:

@@ -80,7 +80,8 @@ def test_api_errors_end_with_the_servers_sentence_and_exit_code_1(bowl, curator,
 def test_plot_without_a_known_optimum_has_one_panel(bowl, curator, tmp_path):
     env = {"POBO_URL": curator.url, "POBO_TOKEN": bowl["token"]}
     out = tmp_path / "run.json"
-    assert runner.invoke(app, ["run", "--release", str(bowl["release"].id), "-T", "3", "--out", str(out)], env=env).exit_code == 0
+    command = ["run", "--release", str(bowl["release"].id), "-T", "3", "--out", str(out)]
+    assert runner.invoke(app, command, env=env).exit_code == 0
     one = plot_runs([RunRecord.load(out)], tmp_path / "one.png")
     width, _ = png_size(one)
     assert width < 1000

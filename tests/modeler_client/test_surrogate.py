@@ -117,7 +117,8 @@ def test_a_public_box_gives_every_row_its_box_posterior_through_refits():
     for _ in range(10):
         surrogate.update(indices, values[indices])
         indices.append(surrogate.suggest())
-    assert isinstance(surrogate.ucb.kernel, PosteriorInputsSE) and surrogate.ucb.kernel.lengthscale != surrogate.start_lengthscale
+    assert isinstance(surrogate.ucb.kernel, PosteriorInputsSE)
+    assert surrogate.ucb.kernel.lengthscale != surrogate.start_lengthscale
     means = surrogate.ucb.posterior.candidates[:, :2]
     assert means.min() > 0 and means.max() < 3.0  # every row's input sits inside the public box
 

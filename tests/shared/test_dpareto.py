@@ -83,8 +83,10 @@ def test_map_fn_evaluates_independent_points_and_keeps_the_serial_order(svt):
     rs = random_search(svt, evaluations=4, rng=7, map_fn=reversed_map)
     grid = grid_search(svt, points_per_dimension=2, map_fn=reversed_map)
     assert batches == [5, 4, 4]
-    assert [e.params for e in rs.evaluations] == [e.params for e in random_search(svt, evaluations=4, rng=7).evaluations]
-    assert [e.params for e in grid.evaluations] == [e.params for e in grid_search(svt, points_per_dimension=2).evaluations]
+    serial_random = random_search(svt, evaluations=4, rng=7)
+    serial_grid = grid_search(svt, points_per_dimension=2)
+    assert [e.params for e in rs.evaluations] == [e.params for e in serial_random.evaluations]
+    assert [e.params for e in grid.evaluations] == [e.params for e in serial_grid.evaluations]
 
 
 @pytest.mark.parametrize("u", [np.array([0.3, 0.7, 0.1]), np.array([1.0, 0.0, 1.0 - 1e-9])])

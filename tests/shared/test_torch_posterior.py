@@ -103,7 +103,8 @@ def test_growing_tiled_posteriors_agree_on_other_kernels(kernel):
             post.observe(i, y, next_beta=5.0, excluded=excluded)
         assert numba_post.ucb_argmax == torch_post.ucb_argmax
     _bitwise_equal(numba_post, torch_post)
-    assert numba_post.best_upper_confidence_bound(2.0, excluded) == torch_post.best_upper_confidence_bound(2.0, excluded)
+    best = numba_post.best_upper_confidence_bound(2.0, excluded)
+    assert best == torch_post.best_upper_confidence_bound(2.0, excluded)
     np.testing.assert_array_equal(numba_post.upper_confidence_bound(2.0), torch_post.upper_confidence_bound(2.0))
     everything = np.arange(len(C))
     assert torch_post.best_upper_confidence_bound(2.0, everything) == -1

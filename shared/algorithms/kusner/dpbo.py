@@ -119,7 +119,8 @@ def average_regret_bound(iterations: int, n_candidates: int, delta: float, noise
     variance."""
     if info_gain < 0:
         raise ValueError(f"the information gain bound gamma_T must be non-negative, got {info_gain}")
-    return math.sqrt(regret_constant(noise_std**2) * kusner_beta(iterations, n_candidates, delta) * info_gain / iterations)
+    beta = kusner_beta(iterations, n_candidates, delta)
+    return math.sqrt(regret_constant(noise_std**2) * beta * info_gain / iterations)
 
 
 def max_value_sensitivity(
@@ -138,7 +139,8 @@ def max_value_sensitivity(
     Unit signal variance: ``noise_std`` is σ in units of the prior standard deviation.
     """
     regret = average_regret_bound(iterations, n_candidates, delta, noise_std, info_gain)
-    return regret + dataset_shift_bound(dataset_kernel, n_candidates, delta, parts=3) + noise_max_bound(noise_std, delta)
+    return (regret + dataset_shift_bound(dataset_kernel, n_candidates, delta, parts=3)
+            + noise_max_bound(noise_std, delta))
 
 
 def noise_free_sensitivity(
