@@ -43,7 +43,7 @@ from shared.dp.noise import SeededNoise
 from shared.gp.kernels import SquaredExponential
 from shared.gp.noisy_inputs import ExpectedSquaredExponential
 from shared.gp.ucb import run_gp_ucb
-from shared.releases import PcaOption, gaussian_release
+from shared.releases import GaussianRelease, PcaOption, gaussian_release
 from shared.releases.gaussian import Projection
 from shared.releases.measurements import MeasurementOption
 
@@ -80,7 +80,7 @@ class ReleaseSetting:
     def dim(self) -> int:
         return self.r or self.d
 
-    def release(self, X: np.ndarray, epsilon: float, seed: int, y: np.ndarray | None = None):
+    def release(self, X: np.ndarray, epsilon: float, seed: int, y: np.ndarray | None = None) -> GaussianRelease:
         """The release of ``X`` (stand-in data only) with seeded, reproducible noise."""
         noise_rng, projection_rng = np.random.default_rng(seed).spawn(2)
         return gaussian_release(

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -352,7 +352,7 @@ class CandidatePosterior:
             del self._w[t:], self._indices[t:], self._values[t:]  # rows past t in V are simply reused
 
 
-def _copy(array):
+def _copy(array: Any) -> Any:
     """A copy of a numpy array or a torch tensor (the device engine's μ and σ²)."""
     return array.clone() if hasattr(array, "clone") else array.copy()
 
@@ -538,7 +538,8 @@ def _log_starts(
     return [np.clip(x0, *log_bounds.T) for x0 in starts]
 
 
-def _minimise(objective: Callable, starts: list[NDArray], log_bounds: NDArray, args: tuple, ftol: float):
+def _minimise(objective: Callable, starts: list[NDArray], log_bounds: NDArray, args: tuple,
+              ftol: float) -> Any:  # scipy's OptimizeResult (scipy ships no types)
     """The best L-BFGS-B result over ``starts`` (scipy's ``minimize`` with the analytic gradient)."""
     best = None
     # The matrices are small (t × t): extra BLAS threads only add synchronisation, which on a busy

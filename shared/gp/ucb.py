@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -321,7 +321,7 @@ def run_gp_ucb(
     noise_std: float = 0.0,
     answers: ArrayLike | None = None,
     rng: np.random.Generator | int | None = None,
-    **gpucb_options,
+    **gpucb_options: Any,
 ) -> GPUCBRun:
     """Run GP-UCB for ``iterations`` steps against a table of values: observing index i yields
     values[i] + N(0, noise_std²) (simulation noise from ``rng``, which also draws the initial points), or

@@ -54,6 +54,7 @@ as for any basis, and the result does not hinge on which null-space basis the ei
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -134,7 +135,7 @@ def _as_data(X: np.ndarray) -> np.ndarray:
     return X
 
 
-def _row_chunks(n: int, chunk_rows: int):
+def _row_chunks(n: int, chunk_rows: int) -> Iterator[tuple[int, int]]:
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be positive, got {chunk_rows}")
     for start in range(0, n, chunk_rows):
