@@ -26,9 +26,11 @@ import subprocess
 import time
 import warnings
 
-import harness
 import numpy as np
 import torch
+
+# isort: split
+import harness  # after numpy and torch, as speed_gp_ucb imports it (its --threads sets the BLAS threads)
 from speed_gp_ucb import COMPULSORY_VECTORS, DELTA, LENGTHSCALE, NOISE_VARIANCE, SIGNAL_VARIANCE, projected_problem
 
 from shared.gp.ucb import GPUCB, gp_ucb_beta

@@ -36,12 +36,14 @@ import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
-import harness  # noqa: I001  (after numpy on purpose: --threads sets BLAS threads, harness must not pin them)
 import numpy as np
-from rich.console import Console  # noqa: E402
-from rich.progress import track  # noqa: E402
-from rich.table import Table  # noqa: E402
 from threadpoolctl import threadpool_limits
+
+# isort: split
+import harness  # after numpy on purpose: --threads sets BLAS threads, harness must not pin them
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
 
 LENGTHSCALE, SIGNAL_VARIANCE, NOISE_VARIANCE, DELTA = 1.25, 1.0, 1e-5, 0.05  # the paper's synthetic GP
 ISSUE_SKLEARN_SECONDS, ISSUE_NUMPY_SECONDS = 1.7, 0.12  # the issue's reference numbers at n=36,000
