@@ -366,7 +366,7 @@ def service_run(curator, problem: Problem, run: int, T: int, workdir: Path) -> d
                                      budget=(2 * SERVICE_EPSILON, 1e-3),
                                      extra_columns={table.objective_name: table.objective},
                                      scaling=scaling.model_dump(exclude_none=True), goal=table.goal)
-    release = curator.release(dataset.id, "gaussian", SERVICE_EPSILON, 1e-5, "auto", None)
+    release = curator.create_release(dataset.id, "gaussian", SERVICE_EPSILON, 1e-5, "auto", None)
     key = curator.issue_key([release.id], max_queries=T, name=f"bo-quality-{run}")
     out = workdir / f"{problem.name}-{run}.json"
     command = [str(Path(sys.executable).with_name("pobo-modeler")), "run", "--url", curator.url, "--token", key.token,

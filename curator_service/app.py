@@ -18,6 +18,7 @@ from curator_service.persistence.blobs import TableCache
 from curator_service.persistence.db import Database, migrate
 from curator_service.routers import ROUTERS, sessions
 from curator_service.routers.auth import audit_refusals
+from curator_service.services.job_kinds import KINDS
 from curator_service.settings import Settings
 from shared.api.schemas import Health, Ready
 
@@ -61,7 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.db = db
     app.state.tables = TableCache()
-    app.state.jobs = JobRunner(app)
+    app.state.jobs = JobRunner(app, KINDS)
     app.state.auth_throttle = AuthThrottle(settings.auth_failures_allowed)
     install_error_handlers(app)
     audit_refusals(app)

@@ -18,6 +18,8 @@ from pydantic_settings.sources.utils import parse_env_vars
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from shared.api.errors import ApiError
+
 Mode = Literal["research", "production"]
 
 DEFAULT_MAX_UPLOAD_BYTES = 200 * 1024 * 1024
@@ -180,6 +182,13 @@ class Settings(BaseSettings):
     def __repr_args__(self):  # the database URL may carry the password: never in a log line or traceback
         for name, value in super().__repr_args__():
             yield name, make_url(value).render_as_string(hide_password=True) if name == "database_url" else value
+
+
+def refuse_seed_in_production(settings: Settings, seed: object) -> None:
+    """403 for a seed in production mode: seeded noise is reproducible and not floating-point-safe."""
+    if seed is not None and settings.mode == "production":
+        raise ApiError(403, "seed_refused", "seeds are refused in production mode (seeded noise is reproducible and "
+                       "not floating-point-safe); remove 'seed' from the request")
 
 
 class MappingEnvSource(EnvSettingsSource):

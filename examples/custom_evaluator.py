@@ -48,7 +48,7 @@ def main() -> None:
             scaling={"kind": "bounds", "lower": [0, 1, 10, 40, 50, 20, 10, 1, 2, 40],
                      "upper": [100, 2, 60, 200, 400, 300, 120, 10, 8, 200], "diameter": 1.0},
         )
-        release = curator.release(dataset.id, "gaussian", 4.0, 1e-5, dim=len(columns))
+        release = curator.create_release(dataset.id, "gaussian", 4.0, 1e-5, dim=len(columns))
         key = curator.issue_key([release.id], max_queries=50)
         with tempfile.TemporaryDirectory() as out:
             client = ModelerClient(curator.url, key.token)

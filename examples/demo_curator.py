@@ -88,7 +88,8 @@ def make_releases(curator: CuratorAdmin, dataset_id: int, table: DemoTable, seed
         # Certified: r = d, an orthonormal projection (sensitivity exactly 1).
         dim, release_seed = (d, None) if mechanism == "gaussian" else ("auto", seed)
         try:
-            table.release_ids.append(curator.release(dataset_id, mechanism, epsilon, DELTA, dim, release_seed).id)
+            release = curator.create_release(dataset_id, mechanism, epsilon, DELTA, dim, release_seed)
+            table.release_ids.append(release.id)
         except ApiError as exc:
             if exc.code != "uncertified_mechanism_disabled":
                 raise

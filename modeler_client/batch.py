@@ -122,7 +122,8 @@ def gp_bucb(ucb: GPUCB, q: int, pending: Sequence[int] = (), *, inflate: bool = 
 
 class GPBUCBProposer:
     """GP-BUCB over released inputs, with the GP-UCB loop's surrogate (same kernels, hyperparameter fitting,
-    input-noise handling and release-driven defaults, :mod:`modeler_client.surrogate`)."""
+    input-noise handling and release-driven defaults, :mod:`modeler_client.surrogate`). ``on_refit(surrogate)`` is
+    called whenever an answer changed the hyperparameters."""
 
     def __init__(
         self,
@@ -132,12 +133,14 @@ class GPBUCBProposer:
         *,
         requery: bool | None = None,
         measurement_noise_std: float | None = None,
+        on_refit: Callable[[Surrogate], None] | None = None,
         **surrogate_options,
     ) -> None:
-        # What the release's metadata decides unless given, as for the one-query loop (σ_y, no repeats).
+        # What the release's metadata decides unless given (σ_y, no repeats): release_options.
         options = release_options(release, settings, requery=requery, measurement_noise_std=measurement_noise_std)
         self.surrogate = Surrogate(Z, release, settings, **options, **surrogate_options)
         self.inflate = settings.batch_beta == "desautels"
+        self.on_refit = on_refit
         self.indices: list[int] = []
         self.values: list[float] = []
 
@@ -149,7 +152,10 @@ class GPBUCBProposer:
         self.surrogate.exclude([index])
 
     def ask(self, q: int, pending: Sequence[int]) -> list[int]:
-        self.surrogate.update(self.indices, np.array(self.values))
+        if self.surrogate.update(self.indices, np.array(self.values)) and self.on_refit is not None:
+            self.on_refit(self.surrogate)
+        if q == 1 and not pending:  # C_t = 0: GP-UCB's own pick (Algorithm 2, its initial design included)
+            return [self.surrogate.suggest()]
         return gp_bucb(self.surrogate.ucb, q, pending, inflate=self.inflate)
 
 

@@ -97,7 +97,7 @@ def seed_fixtures(curator: LocalCurator) -> str:
         extra_columns={"y": rows.sum(axis=1)},
         scaling={"kind": "bounds", "lower": [0.0] * 3, "upper": [1.0] * 3, "diameter": 1.0},
     )
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, 3)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, 3)
     return curator.issue_key([release.id], max_queries=10**6, name="fuzz modeler").token
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, NamedTuple, NoReturn, TypeVar
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -18,6 +18,7 @@ from curator_service.settings import ADMIN_TOKEN_FILE, default_data_dir
 from shared.api.errors import ApiError
 from shared.api.scaling import step_line
 from shared.api.schemas import NeighbouringStep
+from shared.command_line import shared_options
 from shared.terminal import print_table, to_csv
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -30,6 +31,19 @@ USAGE_ERROR = 2  # the exit code of a bad option, as click uses; a refusal by th
 
 Url = Annotated[str, typer.Option("--url", envvar="POBO_URL", help="The curator service's base URL.")]
 Token = Annotated[str, typer.Option("--token", envvar="POBO_ADMIN_TOKEN", help="Admin token or a curator key.")]
+
+
+class Server(NamedTuple):
+    """Where an admin command sends its requests (``--url``, ``POBO_URL``) and the token it sends (``--token``,
+    ``POBO_ADMIN_TOKEN``)."""
+
+    url: str
+    token: str
+
+
+connects = shared_options("server", {"url": (Url, DEFAULT_URL), "token": (Token, "")}, Server)
+"""Gives an admin command ``--url`` and ``--token`` (after its own options) and calls it with ``server``."""
+
 Json = Annotated[bool, typer.Option("--json", help="Print JSON (a list for listings) instead of a table.")]
 Csv = Annotated[bool, typer.Option("--csv", help="Print CSV (a header line, then one line per item) instead of a "
                                    "table.")]
@@ -54,12 +68,12 @@ def where_the_token_is() -> str:
 
 
 @contextmanager
-def curator(url: str, token: str, flags: Mapping[str, str] | None = None) -> Iterator[CuratorAdmin]:
+def curator(server: Server, flags: Mapping[str, str] | None = None) -> Iterator[CuratorAdmin]:
     """The typed client; the server's refusal ends the command on stderr with its code and sentence, exit 1."""
-    if not token:
+    if not server.token:
         fail(f"no admin token: {where_the_token_is()}", USAGE_ERROR)
     try:
-        yield CuratorAdmin(url, token)
+        yield CuratorAdmin(server.url, server.token)
     except ApiError as exc:
         if exc.status == 401:
             fail(f"({exc.code}) the service refused this token: {where_the_token_is()}")

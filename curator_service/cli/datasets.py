@@ -9,21 +9,20 @@ from typing import Annotated, Any
 import typer
 
 from curator_service.cli.common import (
-    DEFAULT_URL,
     USAGE_ERROR,
     Csv,
     Json,
-    Token,
-    Url,
+    Server,
     build,
+    connects,
     console,
     curator,
     fail,
-    single,
     numbers,
     print_json,
     show,
     show_step,
+    single,
     split,
 )
 from curator_service.cli.queries import measure_cell
@@ -98,7 +97,9 @@ def _spec(name: str | None, features: str | None, evaluator: str | None, noise_s
 
 
 @dataset_app.command("add")
+@connects
 def dataset_add(
+    server: Server,
     csv: Annotated[Path, typer.Argument(help="The CSV (uploaded; with --on-server, a path on the curator's host).")],
     name: Annotated[str | None, typer.Option(help="Dataset name.")] = None,
     features: Annotated[str | None, typer.Option(help="Feature columns, comma-separated.")] = None,
@@ -123,8 +124,6 @@ def dataset_add(
     spec: Annotated[Path | None, typer.Option(help="A JSON DatasetSpec; the options above override it.")] = None,
     on_server: Annotated[bool, typer.Option(help="CSV is a path on the server: register it without uploading.")] = False,
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """Register a dataset."""
     measurement = {"quantity": measure, "unit": unit, "expected_delay_hours": expected_delay_hours}
@@ -137,7 +136,7 @@ def dataset_add(
         if not csv.is_file():
             fail(f"there is no file {str(csv)!r}; give the path of a CSV (or --on-server for a path on the "
                  "curator's host)", USAGE_ERROR)
-    with curator(url, token, SPEC_FLAGS) as admin:
+    with curator(server, SPEC_FLAGS) as admin:
         out = admin.register_path(from_path) if on_server else admin.register_csv(csv.read_bytes(), body, csv.name)
     _show_datasets(out, "registered", as_json)
 
@@ -165,43 +164,46 @@ def _show_datasets(datasets: DatasetOut | list[DatasetOut], title: str, as_json:
 
 
 @dataset_app.command("list")
-def dataset_list(as_json: Json = False, as_csv: Csv = False, url: Url = DEFAULT_URL, token: Token = "") -> None:
+@connects
+def dataset_list(server: Server, as_json: Json = False, as_csv: Csv = False) -> None:
     """List datasets with their budgets."""
-    with curator(url, token) as admin:
+    with curator(server) as admin:
         _show_datasets(admin.datasets(), "datasets", as_json, as_csv)
 
 
 @dataset_app.command("show")
+@connects
 def dataset_show(
+    server: Server,
     dataset: Annotated[int, typer.Argument(help="Dataset id.")],
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """One dataset's metadata, budget and neighbouring step."""
-    with curator(url, token) as admin:
+    with curator(server) as admin:
         _show_datasets(admin.dataset(dataset), f"dataset {dataset}", as_json)
 
 
 @budget_app.command("raise")
+@connects
 def budget_raise(
+    server: Server,
     dataset: Annotated[int, typer.Option(help="Dataset id.")],
     reason: Annotated[str, typer.Option(help="Why the budget is raised (kept in the ledger).")],
     epsilon: Annotated[float, typer.Option(help="ε added to the total.")] = 0.0,
     delta: Annotated[float, typer.Option(help="δ added to the total.")] = 0.0,
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """Raise a dataset's total budget; the ledger and the audit trail record it."""
     body = build(BudgetRaise, {"epsilon": epsilon, "delta": delta, "reason": reason}, BUDGET_FLAGS)
-    with curator(url, token, BUDGET_FLAGS) as admin:
+    with curator(server, BUDGET_FLAGS) as admin:
         out = admin.raise_budget(dataset, body)
     single(out, as_json, ["total_epsilon", "spent_epsilon", "remaining_epsilon", "total_delta", "spent_delta",
                              "remaining_delta"], f"dataset {dataset}: budget raised")
 
 
+@connects
 def plan(
+    server: Server,
     dataset: Annotated[int, typer.Option(help="Dataset id.")],
     epsilon: Annotated[str, typer.Option(help="The ε to plan for, comma-separated (e.g. 0.5,1,2,4).")],
     delta: Annotated[float, typer.Option(help="δ of the planned release.")] = DEFAULT_RELEASE_DELTA,
@@ -218,15 +220,13 @@ def plan(
                                           "only).")] = 0,
     queries: Annotated[int, typer.Option(help="Queries per simulated run.")] = 50,
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """What a gaussian release would buy at each ε, before anything is charged (reads no row)."""
     values = {"epsilons": numbers(epsilon, "--epsilon"), "delta": delta, "simulate_runs": simulate,
               "queries": queries, "width": width,
               **release_options(dim, projection, pca_share, pca_clip_norm, measurements_clip, measurements_share)}
     body = build(PlanRequest, values, PLAN_FLAGS)
-    with curator(url, token, PLAN_FLAGS) as admin:
+    with curator(server, PLAN_FLAGS) as admin:
         out = admin.plan(dataset, body)
     if as_json:
         print_json(out)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from curator_service.cli.common import DEFAULT_URL, Csv, Json, Token, Url, console, curator, listing, single
+from curator_service.cli.common import Csv, Json, Server, connects, console, curator, listing, single
 
 jobs_app = typer.Typer(help="Watch and cancel curator-side jobs.", no_args_is_help=True)
 
@@ -16,28 +16,28 @@ JOB_COLUMNS = ["id", "kind", "dataset_id", "status", "progress", "epsilon", "del
 
 
 @jobs_app.command("list")
+@connects
 def jobs_list(
+    server: Server,
     status: Annotated[str | None, typer.Option(help="Only jobs in this status: queued, running, succeeded, failed "
                                                "or cancelled.")] = None,
     as_json: Json = False,
     as_csv: Csv = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """Every job with its status, progress and charge."""
-    with curator(url, token, {"status": "--status"}) as admin:
+    with curator(server, {"status": "--status"}) as admin:
         listing(admin.jobs(status), as_json, JOB_COLUMNS, "jobs", as_csv=as_csv)
 
 
 @jobs_app.command("show")
+@connects
 def jobs_show(
+    server: Server,
     job: Annotated[int, typer.Argument(help="Job id.")],
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """One job, with its warnings and its released result."""
-    with curator(url, token) as admin:
+    with curator(server) as admin:
         out = admin.job(job)
     if single(out, as_json, JOB_COLUMNS, f"job {job}"):
         for warning in out.warnings:
@@ -47,13 +47,13 @@ def jobs_show(
 
 
 @jobs_app.command("cancel")
+@connects
 def jobs_cancel(
+    server: Server,
     job: Annotated[int, typer.Argument(help="Job id.")],
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """Cancel a job (queued: at once; running: at its next check); its charge stays on the ledger."""
-    with curator(url, token) as admin:
+    with curator(server) as admin:
         out = admin.cancel_job(job)
     single(out, as_json, JOB_COLUMNS, f"job {job}")

@@ -7,13 +7,12 @@ from typing import Annotated, Any
 import typer
 
 from curator_service.cli.common import (
-    DEFAULT_URL,
     Csv,
     Json,
-    Token,
-    Url,
+    Server,
     build,
     cell,
+    connects,
     console,
     curator,
     listing,
@@ -39,7 +38,9 @@ def _key_cell(column: str, value: Any) -> str:
 
 
 @key_app.command("create")
+@connects
 def key_create(
+    server: Server,
     name: Annotated[str, typer.Option(help="Who the key is for.")],
     release: Annotated[list[int], typer.Option(help="Release id in scope (repeat for several).")],
     max_queries: Annotated[int, typer.Option(help="Query budget of the key.")],
@@ -54,15 +55,13 @@ def key_create(
     governance: Annotated[bool, typer.Option(help="A curator key that may raise budgets, revoke keys and change "
                                              "other keys' policies (no cap, no job list).")] = False,
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """Create an API key, with its policy (caps, job kinds, expiry, governance); its token is printed once."""
     body = build(KeyCreateWithPolicy, {"name": name, "release_ids": release, "max_queries": max_queries, "role": role,
                                        "epsilon_cap": epsilon_cap, "delta_cap": delta_cap,
                                        "jobs": None if jobs is None else split(jobs), "expires_at": expires,
                                        "governance": governance or None}, KEY_FLAGS)
-    with curator(url, token, KEY_FLAGS) as admin:
+    with curator(server, KEY_FLAGS) as admin:
         out = admin.create_key(body)
         with admin.admin() as api:
             policy = api.get(f"{API_PREFIX}/keys/{out.id}/policy", model=KeyPolicyOut)
@@ -79,20 +78,21 @@ def key_create(
 
 
 @key_app.command("list")
-def key_list(as_json: Json = False, as_csv: Csv = False, url: Url = DEFAULT_URL, token: Token = "") -> None:
+@connects
+def key_list(server: Server, as_json: Json = False, as_csv: Csv = False) -> None:
     """List keys with their scope, query budget and use (never their tokens)."""
-    with curator(url, token) as admin:
+    with curator(server) as admin:
         listing(admin.keys(), as_json, KEY_COLUMNS, "keys", _key_cell, as_csv=as_csv)
 
 
 @key_app.command("revoke")
+@connects
 def key_revoke(
+    server: Server,
     key: Annotated[int, typer.Argument(help="The key's id (see `pobo-curator key list`).")],
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """Revoke a key at once: its token stops working, and so do its sessions."""
-    with curator(url, token) as admin:
+    with curator(server) as admin:
         out = admin.revoke_key(key)
     single(out, as_json, KEY_COLUMNS, "revoked", _key_cell)

@@ -6,19 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from curator_service.cli.common import (
-    DEFAULT_URL,
-    Csv,
-    Json,
-    Token,
-    Url,
-    build,
-    cell,
-    console,
-    curator,
-    listing,
-    single,
-)
+from curator_service.cli.common import Csv, Json, Server, build, cell, connects, console, curator, listing, single
 from shared.api.schemas import ReconstructionAuditRequest
 
 audit_app = typer.Typer(help="The audit log (who did what, when), and the reconstruction audit of a release.",
@@ -28,15 +16,15 @@ LEDGER_COLUMNS = ["id", "dataset_id", "kind", "epsilon", "delta", "purpose", "me
                   "created_at"]
 
 
+@connects
 def ledger(
+    server: Server,
     dataset: Annotated[int | None, typer.Option(help="Only this dataset.")] = None,
     as_json: Json = False,
     as_csv: Csv = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """The privacy ledger: every (ε, δ) spent or raised, for what, by whom."""
-    with curator(url, token) as admin:
+    with curator(server) as admin:
         listing(admin.ledger(dataset), as_json, LEDGER_COLUMNS, "ledger", _audit_cell, as_csv=as_csv)
 
 
@@ -54,7 +42,9 @@ def _audit_cell(column: str, value: Any) -> str:
 
 
 @audit_app.command("log")
+@connects
 def audit_log(
+    server: Server,
     actor: Annotated[str | None, typer.Option(help="Only this actor: 'admin' or 'key:<id>:<name>'.")] = None,
     action: Annotated[str | None, typer.Option(help="Only actions starting with this, e.g. 'key.' or "
                                                "'release.create'.")] = None,
@@ -70,12 +60,10 @@ def audit_log(
     limit: Annotated[int, typer.Option(help="At most this many lines.")] = 50,
     as_json: Json = False,
     as_csv: Csv = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """The audit log, newest first: who did what, when, to which object (never a data value), a page at a time."""
     flags = {"offset": "--offset", "limit": "--limit", "actor": "--actor", "action": "--action", "target": "--target"}
-    with curator(url, token, flags) as admin:
+    with curator(server, flags) as admin:
         events, total = admin.audit_events(actor=actor, action=action, target=target, changes_only=changes_only,
                                            order="oldest" if oldest_first else "newest", grouped=not each,
                                            offset=offset, limit=limit)
@@ -93,18 +81,18 @@ def audit_log(
 
 
 @audit_app.command("reconstruction")
+@connects
 def audit_reconstruction(
+    server: Server,
     release: Annotated[int, typer.Option(help="Release id.")],
     known: Annotated[int, typer.Option(help="Records the attacker knows (d + 1 break po-gp-ucb).")],
     seed: Annotated[int | None, typer.Option(help="Which rows are known (research mode).")] = None,
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """Attack a release with K known records; prints aggregate reconstruction errors only."""
     flags = {"known": "--known", "seed": "--seed"}
     body = build(ReconstructionAuditRequest, {"known": known, "seed": seed}, flags)
-    with curator(url, token, flags) as admin:
+    with curator(server, flags) as admin:
         out = admin.reconstruction_audit(release, body)
     if single(out, as_json, ["release_id", "mechanism", "known", "reconstructed", "max_relative_error",
                                 "median_relative_error", "rms_error", "baseline_rms_error", "noise_std",

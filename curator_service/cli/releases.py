@@ -9,13 +9,12 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 
 from curator_service.admin_client import CuratorAdmin
 from curator_service.cli.common import (
-    DEFAULT_URL,
     USAGE_ERROR,
     Json,
-    Token,
-    Url,
+    Server,
     build,
     cell,
+    connects,
     console,
     curator,
     errors,
@@ -67,7 +66,9 @@ def release_options(dim: str, projection: str, pca_share: float | None, pca_clip
 
 
 @release_app.command("create")
+@connects
 def release_create(
+    server: Server,
     dataset: Annotated[int, typer.Option(help="Dataset id.")],
     epsilon: Annotated[float, typer.Option(help="ε charged for the release (every part of it, once).")],
     delta: Annotated[float, typer.Option(help="δ charged for the release (default: a tenth of the default "
@@ -87,8 +88,6 @@ def release_create(
                                           "it (`pobo-curator jobs show ID` later; its result names the release).")]
     = False,
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """Release a dataset's inputs, and optionally private measurements (charged once to its budget, when stored).
 
@@ -97,7 +96,7 @@ def release_create(
     values = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "seed": seed, "request_id": request_id,
               **release_options(dim, projection, pca_share, pca_clip_norm, measurements_clip, measurements_share)}
     body = build(ReleaseCreate, values, RELEASE_FLAGS)
-    with curator(url, token, RELEASE_FLAGS) as admin:
+    with curator(server, RELEASE_FLAGS) as admin:
         made = admin.submit_release(dataset, body)
         if isinstance(made, JobOut):
             if no_wait:
@@ -125,26 +124,26 @@ def follow_release(admin: CuratorAdmin, job: JobOut) -> ReleaseOut:
 
 
 @release_app.command("list")
+@connects
 def release_list(
+    server: Server,
     dataset: Annotated[int | None, typer.Option(help="Only this dataset's releases.")] = None,
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """List releases: mechanism, whether certified or seeded, cost, projection and noise."""
-    with curator(url, token) as admin:
+    with curator(server) as admin:
         show_releases(admin.releases(dataset), "releases", as_json)
 
 
 @release_app.command("show")
+@connects
 def release_show(
+    server: Server,
     release: Annotated[int, typer.Argument(help="Release id.")],
     as_json: Json = False,
-    url: Url = DEFAULT_URL,
-    token: Token = "",
 ) -> None:
     """One release: its metadata, every public parameter, its neighbouring step and warnings."""
-    with curator(url, token) as admin:
+    with curator(server) as admin:
         out = admin.release_info(release)
     show_releases(out, f"release {release}", as_json)
     if not as_json:

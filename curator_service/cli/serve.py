@@ -69,7 +69,7 @@ def serve(
     if settings.dask_scheduler is None:  # the embedded cluster starts with the service, not with its first job
         from curator_service.jobs.cluster import start_embedded_cluster
 
-        start_embedded_cluster(settings.job_workers)
+        start_embedded_cluster(settings.job_workers, app.state.jobs.preload)
         console.print(f"jobs: {settings.job_workers} local Dask worker processes (mutual TLS on loopback), starting "
                       "(/ready says when)")
     else:

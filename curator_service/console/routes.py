@@ -45,6 +45,7 @@ from curator_service.routers.auth import ANONYMOUS
 from curator_service.services import audit, console_sessions
 from curator_service.services.policy import principal_for_token
 from shared.api.errors import ApiError
+from shared.api.schemas import UNFINISHED_JOB_STATUSES
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.gp.importance import ard_importance
 from shared.regret import best_so_far
@@ -52,7 +53,6 @@ from shared.regret import best_so_far
 router = APIRouter(prefix="/console", include_in_schema=False)
 
 AUDIT_ROWS = 50
-LIVE_JOB_STATES = ("queued", "running")
 
 
 async def act(back: str, call: Callable[[], Awaitable[Any]], done: Callable[[Any], str]) -> RedirectResponse:
@@ -697,7 +697,7 @@ async def correct_answer(request: Request, api: Console, session_id: int, query_
 @router.get("/jobs", response_class=HTMLResponse)
 async def jobs_page(request: Request, api: Console) -> HTMLResponse:
     jobs = sorted(await api.get("/v1/jobs"), key=lambda j: j["id"], reverse=True)
-    live = any(j["status"] in LIVE_JOB_STATES for j in jobs)
+    live = any(j["status"] in UNFINISHED_JOB_STATUSES for j in jobs)
     return render(request, "jobs.html", page="jobs", jobs=jobs, refresh=live)
 
 
@@ -716,7 +716,7 @@ async def job_page(request: Request, api: Console, job_id: int) -> HTMLResponse:
     return render(request, "job.html", page="jobs", job=job, result=result, front=_front(result),
                   notes=result_notes(job["kind"], result) if result else [],
                   result_text=json.dumps(result, indent=2) if result is not None else None,
-                  refresh=job["status"] in LIVE_JOB_STATES)
+                  refresh=job["status"] in UNFINISHED_JOB_STATUSES)
 
 
 LAPLACE_95 = math.log(20.0)

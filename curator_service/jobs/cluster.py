@@ -1,5 +1,6 @@
 """The Dask cluster that runs jobs: the embedded one (worker processes beside ``pobo-curator serve``) or a
-scheduler given by ``POBO_DASK_SCHEDULER``, and the parallel map a running job uses to spread its pieces over it.
+scheduler given by ``POBO_DASK_SCHEDULER`` (the parallel map a running job uses to spread its pieces over it:
+:mod:`.parallel`).
 
 Jobs hold raw rows, so the workers must live inside the curator's trust boundary (docs/deployment.md), and every
 connection to the cluster is mutual TLS: a Dask client that reaches a scheduler can run any code on its workers.
@@ -12,18 +13,14 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import dask
-from distributed import Client, LocalCluster, Security, get_worker, wait, worker_client
-
-from shared.learners.stopping import stop_check
+from distributed import Client, LocalCluster, Security
 
 if TYPE_CHECKING:
     from curator_service.settings import Settings
-
-POLL_SECONDS = 0.25  # how often a job waiting on its pieces looks at its cancel flag
 
 # Workers hold raw rows (a job's table, a release's chunks and M): never spilled to the worker's local disk.
 NO_SPILLING = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False}
@@ -41,9 +38,11 @@ _embedded: LocalCluster | None = None
 _embedded_lock = threading.Lock()
 
 
-def embedded_cluster(workers: int) -> LocalCluster:
+def embedded_cluster(workers: int, preload: Sequence[str] = ()) -> LocalCluster:
     """This process's local cluster of ``workers`` worker processes (one thread each, loopback only), started on
-    first use and shared by every app in the process (the tests' many apps use one), closed when it exits.
+    first use and shared by every app in the process (the tests' many apps use one), closed when it exits. Each
+    worker imports the ``preload`` modules (the job kinds': :attr:`.runner.JobRunner.preload`) as it starts,
+    at full priority, then runs :func:`dask_setup`.
 
     Its scheduler, nannies and workers listen on ``tls://`` only and require a client certificate from a key pair
     made for this cluster at its start (Dask's ``Security.temporary()``: held in memory and handed to the worker
@@ -59,7 +58,7 @@ def embedded_cluster(workers: int) -> LocalCluster:
                 warnings.filterwarnings("ignore", message="Port 8787 is already in use")  # loopback HTTP endpoint
                 _embedded = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                          scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR,
-                                         preload=[__name__],  # dask_setup below, in each worker process
+                                         preload=[*preload, __name__],  # dask_setup below, in each worker
                                          security=Security.temporary())
             atexit.register(_embedded.close)
         return _embedded
@@ -78,7 +77,8 @@ def dask_setup(worker: Any) -> None:
     """Dask's preload hook, run in each worker process as it starts (``dask worker --preload
     curator_service.jobs.cluster`` does the same on a cluster of your own). It ends a worker that would spill task
     data to disk (fail closed), then lets jobs yield the CPU to the API process beside them (a dpareto job had
-    tripled the query path's p50 on 2 cores) and imports the job code now, not in a release's first seconds."""
+    tripled the query path's p50 on 2 cores) and imports the job engine now, not in a release's first seconds (the
+    kinds' modules come before it in the preload list: ``--preload curator_service.services.job_kinds``)."""
     memory = worker.memory_manager
     if memory.memory_target_fraction is not False or memory.memory_spill_fraction is not False:
         # Dask logs and ignores an exception raised here (PreloadManager.start) and the preload runs before the
@@ -93,14 +93,14 @@ def dask_setup(worker: Any) -> None:
 _starting = threading.Event()
 
 
-def start_embedded_cluster(workers: int) -> None:
+def start_embedded_cluster(workers: int, preload: Sequence[str] = ()) -> None:
     """Starts this process's cluster in the background (``serve``: the service answers at once; a job sent meanwhile
     waits for the cluster), logging a failure; :func:`embedded_starting` is true until it is up."""
     _starting.set()
 
     def start() -> None:
         try:
-            embedded_cluster(workers)
+            embedded_cluster(workers, preload)
         except Exception as exc:  # noqa: BLE001 - the first job will try again and fail visibly
             logging.getLogger(__name__).error("the embedded Dask cluster did not start: %s", type(exc).__name__)
         finally:
@@ -128,111 +128,12 @@ PLAINTEXT_WARNING = ("the Dask scheduler %s is plain TCP (POBO_DASK_ALLOW_PLAINT
                      "on the workers that hold raw rows")
 
 
-def connect(settings: Settings) -> Client:
-    """A client of ``POBO_DASK_SCHEDULER``, or of the embedded cluster when it is unset, that is not the process's
-    default (kinds never use it)."""
+def connect(settings: Settings, preload: Sequence[str] = ()) -> Client:
+    """A client of ``POBO_DASK_SCHEDULER``, or of the embedded cluster when it is unset (started with ``preload``),
+    that is not the process's default (kinds never use it)."""
     if settings.dask_scheduler is None:
-        local = embedded_cluster(settings.job_workers)
+        local = embedded_cluster(settings.job_workers, preload)
         address, security = local.scheduler_address, local.security
     else:
         address, security = settings.dask_scheduler, client_security(settings)
     return Client(address, security=security, set_as_default=False, timeout="30s")
-
-
-def on_worker() -> bool:
-    """Whether this code runs inside a Dask worker (a job's ``run``), where :func:`parallel_map` uses the cluster."""
-    try:
-        get_worker()
-    except ValueError:
-        return False
-    return True
-
-
-MAX_PIECES = 256  # tasks one map sends at most (items are grouped beyond): the scheduler's load stays bounded
-
-
-class Hidden:
-    """A task's items, whose repr shows no value: a Dask worker logs a failed task's arguments (``repr``, 1,000
-    characters: the first rows of a chunk would fit)."""
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
-
-    def __repr__(self) -> str:
-        return f"<{len(self.items)} items hidden>"
-
-
-def _call_each(fn: Callable[[Any], Any], batch: Hidden) -> list[Any]:
-    """The task of one batch. A training in it stops at its next stop check once the task is cancelled
-    (:func:`_stop_if_task_cancelled`). A failure leaves it as a :class:`~curator_service.jobs.JobFailed` naming the
-    error's type only: Dask logs a failed task's exception with its message, which might quote data (the curator's
-    own log gets the traceback without the message)."""
-    from curator_service.errors import log_unexpected
-    from curator_service.jobs import JobCancelled, JobFailed
-
-    try:
-        with stop_check(_stop_if_task_cancelled()):
-            return [fn(item) for item in batch.items]
-    except (JobFailed, JobCancelled):
-        raise  # a kind's own sentence, safe by contract; a stop of a cancelled task, which nobody gathers
-    except Exception as exc:  # noqa: BLE001
-        log_unexpected(exc)
-        raise JobFailed(f"a part of the job failed with {type(exc).__name__}; the curator's log says where") from None
-
-
-def _stop_if_task_cancelled() -> Callable[[], None]:
-    """The stop check of the task running in this thread: it raises :class:`~curator_service.jobs.JobCancelled` once
-    the worker holds the task as cancelled, as it does once :func:`parallel_map` cancels its unfinished pieces (a
-    cancel, a failed piece). It reads the worker's own state of the task (Dask's worker state machine): no
-    message to the scheduler, nothing to clean up."""
-    from curator_service.jobs import JobCancelled
-
-    worker = get_worker()
-    key = worker.get_current_task()
-
-    def check() -> None:
-        task = worker.state.tasks.get(key)
-        if task is None or task.state == "cancelled":
-            raise JobCancelled
-
-    return check
-
-
-def parallel_map(fn: Callable[[Any], Any], items: list[Any], check_cancelled: Callable[[], None],
-                 progress: Callable[[int, int], None] | None = None) -> list[Any]:
-    """``[fn(item) for item in items]``: on a Dask worker, as tasks over the whole cluster (this task secedes from
-    its thread while it waits, so the pieces may run there too); elsewhere a loop. ``check_cancelled`` raises to
-    stop: between items, or every :data:`POLL_SECONDS` while pieces run (the pieces not yet done are cancelled;
-    a piece already running stops at its training's next stop check, :mod:`shared.learners.stopping`, else
-    finishes in the background: Dask cannot interrupt a thread). More than
-    :data:`MAX_PIECES` items go in that many tasks of consecutive items. ``progress(done, total)`` is called as
-    pieces finish."""
-    report = progress or (lambda done, total: None)
-    if len(items) < 2 or not on_worker():
-        results = []
-        for item in items:
-            check_cancelled()
-            results.append(fn(item))
-            report(len(results), len(items))
-        return results
-    size = -(-len(items) // MAX_PIECES)
-    batches = [items[start:start + size] for start in range(0, len(items), size)]
-    with worker_client() as client:
-        [shared] = client.scatter([fn], hash=False)  # fn and the arrays it holds travel once per worker
-        futures = [client.submit(_call_each, shared, Hidden(batch), pure=False) for batch in batches]
-        try:
-            pending = futures
-            while pending and not any(future.status == "error" for future in futures):  # gather raises the error
-                check_cancelled()
-                try:
-                    still = list(wait(pending, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").not_done)
-                except TimeoutError:
-                    continue
-                if len(still) < len(pending):
-                    waiting = {future.key for future in still}
-                    report(sum(len(b) for b, f in zip(batches, futures) if f.key not in waiting), len(items))
-                pending = still
-            return [result for batch in client.gather(futures) for result in batch]
-        except BaseException:
-            client.cancel(futures)
-            raise

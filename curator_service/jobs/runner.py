@@ -13,17 +13,18 @@ import threading
 import time
 import uuid
 from datetime import timedelta
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from distributed import Client, Future, fire_and_forget
 from sqlalchemy import select
 
 from curator_service.errors import log_unexpected
-from curator_service.jobs import KINDS, JobKind
+from curator_service.jobs import JobKind, charged_at_submission
 from curator_service.jobs import cluster, state
 from curator_service.jobs.worker import JobTask, run_job, without_password
 from curator_service.persistence.models import Job, utcnow
-from curator_service.services.policy import refuse_seed_in_production
+from curator_service.settings import refuse_seed_in_production
 from shared.api.errors import ApiError
 
 if TYPE_CHECKING:
@@ -33,19 +34,15 @@ REAP_EVERY_SECONDS = 5.0
 RESEND_AFTER_SECONDS = 60.0  # a job queued this long is sent to the cluster again (once a minute at most)
 
 
-def charged_at_submission(kind_name: str) -> bool:
-    """Kinds without a ``commit`` were charged when the job was created (a vanished kind: assume so)."""
-    kind = KINDS.get(kind_name)
-    return kind is None or kind.commit is None
-
-
 class JobRunner:
     """Sends jobs to the Dask cluster (``POBO_DASK_SCHEDULER``, or the embedded one of ``POBO_JOB_WORKERS`` worker
-    processes) and reaps dead ones. The client connects on first use, so an app that runs no job starts none."""
+    processes) and reaps dead ones. The client connects on first use, so an app that runs no job starts none.
+    ``kinds``: the job kinds it runs, by name (a job names its kind)."""
 
-    def __init__(self, app: FastAPI) -> None:
+    def __init__(self, app: FastAPI, kinds: Mapping[str, JobKind]) -> None:
         self.settings = app.state.settings
         self.db = app.state.db
+        self.kinds = kinds
         self._client: Client | None = None
         self._futures: dict[int, Future] = {}
         self._sent_at: dict[int, float] = {}  # when each job still queued was last sent (monotonic seconds)
@@ -59,8 +56,13 @@ class JobRunner:
             if self._stopping.is_set():
                 raise RuntimeError("the job engine is shutting down")
             if self._client is None:
-                self._client = cluster.connect(self.settings)
+                self._client = cluster.connect(self.settings, self.preload)
             return self._client
+
+    @property
+    def preload(self) -> list[str]:
+        """The modules of the kinds it runs: an embedded cluster's workers import them as they start."""
+        return sorted({kind.run.__module__ for kind in self.kinds.values()})
 
     @property
     def accepting(self) -> bool:
@@ -81,7 +83,10 @@ class JobRunner:
 
     def reap(self) -> list[int]:
         with self.db.write() as session:
-            return state.reap(session, charged_at_submission)
+            return state.reap(session, self.charged_at_submission)
+
+    def charged_at_submission(self, kind_name: str) -> bool:
+        return charged_at_submission(self.kinds.get(kind_name))
 
     def _reap_forever(self) -> None:
         try:
@@ -146,11 +151,11 @@ class JobRunner:
         except ApiError as exc:
             self._fail_queued(job_id, exc.detail)
             return None
-        return KINDS[name]
+        return self.kinds[name]
 
     def _fail_queued(self, job_id: int, reason: str) -> None:
         with self.db.write() as session:
-            note = state.budget_note(charged_at_submission(session.get(Job, job_id).kind))
+            note = state.budget_note(self.charged_at_submission(session.get(Job, job_id).kind))
             state.finish(session, job_id, None, "failed", f"{reason}; {note}")
 
     def cancel(self, job_id: int) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
+from curator_service.jobs import DatasetInfo
 from curator_service.persistence.models import Dataset, Job, utcnow
-from curator_service.services.ledger import budget_status
 from shared.api.schemas import ScalingSpec
 
 HEARTBEAT_SECONDS = 1.0  # a running job's worker writes its heartbeat and reads the cancel flag this often
@@ -34,16 +34,12 @@ def budget_note(charged_at_submission: bool) -> str:
     return "the budget stays charged" if charged_at_submission else "nothing was charged"
 
 
-def dataset_info(session: Session, dataset: Dataset):
-    """The public facts a kind's ``cost`` and ``run`` see (:class:`curator_service.jobs.DatasetInfo`)."""
-    from curator_service.jobs import DatasetInfo
-
-    status = budget_status(session, dataset)
+def dataset_info(dataset: Dataset) -> DatasetInfo:
+    """The public facts a kind's ``cost`` and ``run`` see."""
     return DatasetInfo(
         id=dataset.id, n=dataset.n, d=dataset.d, columns=tuple(dataset.columns),
         numeric_columns=tuple(dataset.numeric_columns),
         feature_columns=tuple(dataset.feature_columns), evaluator=dict(dataset.evaluator),
-        remaining_epsilon=status.remaining_epsilon, remaining_delta=status.remaining_delta,
         scaling=ScalingSpec.model_validate(dataset.scaling), label_columns=tuple(dataset.label_columns or ()),
     )
 

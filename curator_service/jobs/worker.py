@@ -29,14 +29,12 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from curator_service.errors import log_unexpected
-from curator_service.jobs import JobCancelled, JobContext, JobFailed, JobKind
-from curator_service.jobs import state
-from curator_service.jobs.cluster import on_worker
-from curator_service.persistence.blobs import TableCache
+from curator_service.jobs import JobContext, JobKind, state
+from curator_service.jobs.outcomes import JobCancelled, JobFailed
+from curator_service.jobs.parallel import on_worker
+from curator_service.persistence.blobs import TableCache, cached_table
 from curator_service.persistence.db import Database
 from curator_service.persistence.models import Dataset, Job
-from curator_service.services import key_policy  # noqa: F401  (registers the flush-time key-policy guard: a release's commit here charges the ledger, and a key's ε/δ cap must hold there too)
-from curator_service.services.datasets import cached_table
 from curator_service.settings import read_secret
 from shared.api.errors import ApiError
 from shared.dp.noise import seeded_streams
@@ -247,8 +245,7 @@ def _context(db: Database, task: JobTask, beat: Heartbeat) -> JobContext:
         if job.dataset_id is not None:
             dataset = session.get(Dataset, job.dataset_id)
             fingerprint = (dataset.id, dataset.created_at.isoformat(), dataset.n, dataset.d)
-            info, table = state.dataset_info(session, dataset), cached_table(tables(task.database_url, *fingerprint),
-                                                                             dataset)
+            info, table = state.dataset_info(dataset), cached_table(tables(task.database_url, *fingerprint), dataset)
             simulation_key = dataset.simulation_key
         params, epsilon, delta = dict(job.params), job.epsilon, job.delta
     noise, rng = seeded_streams(params.get("seed"))

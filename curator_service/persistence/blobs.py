@@ -11,9 +11,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from curator_service.persistence.models import Dataset
 
 
 def encode_matrix(matrix: np.ndarray, dtype: type = np.float64) -> bytes:
@@ -104,3 +107,14 @@ class TableCache:
             while len(self._tables) > self.capacity:
                 self._tables.popitem(last=False)
         return table
+
+
+def cached_table(tables: TableCache, dataset: Dataset) -> RawTable:
+    """The dataset's decoded raw table (rows in stored order, with their file rows); tables never change, so
+    decoded ones are kept in a small cache.
+
+    Call it inside a session: on a cache miss the deferred ``table`` column is loaded."""
+    return tables.get(
+        dataset.id,
+        lambda: RawTable.decode(dataset.table, dataset.columns, dataset.feature_columns, dataset.source_rows),
+    )

@@ -42,5 +42,6 @@ def list_audit_events(
     rows all pages hold."""
     which = audit.EventFilter(actor=actor, action=action, target=target, changes_only=changes_only)
     with request.app.state.db.read() as session:
-        response.headers[TOTAL_HEADER] = str(audit.count_events(session, which, grouped=grouped))
-        return audit.list_events(session, which, order=order, offset=offset, limit=limit, grouped=grouped)
+        total, events = audit.list_events(session, which, order=order, offset=offset, limit=limit, grouped=grouped)
+    response.headers[TOTAL_HEADER] = str(total)
+    return events

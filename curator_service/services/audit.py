@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
-from sqlalchemy import ColumnElement, Row, Select, String, Subquery, and_, case, func, insert, literal, select
+from sqlalchemy import ColumnElement, Select, String, func, insert, select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import Prepared
@@ -76,59 +76,61 @@ class EventFilter:
         return statement
 
 
-def _marked(matching: Select) -> Subquery:
-    """The matching events in one pass of window functions over id order (SQLite ≥ 3.25 and PostgreSQL), no
-    grouping: whether each starts a run (differs in actor, action or target from the matching event before it),
-    its position, and the id and time of the matching event before it (where a start's previous run ends)."""
-    events = matching.subquery()
-    order = events.c.id
-    before = {name: func.lag(events.c[name]).over(order_by=order) for name in ("actor", "action", "target")}
-    same = and_(events.c.actor == before["actor"], events.c.action == before["action"],
-                events.c.target.is_not_distinct_from(before["target"]))
-    return select(events, case((same, 0), else_=1).label("starts"),
-                  func.row_number().over(order_by=order).label("position"),
-                  func.lag(events.c.id).over(order_by=order).label("previous_id"),
-                  func.lag(events.c.created_at).over(order_by=order).label("previous_at")).subquery()
-
-
-def _runs(marked: Subquery, matching: int, final: Row) -> Select:
-    """Each run of identical consecutive events as one row: its first event, its length and its last event, which
-    ends where the next run starts (the gaps-and-islands reading of :func:`_marked`); the last run ends at ``final``,
-    the last of the ``matching`` events."""
-    starts = select(marked).where(marked.c.starts == 1).subquery()
-
-    def following(column):
-        return func.lead(column).over(order_by=starts.c.id)
-
-    return select(starts.c.id, starts.c.actor, starts.c.action, starts.c.target, starts.c.created_at,
-                  (func.coalesce(following(starts.c.position), matching + 1) - starts.c.position).label("count"),
-                  func.coalesce(following(starts.c.previous_id), final.id).label("last_id"),
-                  func.coalesce(following(starts.c.previous_at),
-                                literal(final.created_at, AuditRow.created_at.type)).label("last_at"))
-
-
 def list_events(session: Session, which: EventFilter = EventFilter(), *, order: Order = "oldest", offset: int = 0,
-                limit: int = 1000, grouped: bool = False) -> list[AuditEvent]:
-    """One page of the matching events, oldest or newest first; ``grouped``: each run of identical consecutive events
-    as one (its first id and time, ``count``, ``last_id`` and ``last_at``), so a thousand page views read as one row."""
+                limit: int = 1000, grouped: bool = False) -> tuple[int, list[AuditEvent]]:
+    """How many rows all pages hold, and one page of the matching events, oldest or newest first; ``grouped``: each
+    run of identical consecutive events (same actor, action and target) as one row (its first id and time, ``count``,
+    ``last_id`` and ``last_at``), so a thousand page views read as one row."""
     if grouped:
-        events = which.select().subquery()
-        matching, final_id = session.execute(select(func.count(), func.max(events.c.id))).one()
-        if not matching:
-            return []
-        final = session.execute(select(AuditRow.id, AuditRow.created_at).where(AuditRow.id == final_id)).one()
-        listed = _runs(_marked(which.select()), matching, final).subquery()
-    else:
-        listed = which.select().add_columns(literal(1).label("count"), AuditRow.id.label("last_id"),
-                                            AuditRow.created_at.label("last_at")).subquery()
-    key = listed.c.id.desc() if order == "newest" else listed.c.id
-    rows = session.execute(select(listed).order_by(key).offset(offset).limit(limit)).mappings().all()
-    return [AuditEvent.model_validate(dict(row)) for row in rows]
+        return _grouped_page(session, which, order, offset, limit)
+    total = session.execute(select(func.count()).select_from(which.select().subquery())).scalar_one()
+    statement = which.select().order_by(AuditRow.id.desc() if order == "newest" else AuditRow.id)
+    rows = session.execute(statement.offset(offset).limit(limit)).mappings().all()
+    return total, [AuditEvent(**row, count=1, last_id=row["id"], last_at=row["created_at"]) for row in rows]
 
 
-def count_events(session: Session, which: EventFilter = EventFilter(), *, grouped: bool = False) -> int:
-    """How many rows :func:`list_events` lists over all its pages (runs, when grouped)."""
-    if not grouped:
-        return session.execute(select(func.count()).select_from(which.select().subquery())).scalar_one()
-    marked = _marked(which.select())
-    return session.execute(select(func.count()).select_from(marked).where(marked.c.starts == 1)).scalar_one()
+class _Run(TypedDict):
+    """A run of identical consecutive events as the grouped pass collects it (its times are read afterwards)."""
+
+    id: int
+    actor: str
+    action: str
+    target: str | None
+    count: int
+    last_id: int
+
+
+def _grouped_page(session: Session, which: EventFilter, order: Order, offset: int,
+                  limit: int) -> tuple[int, list[AuditEvent]]:
+    """The runs of the matching events in one pass over them in id order (the primary key's index), streamed and
+    cut into runs as they arrive: only the page's runs are kept, the others only counted, and only the page's times
+    are read (a time is parsed into a datetime, the pass's dearest column). A run is the same read from either end, so
+    "newest" reads the index backwards. Window functions over every matching event (the previous event's three text
+    columns for each, then the next run's start for each run) took 2.7–4.7 s at 200,000 events on SQLite."""
+    newest = order == "newest"
+    statement = which.select().with_only_columns(AuditRow.id, AuditRow.actor, AuditRow.action, AuditRow.target)
+    statement = statement.order_by(AuditRow.id.desc() if newest else AuditRow.id)
+    total, key, shown = 0, None, False
+    page: list[_Run] = []
+    rows = session.connection().execution_options(stream_results=True, max_row_buffer=STREAM_ROWS).execute(statement)
+    for event_id, actor, action, target in rows:
+        if (actor, action, target) != key:
+            key, total = (actor, action, target), total + 1
+            shown = offset < total <= offset + limit
+            if shown:
+                page.append({"id": event_id, "actor": actor, "action": action, "target": target, "count": 0,
+                             "last_id": event_id})
+        if shown:
+            run = page[-1]
+            run["count"] += 1
+            if newest:  # read backwards, each event is the run's earliest so far
+                run["id"] = event_id
+            else:
+                run["last_id"] = event_id
+    ends = {run["id"] for run in page} | {run["last_id"] for run in page}
+    times = dict(session.execute(select(AuditRow.id, AuditRow.created_at).where(AuditRow.id.in_(ends))).all())
+    return total, [AuditEvent(**run, created_at=times[run["id"]], last_at=times[run["last_id"]]) for run in page]
+
+
+STREAM_ROWS = 10_000
+"""Events buffered at a time by the grouped pass (a server-side cursor on PostgreSQL): memory stays bounded."""

@@ -23,8 +23,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import Database
-from curator_service.persistence.governance import ConsoleSession
-from curator_service.persistence.models import utcnow
+from curator_service.persistence.models import ConsoleSession, utcnow
 from curator_service.services.audit import record
 from curator_service.services.policy import ADMIN, Principal, hash_token, live_key_by_hash, principal_of_key
 from curator_service.settings import Settings

@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from curator_service.persistence.blobs import RawTable, TableCache, encode_matrix, secret_permutation
+from curator_service.persistence.blobs import RawTable, TableCache, cached_table, encode_matrix, secret_permutation
 from curator_service.persistence.db import get_or_404
 from curator_service.persistence.models import Dataset
 from curator_service.services.audit import record
@@ -258,14 +258,3 @@ def row_order(session: Session, tables: TableCache, principal: Principal, datase
     table = cached_table(tables, get_or_404(session, Dataset, dataset_id))
     record(session, principal, "dataset.row_order", f"dataset:{dataset_id}")
     return RowOrder(dataset_id=dataset_id, rows=[table.file_row(i) for i in range(table.n)])
-
-
-def cached_table(tables: TableCache, dataset: Dataset) -> RawTable:
-    """The dataset's decoded raw table (rows in stored order, with their file rows); tables never change, so
-    decoded ones are kept in a small cache.
-
-    Call it inside a session: on a cache miss the deferred ``table`` column is loaded."""
-    return tables.get(
-        dataset.id,
-        lambda: RawTable.decode(dataset.table, dataset.columns, dataset.feature_columns, dataset.source_rows),
-    )

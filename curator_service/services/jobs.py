@@ -1,6 +1,7 @@
 """Curator-side jobs as the API sees them: submit (charged at once, or at commit), watch, list, cancel.
 
-Who may submit and see a kind is set by the kind (:class:`~curator_service.jobs.JobKind`); a modeler sees only
+Who may submit and see a kind is set by the kind (:class:`~curator_service.jobs.JobKind`, listed in
+:data:`~curator_service.services.job_kinds.KINDS`); a modeler sees only
 its own key's jobs, and may run them only on the datasets behind its releases. The jobs run on the Dask cluster
 (:mod:`curator_service.jobs.runner`).
 """
@@ -16,19 +17,27 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from curator_service.errors import api_error_from_validation
-from curator_service.jobs import KINDS, DatasetInfo, JobKind, UnknownColumn
-from curator_service.jobs.runner import charged_at_submission
+from curator_service.jobs import DatasetInfo, JobKind, charged_at_submission
 from curator_service.jobs.state import budget_note, dataset_info, unfinished_jobs
 from curator_service.persistence.db import Database, get_or_404
 from curator_service.persistence.models import Dataset, Job, utcnow
 from curator_service.services.audit import record
+from curator_service.services.job_kinds import KINDS
+from curator_service.services.job_kinds.inputs import UnknownColumn
 from curator_service.services.key_policy import check_may_run
 from curator_service.services.ledger import Spend, budget_status, charge, check_affordable
 from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import Principal, refuse_seed, visible, visible_or_404
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
-from shared.api.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, JobCreate, JobOut
+from shared.api.schemas import (
+    FINISHED_JOB_STATUSES,
+    SEEDED_JOB_WARNING,
+    UNCHARGED_JOB_WARNING,
+    UNFINISHED_JOB_STATUSES,
+    JobCreate,
+    JobOut,
+)
 
 
 def job_out(job: Job) -> JobOut:
@@ -60,7 +69,7 @@ def kind_for(principal: Principal, name: str) -> JobKind:
 
 
 class ColumnRefused(ApiError):
-    """A job's parameter names a column it may not read (:class:`~curator_service.jobs.UnknownColumn`), priced
+    """A job's parameter names a column it may not read (:class:`~.job_kinds.inputs.UnknownColumn`), priced
     without the dataset's columns: its submission checks the budget for ``cost`` before refusing, so a missing
     column and a column it may read answer alike (409) when the budget cannot pay."""
 
@@ -102,9 +111,9 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
     Checks the key may run the kind (before anything looks at the dataset or its budget), prices the job from its
     parameters, then, in one write transaction, checks the requester's limit of unfinished jobs, charges the ledger
     (a kind with a ``commit`` only checks the budget: it charges when it commits) and queues the job (the caller
-    hands the id to the runner). The flush-time guard of :mod:`.key_policy` checks the permission again as the
-    backstop; the unique index on (requester, request_id) makes two racing retries create one job. A kind with its
-    own ``endpoint`` is created only there (``own_endpoint``), which makes its own checks first."""
+    hands the id to the runner); the ledger's charge checks the key's own ε/δ cap (:func:`.ledger.charge`). The unique
+    index on (requester, request_id) makes two racing retries create one job. A kind with its own ``endpoint`` is
+    created only there (``own_endpoint``), which makes its own checks first."""
     kind = kind_for(principal, body.kind)
     if kind.endpoint is not None and not own_endpoint:
         raise ApiError(422, "validation_error", f"job kind {kind.name!r} is created by {kind.endpoint}, not by "
@@ -123,7 +132,7 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
     with db.read() as session:
         info = None
         if body.dataset_id is not None:
-            info = dataset_info(session, visible_or_404(session, principal, Dataset, body.dataset_id))
+            info = dataset_info(visible_or_404(session, principal, Dataset, body.dataset_id))
         try:
             epsilon, delta = job_cost(kind, body.params, info, principal)
         except ColumnRefused as exc:
@@ -175,9 +184,6 @@ def earlier_request(session: Session, principal: Principal, body: JobCreate) -> 
     return job_out(job)
 
 
-UNFINISHED = ("queued", "running")
-
-
 def check_affordable_with_reservations(session: Session, dataset_id: int, epsilon: float, delta: float,
                                        what: str) -> None:
     """A kind that charges at its commit reserves its cost until then: any job's (ε, δ) must fit beside what is spent
@@ -188,7 +194,7 @@ def check_affordable_with_reservations(session: Session, dataset_id: int, epsilo
     reserving = [name for name, kind in KINDS.items() if kind.commit is not None]
     totals = select(func.coalesce(func.sum(Job.epsilon), 0.0), func.coalesce(func.sum(Job.delta), 0.0))
     reserved_epsilon, reserved_delta = session.execute(totals.where(
-        Job.dataset_id == dataset_id, Job.kind.in_(reserving), Job.status.in_(UNFINISHED),
+        Job.dataset_id == dataset_id, Job.kind.in_(reserving), Job.status.in_(UNFINISHED_JOB_STATUSES),
         Job.cancel_requested.is_(False))).one()
     status = budget_status(session, dataset)
     if reserved_epsilon or reserved_delta:  # the 409 then names what the dataset shows and what is held
@@ -208,7 +214,7 @@ def check_job_limit(session: Session, settings: Settings, principal: Principal) 
     insert are atomic (:func:`~curator_service.jobs.state.unfinished_jobs`)."""
     if principal.key_id is None:
         return
-    unfinished = unfinished_jobs(session, principal.key_id, UNFINISHED)
+    unfinished = unfinished_jobs(session, principal.key_id, UNFINISHED_JOB_STATUSES)
     if unfinished >= settings.job_limit_per_key:
         raise ApiError(409, "conflict", f"this key already has {unfinished} jobs queued or running, the most it may "
                        f"have (POBO_JOB_LIMIT_PER_KEY = {settings.job_limit_per_key}); wait for one to finish or "
@@ -227,9 +233,6 @@ def get_job(session: Session, principal: Principal, job_id: int) -> JobOut:
     return job_out(visible_or_404(session, principal, Job, job_id))
 
 
-FINISHED = ("succeeded", "failed", "cancelled")
-
-
 def wait_for_job(db: Database, job_id: int, seconds: float, poll: float = 0.05) -> Job:
     """The job once it finished, or as it is after ``seconds`` (a request that answers a small job at once and
     a large one with 202). Polls the database: the job runs on another process, maybe another machine."""
@@ -237,7 +240,7 @@ def wait_for_job(db: Database, job_id: int, seconds: float, poll: float = 0.05) 
     while True:
         with db.read() as session:
             job = session.get(Job, job_id)
-        if job.status in FINISHED or time.monotonic() >= deadline:
+        if job.status in FINISHED_JOB_STATUSES or time.monotonic() >= deadline:
             return job
         time.sleep(poll)
 
@@ -251,7 +254,7 @@ def cancel_job(session: Session, principal: Principal, job_id: int) -> JobOut:
     if job.status in ("succeeded", "failed"):
         raise ApiError(409, "conflict", f"job {job_id} has already {job.status}; there is nothing to cancel")
     if job.status == "queued":
-        note = budget_note(charged_at_submission(job.kind))
+        note = budget_note(charged_at_submission(KINDS.get(job.kind)))
         job.status, job.message, job.finished_at = "cancelled", f"cancelled before it started; {note}", utcnow()
     job.cancel_requested = True
     record(session, principal, "job.cancel", f"job:{job_id}")

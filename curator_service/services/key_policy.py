@@ -15,42 +15,29 @@
   Each refusal is a 403 with a sentence, audited as ``<action>.refused`` with the reason
   (:func:`write_audited`).
 
-The cap and the job permission are enforced when the ledger and the jobs table are written (a ``before_flush``
-check on every session), like a database constraint: whichever service adds a charge or a job, the release path,
-any job kind present or future, the console, it holds inside the same transaction, with the key's row locked so
-concurrent charges of one key on different datasets cannot both pass.
+The cap is checked by the ledger's charge itself (:func:`curator_service.services.ledger.check_key_cap`), so it
+holds wherever a charge is recorded: a service in the API process, a job's commit on a Dask worker. The job
+permission is checked where a job is created (:func:`curator_service.services.jobs.submit_job` calls
+:func:`check_may_run` before anything looks at the dataset).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from sqlalchemy import event, select
 from starlette.requests import Request
 from sqlalchemy.orm import Session
 
-from curator_service.jobs import KINDS
-from curator_service.persistence.db import get_or_404
-from curator_service.persistence.governance import KeyPolicy as PolicyRow
-from curator_service.persistence.models import ApiKey, Job, LedgerEntry, utcnow
+from curator_service.persistence.models import ApiKey, utcnow
+from curator_service.persistence.models import KeyPolicy as PolicyRow
 from curator_service.services.audit import record
-from curator_service.services.ledger import _fits
+from curator_service.services.job_kinds import KINDS
+from curator_service.services.ledger import key_spent
 from curator_service.services.policy import Principal
 from shared.api.errors import ApiError
 from shared.api.governance import KeyPolicy, KeyPolicyOut
-
-KEY_ACTOR_PREFIX = "key:"
-
-
-def key_id_of_actor(actor: str | None) -> int | None:
-    """The key id in an actor ``key:<id>:<name>`` (:attr:`Principal.actor`); None for the admin or no actor."""
-    if not actor or not actor.startswith(KEY_ACTOR_PREFIX):
-        return None
-    return int(actor.split(":", 2)[1])
-
 
 def check_policy(role: str, policy: KeyPolicy) -> None:
     """422 with a sentence for a policy that names unknown job kinds, gives a modeler a curator-only kind, or has
@@ -193,17 +180,9 @@ def allowed_jobs(role: str, row: PolicyRow | None) -> list[str]:
     return sorted(KINDS) if role == "curator" else []
 
 
-def spent(session: Session, key: ApiKey) -> tuple[float, float]:
-    """(ε, δ) of every ledger charge this key triggered, on every dataset."""
-    rows = session.execute(select(LedgerEntry.epsilon, LedgerEntry.delta)
-                           .where(LedgerEntry.actor.startswith(f"{KEY_ACTOR_PREFIX}{key.id}:", autoescape=True),
-                                  LedgerEntry.kind == "charge")).all()
-    return math.fsum(e for e, _ in rows), math.fsum(d for _, d in rows)
-
-
 def policy_out(session: Session, key: ApiKey) -> KeyPolicyOut:
     row = session.get(PolicyRow, key.id) or PolicyRow(key_id=key.id)  # no row: every field at its default
-    spent_epsilon, spent_delta = spent(session, key)
+    spent_epsilon, spent_delta = key_spent(session, key.id)
     return KeyPolicyOut(key_id=key.id, role=key.role, epsilon_cap=row.epsilon_cap, delta_cap=row.delta_cap,
                         jobs=allowed_jobs(key.role, row), expires_at=row.expires_at,
                         governance=bool(row.governance), spent_epsilon=spent_epsilon,
@@ -216,7 +195,7 @@ def check_may_run(session: Session, key_id: int, kind: str) -> None:
 
     A kind created by its own endpoint (``JobKind.endpoint``: releases) is governed by that endpoint's rules and the
     kind's roles, not by the ``jobs`` list: a curator key listing only ``dp-mean`` still makes releases. The ε/δ cap
-    applies to their charges all the same (:func:`_check_cap`)."""
+    applies to their charges all the same (:func:`~curator_service.services.ledger.check_key_cap`)."""
     key = session.get(ApiKey, key_id)
     job_kind = KINDS.get(kind)
     if job_kind is not None and job_kind.endpoint is not None and key.role in job_kind.roles:
@@ -226,38 +205,3 @@ def check_may_run(session: Session, key_id: int, kind: str) -> None:
         raise ApiError(403, "forbidden", f"this key may not run job kind {kind!r} (it may run: "
                        f"{', '.join(allowed) or 'no job kind'}); ask the curator for a key that allows it "
                        f"(pobo-curator key create --jobs {kind})")
-
-
-def _check_cap(session: Session, key_id: int, charges: list[LedgerEntry]) -> None:
-    key = get_or_404(session, ApiKey, key_id, lock=True)  # serialises this key's charges on every dataset
-    row = session.get(PolicyRow, key_id)
-    if row is None or (row.epsilon_cap is None and row.delta_cap is None):
-        return
-    spent_epsilon, spent_delta = spent(session, key)
-    epsilon, delta = math.fsum(c.epsilon for c in charges), math.fsum(c.delta for c in charges)
-    cap_epsilon = math.inf if row.epsilon_cap is None else row.epsilon_cap
-    cap_delta = math.inf if row.delta_cap is None else row.delta_cap
-    if not (_fits(spent_epsilon, epsilon, cap_epsilon) and _fits(spent_delta, delta, cap_delta)):
-        purpose = "; ".join(c.purpose for c in charges)
-        raise ApiError(409, "budget_exceeded",
-                       f"{purpose} costs (epsilon={epsilon:g}, delta={delta:g}) but this key's own cap "
-                       f"(epsilon={cap_epsilon:g}, delta={cap_delta:g}) leaves only "
-                       f"(epsilon={max(0.0, cap_epsilon - spent_epsilon):g}, "
-                       f"delta={max(0.0, cap_delta - spent_delta):g}); ask for less, or ask the curator for a key "
-                       "with a larger cap (pobo-curator key create --epsilon-cap/--delta-cap)")
-
-
-@event.listens_for(Session, "before_flush")
-def _enforce_key_policies(session: Session, _context: object, _instances: object) -> None:
-    """Before new jobs and ledger charges are written: the submitting key may run the kind, and its charges fit
-    its cap. Raising here rolls back the whole transaction (nothing charged, nothing queued)."""
-    charges_by_key: dict[int, list[LedgerEntry]] = {}
-    for row in list(session.new):
-        if isinstance(row, Job) and row.key_id is not None:
-            check_may_run(session, row.key_id, row.kind)
-        elif isinstance(row, LedgerEntry) and row.kind in (None, "charge"):
-            key_id = key_id_of_actor(row.actor)
-            if key_id is not None:
-                charges_by_key.setdefault(key_id, []).append(row)
-    for key_id, charges in sorted(charges_by_key.items()):
-        _check_cap(session, key_id, charges)

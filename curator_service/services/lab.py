@@ -22,17 +22,24 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from curator_service.persistence.blobs import RawTable, TableCache
+from curator_service.persistence.blobs import RawTable, TableCache, cached_table
 from curator_service.persistence.db import get_or_404
-from curator_service.persistence.governance import DatasetIdentifier, QueryNote
-from curator_service.persistence.models import Dataset, ModelingSession, Query, Release, utcnow
+from curator_service.persistence.models import (
+    Dataset,
+    DatasetIdentifier,
+    ModelingSession,
+    Query,
+    QueryNote,
+    Release,
+    utcnow,
+)
 from curator_service.services.audit import record
-from curator_service.services.datasets import cached_table, csv_rows, invalid
+from curator_service.services.datasets import csv_rows, invalid
 from curator_service.services.policy import Principal
 from curator_service.services.queries import pending_queries, post_answer, query_result
 from shared.api.errors import ApiError
 from shared.api.governance import AnswersOut, IdentifierColumnOut, LabQuery, WorkItem, Worklist
-from shared.api.schemas import PendingQueryList, QueryResult, _Model
+from shared.api.schemas import MeasurementSpec, PendingQueryList, QueryResult, _Model
 from shared.checks import ascii_decimal
 
 
@@ -128,7 +135,8 @@ def identified_pending(session: Session, tables: TableCache, dataset_id: int | N
     for ds_id in {q.dataset_id for q in pending}:
         dataset = session.get_one(Dataset, ds_id)
         identifiers[ds_id] = row_identifiers(cached_table(tables, dataset), identifier_column(session, ds_id))
-        measurements[ds_id] = dataset.measurement
+        stored = dataset.measurement  # a JSON dict; model_copy below does not validate, so build the model here
+        measurements[ds_id] = None if stored is None else MeasurementSpec.model_validate(stored)
     return PendingQueryList(queries=[
         q.model_copy(update={"identifier": identifiers[q.dataset_id][q.index],
                              "measurement": measurements[q.dataset_id]}) for q in pending])

@@ -7,6 +7,9 @@ budget only grows by a recorded, audited entry. A charge happens inside the writ
 pays for, after locking the dataset row (``BEGIN IMMEDIATE`` on SQLite, ``SELECT … FOR UPDATE`` on PostgreSQL),
 so concurrent requests cannot both pass the same budget check. A relative slack of 1e-9 absorbs floating-point
 summation error only (five charges of 0.2 fit a budget of 1.0); it never admits a real overdraft.
+
+A key's own cap is checked in the same charge (:func:`check_key_cap`): whoever records a charge (a service in the API
+process, a job's commit on a Dask worker) goes through :func:`charge`, so the cap holds wherever the charge is made.
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import get_or_404
-from curator_service.persistence.models import Dataset
+from curator_service.persistence.models import ApiKey, Dataset, KeyPolicy
 from curator_service.persistence.models import LedgerEntry as LedgerRow
 from curator_service.services.audit import record
 from curator_service.services.ledger_events import Event
-from curator_service.services.policy import Principal
+from curator_service.services.policy import KEY_ACTOR_PREFIX, Principal
 from shared.api.errors import ApiError
 from shared.api.schemas import BudgetRaise, BudgetStatus, LedgerEntry
 
@@ -80,14 +83,47 @@ def check_affordable(status: BudgetStatus, epsilon: float, delta: float, what: s
 
 
 def charge(session: Session, dataset_id: int, spend: Spend) -> LedgerRow:
-    """Locks the dataset, checks the budget and adds the entry to the caller's transaction (the caller links it
-    to the release or job it pays for)."""
+    """Locks the dataset, checks its budget and the requesting key's cap (:func:`check_key_cap`) and adds the entry
+    to the caller's transaction (the caller links it to the release or job it pays for)."""
     dataset = get_or_404(session, Dataset, dataset_id, lock=True)
     check_affordable(budget_status(session, dataset), spend.epsilon, spend.delta, spend.purpose)
+    check_key_cap(session, spend)
     entry = LedgerRow(dataset_id=dataset_id, epsilon=spend.epsilon, delta=spend.delta, purpose=spend.purpose,
                       mechanism=spend.mechanism, event=spend.event, actor=spend.actor.actor)
     session.add(entry)
     return entry
+
+
+def key_spent(session: Session, key_id: int) -> tuple[float, float]:
+    """(ε, δ) of every ledger charge this key triggered, on every dataset."""
+    rows = session.execute(select(LedgerRow.epsilon, LedgerRow.delta)
+                           .where(LedgerRow.actor.startswith(f"{KEY_ACTOR_PREFIX}{key_id}:", autoescape=True),
+                                  LedgerRow.kind == "charge")).all()
+    return math.fsum(e for e, _ in rows), math.fsum(d for _, d in rows)
+
+
+def check_key_cap(session: Session, spend: Spend) -> None:
+    """409 ``budget_exceeded`` when ``spend`` would take the requesting key past its own (ε, δ) cap (its policy's
+    ``epsilon_cap``/``delta_cap``: the sum of every charge the key triggered, on every dataset, basic composition).
+    The key's row is locked first, so concurrent charges of one key on different datasets cannot both pass. The
+    admin token has no cap."""
+    key_id = spend.actor.key_id
+    if key_id is None:
+        return
+    get_or_404(session, ApiKey, key_id, lock=True)
+    policy = session.get(KeyPolicy, key_id)
+    if policy is None or (policy.epsilon_cap is None and policy.delta_cap is None):
+        return
+    spent_epsilon, spent_delta = key_spent(session, key_id)
+    cap_epsilon = math.inf if policy.epsilon_cap is None else policy.epsilon_cap
+    cap_delta = math.inf if policy.delta_cap is None else policy.delta_cap
+    if not (_fits(spent_epsilon, spend.epsilon, cap_epsilon) and _fits(spent_delta, spend.delta, cap_delta)):
+        raise ApiError(409, "budget_exceeded",
+                       f"{spend.purpose} costs (epsilon={spend.epsilon:g}, delta={spend.delta:g}) but this key's own "
+                       f"cap (epsilon={cap_epsilon:g}, delta={cap_delta:g}) leaves only "
+                       f"(epsilon={max(0.0, cap_epsilon - spent_epsilon):g}, "
+                       f"delta={max(0.0, cap_delta - spent_delta):g}); ask for less, or ask the curator for a key "
+                       "with a larger cap (pobo-curator key create --epsilon-cap/--delta-cap)")
 
 
 def raise_budget(session: Session, principal: Principal, dataset_id: int, body: BudgetRaise) -> BudgetStatus:

@@ -19,9 +19,8 @@ from sqlalchemy import Row as SqlRow
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import Prepared, get_or_404, not_found
-from curator_service.persistence.governance import KeyPolicy
-from curator_service.persistence.models import ApiKey, Dataset, Job, ModelingSession, Release, utcnow
-from curator_service.settings import Settings
+from curator_service.persistence.models import ApiKey, Dataset, Job, KeyPolicy, ModelingSession, Release, utcnow
+from curator_service.settings import Settings, refuse_seed_in_production
 from shared.api.errors import ApiError
 
 Row = TypeVar("Row")
@@ -36,6 +35,9 @@ def new_token() -> str:
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+KEY_ACTOR_PREFIX = "key:"  # a key's actor is key:<id>:<name>
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Principal:
     @property
     def actor(self) -> str:
         """How the audit log and the ledger name this caller."""
-        return ADMIN_ACTOR if self.key_id is None else f"key:{self.key_id}:{self.name}"
+        return ADMIN_ACTOR if self.key_id is None else f"{KEY_ACTOR_PREFIX}{self.key_id}:{self.name}"
 
 
 ADMIN = Principal(role="curator")
@@ -147,9 +149,3 @@ def refuse_seed(settings: Settings, principal: Principal, seed: object) -> None:
         raise ApiError(403, "seed_refused", "a modeler key may not send a seed (whoever knows the seed can replay "
                        "the noise), in any mode; remove 'seed' from the request")
     refuse_seed_in_production(settings, seed)
-
-
-def refuse_seed_in_production(settings: Settings, seed: object) -> None:
-    if seed is not None and settings.mode == "production":
-        raise ApiError(403, "seed_refused", "seeds are refused in production mode (seeded noise is reproducible and "
-                       "not floating-point-safe); remove 'seed' from the request")

@@ -16,11 +16,10 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Row, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from curator_service.persistence.blobs import RawTable, TableCache, decode_matrix
+from curator_service.persistence.blobs import RawTable, TableCache, cached_table, decode_matrix
 from curator_service.persistence.db import Prepared, get_or_404, not_found
 from curator_service.persistence.models import ApiKey, Dataset, ModelingSession, Query, QueryBatch, Release, utcnow
 from curator_service.services.audit import record
-from curator_service.services.datasets import cached_table
 from curator_service.services.evaluators import EvaluatorError, measure
 from curator_service.services.policy import Principal, visible, visible_or_404
 from curator_service.services.releases import check_served

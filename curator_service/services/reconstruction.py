@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from curator_service.persistence.blobs import TableCache, decode_matrix
+from curator_service.persistence.blobs import TableCache, cached_table, decode_matrix
 from curator_service.persistence.db import Database, get_or_404
 from curator_service.persistence.models import Dataset, Release
 from curator_service.services.audit import record
-from curator_service.services.datasets import cached_table
 from curator_service.services.policy import Principal, refuse_seed
 from curator_service.services.releases import dataset_warnings, mechanism_input, release_warnings, step_of
 from curator_service.settings import Settings

@@ -1,6 +1,6 @@
 """Releases of a dataset's inputs: the certified ``gaussian`` mechanism and the uncertified ``po-gp-ucb``.
 
-A release is made by a job of kind ``release`` (:mod:`curator_service.jobs.kinds.release`) on the cluster: the
+A release is made by a job of kind ``release`` (:mod:`curator_service.services.job_kinds.release`) on the cluster: the
 request is checked here (:func:`check_release_request`), the job computes Z (:func:`compute_release`, the noise in
 row chunks across the workers) and its commit stores it with its ledger entry in one write transaction, which locks
 the dataset and checks the budget (:func:`store_release`). The projection matrix lives only inside the mechanism's

@@ -4,6 +4,7 @@ one red sentence and exit code 1 instead of a traceback."""
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Annotated, TypeVar
 
@@ -13,6 +14,7 @@ from rich.panel import Panel
 
 from shared.api.http_client import ApiError
 from shared.api.schemas import ReleaseOut
+from shared.command_line import shared_options
 
 from modeler_client.client import ModelerClient, PendingTimeout
 
@@ -53,6 +55,12 @@ def reports_api_errors(command: Command) -> Command:
 
 def connect(url: str, token: str | None, timeout: float = 30.0, retries: int = 3) -> ModelerClient:
     return ModelerClient(url, token, timeout=timeout, retries=retries)
+
+
+connects = shared_options("client", {"url": (Url, inspect.Parameter.empty), "token": (Token, inspect.Parameter.empty),
+                                     "timeout": (Timeout, 30.0), "retries": (Retries, 3)}, connect)
+"""Gives a command ``--url``, ``--token``, ``--timeout`` and ``--retries`` (after its own options) and calls it with
+``client``, a :class:`ModelerClient` made from them."""
 
 
 def show_release_warnings(release: ReleaseOut) -> None:

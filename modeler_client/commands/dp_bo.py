@@ -18,7 +18,8 @@ from rich.table import Table
 from shared.api.jobs import DpBoParams, DpBoResult
 from shared.api.schemas import JobOut
 
-from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors
+from modeler_client.client import ModelerClient
+from modeler_client.commands.common import connects, console, err_console, reports_api_errors
 from modeler_client.commands.jobs import (
     Dataset,
     LabelColumn,
@@ -34,9 +35,9 @@ from modeler_client.commands.jobs import (
 
 
 @reports_api_errors
+@connects
 def dp_bo(
-    url: Url,
-    token: Token,
+    client: ModelerClient,
     label_column: LabelColumn,
     release: Release = None,
     dataset: Dataset = None,
@@ -50,14 +51,11 @@ def dp_bo(
     poll: Poll = 0.5,
     wait: Wait = 3600.0,
     request_id: RequestId = None,
-    timeout: Timeout = 30.0,
-    retries: Retries = 3,
 ) -> None:
     """Private best regularisation λ̃ and validation accuracy ṽ of logistic regression on the curator's data."""
     if grid_points < 2 or not log10_lambda_max > log10_lambda_min:
         err_console.print("[bold red]error[/]: the grid needs --grid-points >= 2 and --log10-lambda-max > --log10-lambda-min")
         raise typer.Exit(2)
-    client = connect(url, token, timeout, retries)
     dataset_id = job_dataset(client, release, dataset)
     check_label_column(client, release, label_column)
     params = job_params(DpBoParams, label_column=label_column, epsilon=epsilon, delta=delta, iterations=iterations,

@@ -21,9 +21,8 @@ from rich.table import Table
 from shared.api.jobs import DpTuneParams, DpTuneResult
 from shared.api.schemas import JobOut
 
-from modeler_client.commands.common import (
-    Retries, Timeout, Token, Url, connect, console, err_console, reports_api_errors,
-)
+from modeler_client.client import ModelerClient
+from modeler_client.commands.common import connects, console, err_console, reports_api_errors
 from modeler_client.commands.jobs import (
     Dataset,
     LabelColumn,
@@ -55,9 +54,9 @@ def _candidate_file(path: Path) -> list:
 
 
 @reports_api_errors
+@connects
 def dp_tune(
-    url: Url,
-    token: Token,
+    client: ModelerClient,
     label_column: LabelColumn,
     release: Release = None,
     dataset: Dataset = None,
@@ -79,8 +78,6 @@ def dp_tune(
     poll: Poll = 0.5,
     wait: Wait = 3600.0,
     request_id: RequestId = None,
-    timeout: Timeout = 30.0,
-    retries: Retries = 3,
 ) -> None:
     """Private hyperparameter selection and a DP-SGD logistic regression, at a cost independent of the grid size."""
     if candidates is not None:
@@ -93,7 +90,6 @@ def dp_tune(
                 _numbers(clip_norms, float),
             )
         ]
-    client = connect(url, token, timeout, retries)
     dataset_id = job_dataset(client, release, dataset)
     check_label_column(client, release, label_column)
     params = job_params(DpTuneParams, label_column=label_column, candidates=grid, k=k, epsilon=epsilon, u0=u0, g=g,

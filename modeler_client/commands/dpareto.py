@@ -19,7 +19,8 @@ from rich.table import Table
 
 from shared.api.jobs import DparetoParams, DparetoPoint, DparetoResult
 
-from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, reports_api_errors
+from modeler_client.client import ModelerClient
+from modeler_client.commands.common import connects, console, reports_api_errors
 from modeler_client.commands.jobs import LabelColumn, Poll, RequestId, Wait, job_params, run_job
 
 
@@ -30,9 +31,9 @@ class Baseline(StrEnum):
 
 
 @reports_api_errors
+@connects
 def dpareto(
-    url: Url,
-    token: Token,
+    client: ModelerClient,
     dataset: Annotated[int, typer.Option(help="The dataset id (curator credentials required).")],
     label_column: LabelColumn,
     loss: Annotated[str, typer.Option(help="logistic (logistic regression) or hinge (linear SVM).")] = "logistic",
@@ -54,11 +55,8 @@ def dpareto(
     poll: Poll = 0.5,
     wait: Wait = 3600.0,
     request_id: RequestId = None,
-    timeout: Timeout = 30.0,
-    retries: Retries = 3,
 ) -> None:
     """Map the privacy–utility Pareto front of DP-SGD/DP-Adam on a dataset (not DP: trusted analysts only)."""
-    client = connect(url, token, timeout, retries)
     params = job_params(DparetoParams, label_column=label_column, loss=loss, optimizer=optimizer,
                         initial_points=initial_points, iterations=iterations, max_epochs=max_epochs, delta=delta,
                         baseline=baseline.value, baseline_points=baseline_points, seed=seed)

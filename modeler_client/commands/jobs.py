@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Annotated, Any, TypeVar
 
@@ -10,12 +9,12 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from shared.api.schemas import JobOut
+from shared.api.job_polling import follow_job
+from shared.api.schemas import JobOut, JobStatus
 
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import console, err_console
 
-FINISHED = ("succeeded", "failed", "cancelled")
 Params = TypeVar("Params", bound=BaseModel)
 
 Release = Annotated[int | None, typer.Option(help="A release in your scope; the job runs on its dataset.")]
@@ -89,19 +88,16 @@ def run_job(client: ModelerClient, kind: str, dataset_id: int | None, params: Ba
         raise typer.Exit(2) from None
     target = f"dataset {dataset_id}" if dataset_id is not None else "the curator"
     console.print(f"{kind} job {job.id} submitted; charged ε = {job.epsilon:g}, δ = {job.delta:g} to {target}")
-    deadline = time.monotonic() + wait
     columns = (TextColumn(f"[bold]{kind}[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(job.status, total=1.0)
-        while job.status not in FINISHED:
-            if time.monotonic() > deadline:
-                err_console.print(f"[yellow]still {job.status} after {wait:g} s; check later with GET /v1/jobs/{job.id}[/]")
-                raise typer.Exit(3)
-            time.sleep(poll)
-            job = client.job(job.id)
-            bar.update(task, completed=job.progress, description=job.message or job.status)
-    if job.status != "succeeded":
+        job = follow_job(client.api, job.id, poll=poll, timeout=wait, on_progress=lambda seen: bar.update(
+            task, completed=seen.progress, description=seen.message or seen.status))
+    if not job.status.finished:
+        err_console.print(f"[yellow]still {job.status} after {wait:g} s; check later with GET /v1/jobs/{job.id}[/]")
+        raise typer.Exit(3)
+    if job.status != JobStatus.SUCCEEDED:
         err_console.print(f"[bold red]{kind} job {job.id} {job.status}[/]: {job.message}")
         raise typer.Exit(1)
     for warning in job.warnings:  # seeded (not certified) or uncharged (not a DP release)

@@ -13,17 +13,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from shared.gp.ucb import describe_engine, engine_device
 
-from modeler_client.batch import GPBUCBProposer, run_batched
 from modeler_client.loop import LoopEvent, RemoteGPUCB
-from modeler_client.remote import RemoteRelease, RemoteSession
+from modeler_client.remote import RemoteSession
 from modeler_client.runfile import MAX_BATCH, RunRecord, RunSettings
 
+from modeler_client.client import ModelerClient
 from modeler_client.commands.common import (
     Retries,
     Timeout,
     Token,
-    Url,
     connect,
+    connects,
     console,
     reports_api_errors,
     show_release_warnings,
@@ -87,12 +87,6 @@ class ProgressDisplay:
         self.progress.update(self.task, completed=len(record.done()), description=description)
 
 
-def batched(record: RunRecord) -> bool:
-    """Runs that need the batch driver: q > 1, asynchronous, or reusing earlier answers."""
-    s = record.settings
-    return s.batch > 1 or s.asynchronous or bool(s.reuse_sessions)
-
-
 def chosen_device(device: str) -> str | None:
     """``--device`` as :class:`shared.gp.ucb.GPUCB` takes it (None: the Numba engine), checked before the run starts."""
     if device == "numba":
@@ -104,8 +98,8 @@ def chosen_device(device: str) -> str | None:
 
 
 def drive(client, path: Path, device: str | None = None, **options) -> RunRecord:
-    """Run (or resume) the run file at ``path`` with a progress display: Algorithm 2 one query per request,
-    or GP-BUCB through the ask/tell layer (:mod:`modeler_client.batch`); GP-UCB's posterior on ``device``."""
+    """Run (or resume) the run file at ``path`` with a progress display (:class:`modeler_client.loop.RemoteGPUCB`:
+    Algorithm 2 one query per request, or GP-BUCB batches); GP-UCB's posterior on ``device``."""
     record = RunRecord.load(path)
     show_release_warnings(record.release)
     engine = describe_engine(device)
@@ -116,20 +110,7 @@ def drive(client, path: Path, device: str | None = None, **options) -> RunRecord
     columns = (SpinnerColumn(), description, BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         display = ProgressDisplay(progress, record.settings.iterations)
-        if batched(record):
-            def waiting(still: list, waited: float) -> None:
-                rows = ", ".join(f"#{q.query_id} (row {q.index})" for q in still)
-                display(LoopEvent("waiting", session.record, f"waiting {waited:.0f} s for the curator to measure {rows}"))
-
-            session = RemoteSession.resume(client, path, reuse_from=record.settings.reuse_sessions, on_wait=waiting,
-                                           **options)
-            for change in session.changes:
-                display(LoopEvent("corrected", session.record, change))
-            release = RemoteRelease(client, record.release_id, metadata=record.release)
-            proposer = GPBUCBProposer(release.Z, record.release, record.settings, device=device)
-            record = run_batched(session, proposer, on_step=lambda kind, rec: display(LoopEvent(kind, rec)))
-        else:
-            record = RemoteGPUCB.resume(client, path, on_event=display, device=device, **options).run()
+        record = RemoteGPUCB.resume(client, path, on_event=display, device=device, **options).run()
     console.print(f"[bold green]done[/]: {record.summary()}; {record.elapsed_seconds:.1f} s; run file {path}; "
                   f"posterior on {engine}; session {record.session_id} closed", highlight=False)
     return record
@@ -152,9 +133,9 @@ def finished_note(record: RunRecord, path: Path) -> str:
             f"{record.settings.iterations + 10})")
 
 
+@connects
 def run(
-    url: Url,
-    token: Token,
+    client: ModelerClient,
     release: Annotated[int, typer.Option("--release", help="The release to optimise over.")],
     iterations: Annotated[int, typer.Option("--iterations", "-T", min=1, help="T: how many queries to make.")],
     out: Annotated[Path, typer.Option(help="The run file, saved after every iteration.")] = Path("run.json"),
@@ -195,15 +176,12 @@ def run(
     poll: Poll = 0.5,
     max_poll: MaxPoll = 30.0,
     pending_timeout: PendingTimeoutOption = None,
-    timeout: Timeout = 30.0,
-    retries: Retries = 3,
 ) -> None:
     """Run GP-UCB (Algorithm 2) on a release: index-only queries, saved after every iteration.
 
     If OUT already holds an unfinished run of the same release on the same server, it is resumed.
     """
     options = dict(device=chosen_device(device), poll=poll, max_poll=max_poll, pending_timeout=pending_timeout)
-    client = connect(url, token, timeout, retries)
     if out.exists():
         existing = RunRecord.load(out)
         if existing.release_id != release or existing.url != client.url:

@@ -9,19 +9,17 @@ import typer
 
 from shared.terminal import print_table
 
-from modeler_client.commands.common import Retries, Timeout, Token, Url, connect, console, reports_api_errors
+from modeler_client.client import ModelerClient
+from modeler_client.commands.common import connects, console, reports_api_errors
 
 
 @reports_api_errors
+@connects
 def sessions(
-    url: Url,
-    token: Token,
+    client: ModelerClient,
     release: Annotated[int | None, typer.Option(help="Only this release's sessions.")] = None,
-    timeout: Timeout = 30.0,
-    retries: Retries = 3,
 ) -> None:
     """This key's sessions, oldest first: release, status, queries made and answered, when opened."""
-    client = connect(url, token, timeout, retries)
     rows = []
     for session in client.sessions():
         if release is not None and session.release_id != release:

@@ -1,6 +1,6 @@
 """The job kinds' wire contract: each kind's parameters, validated by the curator at submission and built by
 the modeler's commands, and its result, built by the kind and read by the modeler. The kinds themselves
-(``curator_service.jobs.kinds``) hold the cost and the run; their docstrings say what each parameter does to
+(``curator_service.services.job_kinds``) hold the cost and the run; their docstrings say what each parameter does to
 the privacy guarantee.
 """
 

@@ -11,6 +11,7 @@ import math
 import numbers
 import re
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -888,7 +889,23 @@ class AuditEvent(_Model):
     last_at: datetime | None = Field(None, description="The last of them's time.")
 
 
-JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+class JobStatus(StrEnum):
+    """Where a job stands: ``queued`` and ``running`` until it ends ``succeeded``, ``failed`` or ``cancelled``
+    (:attr:`finished`). Members compare equal to their strings, as stored and sent."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in FINISHED_JOB_STATUSES
+
+
+FINISHED_JOB_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+UNFINISHED_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
 class JobCreate(_Request):

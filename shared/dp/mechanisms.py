@@ -1,4 +1,5 @@
-"""The DP mechanisms every release path uses: Laplace, Gaussian (analytic calibration), exponential.
+"""The DP mechanisms every release path uses: Laplace, Gaussian (analytic calibration), exponential, and the
+Laplace release of a model's held-out scores.
 
 The noise itself comes from a :class:`shared.dp.noise.NoiseSource`; the floating-point-safe source rounds
 inputs to a grid, which can move each coordinate of a neighbouring pair by one more grid step, so the
@@ -10,6 +11,7 @@ Callers that compute the noised value as a floating-point sum widen the sensitiv
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
@@ -92,6 +94,32 @@ def summation_error(terms: int) -> float:
     if not 0 <= bound < 0.5:
         raise ValueError(f"cannot bound the rounding error of a sum of {terms} terms")
     return bound / (1.0 - bound)
+
+
+def bounded_mean_sensitivity(lower: float, upper: float, n: int) -> float:
+    """Δ = (upper − lower)/n + 2γ_n·max(|lower|, |upper|): replacing one of n values in [lower, upper] moves
+    their mean by (upper − lower)/n (Dwork & Roth 2014, Def. 3.1 with Thm 3.6), and the float mean (a sum in any
+    order, one division) is off by at most γ_n·max(|lower|, |upper|) on either neighbour (:func:`summation_error`).
+    Without the second term, bounds far from zero (1e12, 1e12 + 1e-3) let the rounding exceed the calibration."""
+    return (upper - lower) / n + 2.0 * summation_error(n) * max(abs(lower), abs(upper))
+
+
+def release_held_out_scores(model: Any, X: np.ndarray, y: np.ndarray, epsilon: float,
+                            noise: NoiseSource) -> dict[str, Any]:
+    """A model's accuracy and the majority-class baseline on held-out rows, ε-DP for those rows.
+
+    The accuracy and the rate r of label 1 are means of n_test values in [0, 1], each released by the
+    Laplace mechanism at ε/2 (:func:`bounded_mean_sensitivity`; basic composition, Dwork & Roth 2014, Thm 3.16);
+    the baseline is max(r̃, 1 − r̃), post-processing. The model is already a DP release of the other rows, so
+    scoring it is post-processing for them. ``model`` (anything with scikit-learn's ``score(X, y)``) None
+    releases the baseline only.
+    """
+    n = len(y)
+    sensitivity, half = bounded_mean_sensitivity(0.0, 1.0, n), epsilon / 2.0
+    rate = laplace_mechanism(float(np.mean(y)), sensitivity, half, noise)
+    accuracy = laplace_mechanism(model.score(X, y), sensitivity, half, noise) if model is not None else None
+    return {"rows": n, "accuracy": accuracy, "majority_baseline": max(rate, 1.0 - rate), "epsilon": epsilon,
+            "noise_scale": sensitivity / half}
 
 
 def l2_sensitivity_with_grid(sensitivity: float, coordinates: int, noise: NoiseSource) -> float:

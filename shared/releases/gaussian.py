@@ -196,7 +196,7 @@ def gaussian_release(
     if unit == "replace-one":
         if clip_norm is None or not clip_norm > 0:
             raise ValueError("unit 'replace-one' needs a public clip_norm > 0 (the largest row norm allowed)")
-        X = _clip_rows(X, clip_norm)
+        X = clip_rows(X, clip_norm)
         row_change = 2.0 * clip_norm * (1.0 + FLOAT_MARGIN)
     elif unit == "bounded-change":
         row_change = 1.0
@@ -237,7 +237,7 @@ def gaussian_release(
 
     pca_step = None
     if kind != "identity":
-        X = _clip_rows(X, MAX_ROW_NORM)
+        X = clip_rows(X, MAX_ROW_NORM)
     if pca_used is not None:
         P = _dp_pca_subspace(X, r, pca_used.clip_norm, stds[-1], noise.grid(gram_sensitivity), noise)
         pca_step = PcaStep(pca_used.share, pca_used.clip_norm, stds[-1], parts[-1][0])
@@ -378,7 +378,7 @@ def _dp_pca_subspace(
 ) -> np.ndarray:
     """V_k: the top-k eigenvectors of the covariance from Analyze Gauss on the augmented Gram (module docstring)."""
     n, d = X.shape
-    rows = _clip_rows(X, clip_norm)
+    rows = clip_rows(X, clip_norm)
     tau = clip_norm
     upper = np.triu_indices(d)
     released = np.concatenate([(rows.T @ rows)[upper], tau * rows.sum(axis=0)])
@@ -391,7 +391,9 @@ def _dp_pca_subspace(
     return vectors[:, ::-1][:, :k]
 
 
-def _clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
+def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
+    """Each row of ``X`` scaled onto the ℓ2 ball of radius ``bound`` when it lies outside (x·min(1, bound/‖x‖)): a
+    map of each row alone, so one row's change stays one row's change of norm ≤ 2·bound after it."""
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     over = norms > bound
     return np.where(over, X * (bound / np.where(over, norms, 1.0)), X)

@@ -64,7 +64,7 @@ def test_a_refused_registration_keeps_every_value_the_file_too_with_the_sentence
 def test_revoking_a_key_asks_first_and_says_it_cannot_be_undone(admin_console):
     console = admin_console
     dataset = register_manual(console.curator, unique("revoke"))
-    release = console.curator.release(dataset.id, "gaussian", 1.0, 1e-6)
+    release = console.curator.create_release(dataset.id, "gaussian", 1.0, 1e-6)
     key = console.curator.issue_key([release.id], max_queries=5, name=unique("lab-partner"))
     console.open("/console/keys")
     console.submit(f"revoke-{key.id}")
@@ -131,7 +131,7 @@ def test_a_query_posted_by_a_modeler_appears_on_the_open_worklist_without_a_relo
     console = admin_console
     curator = console.curator
     dataset = register_manual(curator, unique("live"))
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-6)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-6)
     key = curator.issue_key([release.id], max_queries=3)
     console.open("/console/queries")
     console.driver.execute_script("window.notReloaded = true")
@@ -153,7 +153,7 @@ def test_a_query_posted_by_a_modeler_appears_on_the_open_worklist_without_a_relo
 def test_the_console_holds_at_360_px_without_sideways_scrolling(admin_console):
     console = admin_console
     dataset = register_manual(console.curator, unique("narrow"))
-    console.curator.release(dataset.id, "gaussian", 1.0, 1e-6)
+    console.curator.create_release(dataset.id, "gaussian", 1.0, 1e-6)
     driver = console.driver
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                            {"width": 360, "height": 780, "deviceScaleFactor": 1, "mobile": True})
@@ -183,7 +183,7 @@ def test_the_servers_address_leads_to_the_console_and_the_login_page_opens_witho
 def test_the_audit_log_is_paged_newest_first_and_filters_by_actor_action_and_changes_only(admin_console):
     console, curator = admin_console, admin_console.curator
     dataset = register_manual(curator, unique("audit-filter"))
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-6)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-6)
     partner = curator.issue_key([release.id], max_queries=2, name=unique("partner"))
     reader = curator.create_key(KeyCreateWithPolicy(name=unique("reader"), role="curator", release_ids=[release.id],
                                                     max_queries=1))
@@ -228,7 +228,7 @@ def test_the_session_page_of_an_identity_release_shows_parameter_importance(admi
                                      extra_columns={"y": np.sin(6 * X[:, 0])},
                                      scaling={"kind": "bounds", "lower": [0.0, 0.0], "upper": [1.0, 1.0],
                                               "diameter": 1.0})
-    release = curator.release(dataset.id, "gaussian", 200.0, 1e-3, seed=2)  # research mode: a reproducible draw
+    release = curator.create_release(dataset.id, "gaussian", 200.0, 1e-3, seed=2)  # research mode: a reproducible draw
     assert release.projection == "identity", release.projection
     key = curator.issue_key([release.id], max_queries=30)
     modeler = ModelerClient(curator.url, key.token)

@@ -98,7 +98,7 @@ def test_login_refuses_a_bad_token_and_a_modeler_key_and_keeps_the_session_in_a_
     console.shot("login")
 
     dataset = register_manual(console.curator, unique("login"))
-    release = console.curator.release(dataset.id, "gaussian", 1.0, 1e-6)
+    release = console.curator.create_release(dataset.id, "gaussian", 1.0, 1e-6)
     modeler = console.curator.issue_key([release.id], max_queries=3)
     console.log_in(modeler.token)
     assert "modeler key" in console.flash()
@@ -189,7 +189,7 @@ def test_register_a_csv_make_a_release_and_see_the_ledger_move(admin_console, tm
 def test_create_a_key_see_its_token_once_and_revoke_it(admin_console):
     console = admin_console
     dataset = register_manual(console.curator, unique("keys"))
-    release = console.curator.release(dataset.id, "gaussian", 1.0, 1e-6)
+    release = console.curator.create_release(dataset.id, "gaussian", 1.0, 1e-6)
     name = unique("consultancy")
     console.open("/console/keys")
     console.fill({"key_name": name, "key_role": "modeler", "max_queries": "7", "epsilon_cap": "1", "jobs": "dp-bo",
@@ -245,7 +245,7 @@ def test_answer_a_pending_query_in_the_console_while_the_modeler_client_waits(ad
     console = admin_console
     curator = console.curator
     dataset = register_manual(curator, unique("lab"))
-    release = curator.release(dataset.id, "gaussian", 2.0, 1e-6)
+    release = curator.create_release(dataset.id, "gaussian", 2.0, 1e-6)
     key = curator.issue_key([release.id], max_queries=4)
     worker, outcome = run_in_background(curator, key.token, release.id, RunSettings(iterations=2),
                                         tmp_path / "lab-run.json")
@@ -316,7 +316,7 @@ def test_jobs_show_progress_and_the_dpareto_front(admin_console):
 def test_the_audit_log_filters_by_action(admin_console):
     console = admin_console
     dataset = register_manual(console.curator, unique("audit"))
-    release = console.curator.release(dataset.id, "gaussian", 1.0, 1e-6)
+    release = console.curator.create_release(dataset.id, "gaussian", 1.0, 1e-6)
     key = console.curator.issue_key([release.id], max_queries=1)
     with api(console.curator) as admin:
         admin.delete(f"/v1/keys/{key.id}")
@@ -395,7 +395,7 @@ def test_the_lab_answers_by_mrn_from_a_csv_and_cannot_measure_while_the_modeler_
     assert console.flash().endswith("rows are identified by 'mrn'.")
     assert console.by_id("identifier-column").text == "mrn"
     dataset_id = int(console.driver.current_url.rsplit("/", 1)[1])
-    release = curator.release(dataset_id, "gaussian", 2.0, 1e-6)
+    release = curator.create_release(dataset_id, "gaussian", 2.0, 1e-6)
     key = curator.issue_key([release.id], max_queries=3)
     settings = RunSettings(iterations=3, hyperparameters="fixed", lengthscale=0.3, signal_variance=0.05,
                            noise_variance=1e-4)

@@ -77,7 +77,7 @@ def test_the_cookie_replayed_after_logout_leads_to_the_login_form(console):
 
 def test_the_cookie_replayed_after_the_keys_revocation_leads_to_the_login_form(console):
     dataset = register_manual(console.curator, unique("revoked-session"))
-    release = console.curator.release(dataset.id, "gaussian", 1.0, 1e-6)
+    release = console.curator.create_release(dataset.id, "gaussian", 1.0, 1e-6)
     with api(console.curator) as admin:
         key = admin.post("/v1/keys", json={"name": "lab lead", "role": "curator", "release_ids": [release.id],
                                            "max_queries": 1}).json()
@@ -97,7 +97,7 @@ def test_the_cookie_replayed_after_the_keys_revocation_leads_to_the_login_form(c
 
 def test_a_modeler_key_gets_no_console_page_by_any_cookie(console):
     dataset = register_manual(console.curator, unique("modeler-cookie"))
-    release = console.curator.release(dataset.id, "gaussian", 1.0, 1e-6)
+    release = console.curator.create_release(dataset.id, "gaussian", 1.0, 1e-6)
     modeler = console.curator.issue_key([release.id], max_queries=3)
     console.open("/console/login")
     console.driver.delete_cookie(COOKIE)

@@ -1,6 +1,6 @@
 """The registration's measurement and label columns, the raise-the-budget form and the mechanism menu, in a real
 browser on a real server: the quantity and unit typed at registration are what every worklist row asks the lab to
-measure; a refused form keeps its values with the sentence beside its field; a server that refuses uncertified
+measure and what the session's page says its queries measure; a refused form keeps its values with the sentence beside its field; a server that refuses uncertified
 mechanisms does not offer them."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def value(console, element_id: str) -> str:
     return console.by_id(element_id).get_attribute("value")
 
 
-def test_the_registrations_quantity_unit_and_label_columns_reach_every_worklist_row(admin_console, tmp_path):
+def test_the_registrations_quantity_unit_and_label_columns_reach_every_worklist_row_and_the_session_page(admin_console, tmp_path):
     console, curator = admin_console, admin_console.curator
     rng = np.random.default_rng(4)
     X = rng.uniform(0.05, 0.95, size=(12, 2))
@@ -52,7 +52,7 @@ def test_the_registrations_quantity_unit_and_label_columns_reach_every_worklist_
     assert dataset["measurement"] == {"quantity": "HbA1c", "unit": "mmol/mol", "expected_delay_hours": 48.0}
     assert dataset["label_columns"] == ["responder"]
 
-    release = curator.release(dataset["id"], "gaussian", 1.0, 1e-6)
+    release = curator.create_release(dataset["id"], "gaussian", 1.0, 1e-6)
     modeler = ModelerClient(curator.url, curator.issue_key([release.id], max_queries=3).token)
     session = modeler.open_session(release.id)
     asked = [r.query_id for r in modeler.query(session.id, [2]) + modeler.query(session.id, [7])]
@@ -63,6 +63,9 @@ def test_the_registrations_quantity_unit_and_label_columns_reach_every_worklist_
     assert [r.find_element("css selector", ".measure").text for r in rows] == ["HbA1c (mmol/mol)"] * 2
     assert console.one(f"{section} .measure-line").text == "Measure: HbA1c in mmol/mol; usually back within 48 h."
     console.shot("worklist-measure")
+    console.open(f"/console/sessions/{session.id}")
+    assert console.by_id("session-measure").text == "Each query measures HbA1c in mmol/mol; usually back within 48 h."
+    console.shot("session-measure")
 
 
 def test_a_refused_budget_raise_keeps_its_values_with_the_sentence_beside_its_field(admin_console):

@@ -46,6 +46,8 @@ def test_the_audit_log_pages_filters_and_groups(make_client, database_url):
     assert total == 7
     [run] = client.get("/v1/audit", params={"grouped": True, "offset": 1, "limit": 1}).json()
     assert run["last_id"] == run["id"] + 2 and run["last_at"] >= run["created_at"]
+    [same] = client.get("/v1/audit", params={"grouped": True, "order": "newest", "offset": 5, "limit": 1}).json()
+    assert same == run  # read from the newest end, a run keeps its first and last event
     page, total = _events(client, grouped=True, order="newest", offset=1, limit=2)
     assert [action for action, _, _ in page] == ["auth.failed", "dataset.row_order"] and total == 7
 

@@ -11,7 +11,9 @@ import pytest
 from sqlalchemy import create_engine
 
 from curator_service import __version__
-from curator_service.jobs import KINDS, JobCancelled, JobKind
+from curator_service.jobs import JobKind
+from curator_service.jobs.outcomes import JobCancelled
+from curator_service.services.job_kinds import KINDS
 from curator_service.persistence.db import schema_revision
 from tests.curator_service.conftest import ADMIN_HEADERS, UNCANCELLED_LIMIT_SECONDS, bearer, flat
 

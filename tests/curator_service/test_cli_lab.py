@@ -1,6 +1,7 @@
 """The lab on the command line against a real server: pending queries and a session's queries by the curator's own
-identifier (the MRN) with what to measure, corrections and "cannot measure", and tables that stay readable in a pipe
-80 columns wide (no column narrower than its header, one line per row)."""
+identifier (the MRN) with what to measure (which the modeler's ``info`` states too), corrections and "cannot
+measure", and tables that stay readable in a pipe 80 columns wide (no column narrower than its header, one line per
+row)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import json
 
 import httpx
 import numpy as np
+import pytest
+from typer.testing import CliRunner
 
+from modeler_client.cli import app as modeler_app
 from tests.conftest import aligned_table
 from tests.curator_service.conftest import ADMIN_HEADERS, bearer, flat
 
@@ -23,6 +27,7 @@ def lab_csv(path, n: int = 12, features: int = 3):
     return path
 
 
+@pytest.mark.filterwarnings("error:Pydantic serializer warnings")  # each row's measurement is a MeasurementSpec
 def test_pending_queries_name_the_mrn_and_what_to_measure_and_corrections_go_by_query(curator_cli, tmp_path):
     run = curator_cli
     csv = lab_csv(tmp_path / "lab.csv")
@@ -39,6 +44,10 @@ def test_pending_queries_name_the_mrn_and_what_to_measure_and_corrections_go_by_
         release = modeler.get("/v1/releases/1").json()
     assert release["measurement"] == {"quantity": "HbA1c", "unit": "mmol/mol", "expected_delay_hours": 48.0}
     assert release["evaluator_kind"] == "manual" and release["feature_columns"] == ["f0", "f1", "f2"]
+    info = CliRunner().invoke(modeler_app, ["info", "--url", run.url, "--token", token, "--release", "1"],
+                              env={"COLUMNS": "250"})
+    assert info.exit_code == 0, info.output
+    assert "HbA1c in mmol/mol, measured by hand in a lab" in " ".join(info.output.split())
 
     pending = json.loads(run.invoke("queries", "pending", "--json").stdout)
     assert [q["identifier"] for q in pending] == [f"MRN-{1000 + q['row'] - 1}" for q in pending]

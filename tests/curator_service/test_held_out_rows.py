@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from curator_service.jobs import held_out_rows
+from curator_service.services.job_kinds.inputs import held_out_rows
 from curator_service.persistence.blobs import RawTable
 
 N = 57

@@ -7,7 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from curator_service.jobs import KINDS, JobKind
+from curator_service.jobs import JobKind
+from curator_service.services.job_kinds import KINDS
 from curator_service.jobs.runner import JobRunner
 from tests.curator_service.conftest import (
     UNCANCELLED_LIMIT_SECONDS,
@@ -215,7 +216,7 @@ def test_dp_bo_progress_and_fitting_do_not_depend_on_the_data(monkeypatch):
 
 def test_labels_other_than_one_count_as_zero_so_no_row_value_can_fail_a_job():
     """A failure on one row's label value would tell a modeler that such a row exists."""
-    from curator_service.jobs import binary_labels
+    from curator_service.services.job_kinds.inputs import binary_labels
     from curator_service.persistence.blobs import RawTable
 
     table = RawTable(columns={"y": np.array([0.0, 1.0, 2.0, -1.0, 1.0])}, feature_columns=())

@@ -83,7 +83,7 @@ def test_the_modeler_client_splits_a_larger_ask_and_a_repeat_is_not_charged_agai
         dataset = curator.register_table("split", X, ["a", "b"], evaluator={"kind": "column", "column": "y"},
                                          budget=(10.0, 1e-3), extra_columns={"y": np.arange(50.0)},
                                          scaling={"kind": "bounds", "lower": [0, 0], "upper": [1, 1], "diameter": 1})
-        rel = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=2)
+        rel = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=2)
         key = curator.issue_key([rel.id], max_queries=3000)
         modeler = ModelerClient(curator.url, key.token)
         session = modeler.open_session(rel.id)

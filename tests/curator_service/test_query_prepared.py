@@ -10,8 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from curator_service.persistence.db import Database, Prepared, migrate
-from curator_service.persistence.governance import KeyPolicy
-from curator_service.persistence.models import ApiKey, Dataset, ModelingSession, Query, QueryBatch, Release
+from curator_service.persistence.models import ApiKey, Dataset, KeyPolicy, ModelingSession, Query, QueryBatch, Release
 from curator_service.services.policy import LIVE_KEY, hash_token
 from curator_service.services.queries import INSERT_BATCH, INSERT_QUERY, QUERY_CONTEXT, STORED_BATCH
 

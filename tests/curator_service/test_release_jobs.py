@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from curator_service.app import create_app
 from curator_service.cli import app as cli_app
 from curator_service.jobs import DatasetInfo, JobContext
-from curator_service.jobs.kinds import release as release_kind
+from curator_service.services.job_kinds import release as release_kind
 from curator_service.persistence.blobs import RawTable
 from shared.api.schemas import UNCERTIFIED_WARNING, ScalingSpec
 from shared.dp.noise import seeded_streams
@@ -133,8 +133,7 @@ def run_context(n: int, seed: int, progress: list) -> JobContext:
     X, y = synthetic_table(n, seed)
     table = RawTable({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "y": y}, ("a", "b", "c"))
     info = DatasetInfo(id=1, n=n, d=3, columns=("a", "b", "c", "y"), numeric_columns=("a", "b", "c", "y"),
-                       feature_columns=("a", "b", "c"),
-                       evaluator={"kind": "column", "column": "y"}, remaining_epsilon=10.0, remaining_delta=1e-3,
+                       feature_columns=("a", "b", "c"), evaluator={"kind": "column", "column": "y"},
                        scaling=ScalingSpec.model_validate(dataset_spec()["scaling"]))
     noise, rng = seeded_streams(0)
     return JobContext(job_id=1, params={**BODY, "seed": 0}, dataset=info, table=table, epsilon=1.0, delta=1e-5,

@@ -12,7 +12,7 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from curator_service.cli.serve import serve
-from curator_service.jobs import KINDS
+from curator_service.services.job_kinds import KINDS
 from curator_service.persistence.db import MIGRATIONS_DIR, make_engine, migrate
 from curator_service.persistence.models import Job, Release
 from curator_service.settings import Settings

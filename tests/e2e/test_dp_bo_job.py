@@ -38,7 +38,7 @@ def test_dp_bo_through_the_cli(curator):
     dataset = curator.register_table(f"cancer-{uuid.uuid4().hex[:8]}", X, columns,
                                      evaluator={"kind": "column", "column": "label"}, budget=(10.0, 1e-3),
                                      extra_columns={"label": y}, scaling=box(X))
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=4, seed=1)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=4, seed=1)
     key = curator.issue_key([release.id], max_queries=10, jobs=["dp-bo"])
     common = ["--url", curator.url, "--token", key.token, "--release", str(release.id)]
 

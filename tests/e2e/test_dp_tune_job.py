@@ -20,7 +20,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import MinMaxScaler
 
 from curator_service.admin_client import CuratorAdmin
-from curator_service.jobs import TRAINING_ROW_NORM, clip_rows
+from curator_service.services.job_kinds.inputs import TRAINING_ROW_NORM
 from modeler_client.commands.common import connect
 from modeler_client.commands.jobs import run_job
 from shared.api.http_client import ApiClient
@@ -28,6 +28,7 @@ from shared.api.scaling import apply_scaling
 from shared.api.schemas import DatasetOut, JobOut, ScalingSpec
 from shared.datasets.adult import CATEGORIES, COLUMNS, SPLIT_FILES
 from shared.datasets.paths import data_file
+from shared.releases.gaussian import clip_rows
 from tests.modeler_client.test_cli_and_plot import flat
 
 UNIT_BOX = {"kind": "bounds", "lower": [0.0] * 5, "upper": [1.0] * 5}  # the features are min-max scaled
@@ -96,7 +97,7 @@ def tune_through_the_cli(curator, X: np.ndarray, y: np.ndarray, budget: float, *
     dataset = curator.register_table(f"tune-{uuid.uuid4().hex[:8]}", X, ["a", "b", "c", "d", "e"],
                                      evaluator={"kind": "column", "column": "label"}, budget=(budget, 1e-3),
                                      extra_columns={"label": y}, scaling=UNIT_BOX)
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=3, seed=1)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=3, seed=1)
     token = curator.issue_key([release.id], max_queries=10, jobs=["dp-tune"]).token
     command = [sys.executable, "-m", "modeler_client.cli", "dp-tune", "--url", curator.url, "--token", token,
                "--release", str(release.id), "--label-column", "label", *options]
@@ -163,7 +164,7 @@ def tune_adult(curator, dataset: DatasetOut, **params) -> JobOut:
     """A dp-tune job on the Adult table: a modeler's, unseeded (production noise: OpenDP), or with ``seed`` the
     curator's own in research mode (a modeler key may not send a seed)."""
     if params.get("seed") is None:
-        release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=2, seed=1)
+        release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=2, seed=1)
         client = connect(curator.url, curator.issue_key([release.id], max_queries=1, jobs=["dp-tune"]).token)
     else:
         client = connect(curator.url, curator.admin_token)

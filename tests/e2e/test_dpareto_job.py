@@ -43,7 +43,7 @@ def test_dpareto_through_the_cli(curator, tmp_path):
     assert len(job.result["points"]) == 7 and 1 <= len(job.result["front"]) <= 7
     assert all(p["epsilon"] > 0 and 0 <= p["error"] <= 1 for p in job.result["points"])
 
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=3, seed=1)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=3, seed=1)
     key = curator.issue_key([release.id], max_queries=5)
     client = connect(curator.url, key.token)
     try:

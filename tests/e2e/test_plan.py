@@ -67,7 +67,7 @@ def test_the_plan_refuses_what_it_cannot_answer_quickly_or_honestly(curator):
     identity = curator.register_table(
         f"raw-{uuid.uuid4().hex[:8]}", X, [f"x{j}" for j in range(D)], evaluator={"kind": "column", "column": "y"},
         budget=(1.0, 1e-5), extra_columns={"y": y}, scaling={"kind": "identity"})
-    key = curator.issue_key([curator.release(dataset.id, "gaussian", 1.0, 1e-5).id], max_queries=1)
+    key = curator.issue_key([curator.create_release(dataset.id, "gaussian", 1.0, 1e-5).id], max_queries=1)
     with admin_http(curator) as http:
         too_big = http.post(f"/v1/datasets/{dataset.id}/plan",
                             json={"epsilons": [1, 2, 4, 8], "simulate_runs": 20, "queries": 50})

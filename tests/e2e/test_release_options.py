@@ -133,7 +133,7 @@ def test_the_default_release_keeps_every_feature_with_the_identity_projection_an
         f"wide-{uuid.uuid4().hex[:8]}", X, [f"x{j}" for j in range(d)], evaluator={"kind": "column", "column": "y"},
         budget=(10.0, 1e-3), extra_columns={"y": X.sum(axis=1)},
         scaling={"kind": "bounds", "lower": [0.0] * d, "upper": [1.0] * d, "diameter": 1.0})
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5)
     assert (release.dim, release.projection, release.parameters.projection) == (d, "identity", "identity")
     assert release.parameters.projection_sensitivity == 1.0
     assert 1.0 <= release.sensitivity == release.parameters.sensitivity <= 1.0 + 1e-12  # + the sampler's grid slack
@@ -144,7 +144,7 @@ def test_the_default_release_keeps_every_feature_with_the_identity_projection_an
 def test_the_column_evaluators_simulated_noise_is_drawn_once_per_row(curator):
     X, y = raw_table(16)
     dataset = register(curator, X, y, evaluator={"kind": "column", "column": "y", "noise_std": 0.5})
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5)
     key = curator.issue_key([release.id], max_queries=30)
     client = ModelerClient(curator.url, key.token)
     first, second = (client.open_session(release.id) for _ in range(2))

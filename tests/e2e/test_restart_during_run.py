@@ -38,7 +38,7 @@ def test_pobo_modeler_run_finishes_across_a_curator_restart(tmp_path, how):
     try:
         X, y = raw_table(15)
         dataset = register(curator, X, y)
-        release = curator.release(dataset.id, "gaussian", 2.0, 1e-5, dim=3)
+        release = curator.create_release(dataset.id, "gaussian", 2.0, 1e-5, dim=3)
         key = curator.issue_key([release.id], max_queries=ITERATIONS)
         path = tmp_path / "run.json"
         env = {**os.environ, "POBO_RETRY_FOR": "300"}

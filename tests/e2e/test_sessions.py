@@ -82,8 +82,8 @@ def _numbers(value):
 def test_whole_session_through_client_and_raw_http_never_shows_a_raw_value(curator, tmp_path):
     X, y = raw_table(1)
     dataset = register(curator, X, y)
-    gaussian = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=3)
-    uncertified = curator.release(dataset.id, "po-gp-ucb", 1.0, 1e-5, dim=2, seed=4)
+    gaussian = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=3)
+    uncertified = curator.create_release(dataset.id, "po-gp-ucb", 1.0, 1e-5, dim=2, seed=4)
     assert gaussian.certified and not uncertified.certified and uncertified.warnings
     key = curator.issue_key([gaussian.id, uncertified.id], max_queries=40)
 
@@ -130,7 +130,7 @@ def test_whole_session_through_client_and_raw_http_never_shows_a_raw_value(curat
 def test_repeated_request_id_returns_the_stored_answer_and_is_charged_once(curator):
     X, y = raw_table(2)
     dataset = register(curator, X, y)
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=2)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=2)
     key = curator.issue_key([release.id], max_queries=5)
     client = ModelerClient(curator.url, key.token)
     session = client.open_session(release.id)
@@ -148,7 +148,7 @@ def test_repeated_request_id_returns_the_stored_answer_and_is_charged_once(curat
 def test_manual_evaluator_run_waits_until_the_curator_answers_with_the_cli(curator, tmp_path):
     X, y = raw_table(3)
     dataset = register(curator, X, y, evaluator={"kind": "manual"})
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=2)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=2)
     key = curator.issue_key([release.id], max_queries=5)
     client = ModelerClient(curator.url, key.token)
     events = []
@@ -183,7 +183,7 @@ def test_manual_evaluator_run_waits_until_the_curator_answers_with_the_cli(curat
 def test_sigkill_mid_session_loses_nothing_and_the_run_resumes_to_completion(curator, tmp_path):
     X, y = raw_table(4)
     dataset = register(curator, X, y)
-    release = curator.release(dataset.id, "gaussian", 2.0, 1e-5, dim=3)
+    release = curator.create_release(dataset.id, "gaussian", 2.0, 1e-5, dim=3)
     key = curator.issue_key([release.id], max_queries=10)
     path = tmp_path / "run.json"
     before: dict = {}

@@ -78,7 +78,7 @@ def test_sigkill_loop_loses_nothing_acknowledged_and_the_run_completes(curator, 
         extra_columns={"y": -((X - 0.6) ** 2).sum(axis=1)},
         scaling={"kind": "bounds", "lower": [0.0] * 3, "upper": [1.0] * 3, "diameter": 1.0},
     )
-    release = curator.release(dataset.id, "gaussian", 4.0, 1e-5, 3)
+    release = curator.create_release(dataset.id, "gaussian", 4.0, 1e-5, 3)
     modeler_key = curator.issue_key([release.id], max_queries=10_000, name="gp-ucb")
     writer_key = curator.issue_key([release.id], max_queries=10_000, name="writer")
     url, admin = curator.url, curator.admin_token

@@ -51,7 +51,7 @@ def test_an_evaluator_failure_on_a_query_is_an_unmeasurable_answer_counted_and_t
     """A refusal, uncharged, would tell a modeler on which rows the curator's code fails (a fact about their data)
     for free: the query is answered ``unmeasurable`` and counts against the key like any answer."""
     dataset = python_dataset(admin, function)
-    rel = curator_process.release(dataset["id"], "gaussian", 1.0, 1e-5)
+    rel = curator_process.create_release(dataset["id"], "gaussian", 1.0, 1e-5)
     key = curator_process.issue_key([rel.id], max_queries=10)
     with process_client(curator_process, key.token) as modeler:
         session = modeler.post(f"/v1/releases/{rel.id}/sessions").json()
@@ -72,7 +72,7 @@ def test_an_evaluator_failure_on_a_query_is_an_unmeasurable_answer_counted_and_t
 def test_rows_an_evaluator_fails_on_are_unmeasurable_and_count_against_the_key_like_the_others(
         curator_process, admin):
     dataset = python_dataset(admin, "fail_on_large_a")
-    rel = curator_process.release(dataset["id"], "gaussian", 1.0, 1e-5)
+    rel = curator_process.create_release(dataset["id"], "gaussian", 1.0, 1e-5)
     key = curator_process.issue_key([rel.id], max_queries=len(X))
     with process_client(curator_process, key.token) as modeler:
         session = modeler.post(f"/v1/releases/{rel.id}/sessions").json()

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from curator_service.jobs import KINDS, DatasetInfo, JobCancelled, JobContext
-from curator_service.jobs.kinds import dp_bo
+from curator_service.jobs import DatasetInfo, JobContext
+from curator_service.jobs.outcomes import JobCancelled
+from curator_service.services.job_kinds import KINDS, dp_bo
 from curator_service.persistence.blobs import RawTable
 from shared.api.schemas import ScalingSpec
 from shared.dp.noise import SeededNoise
@@ -20,8 +21,7 @@ def test_a_cancelled_dp_bo_job_fits_nothing_more(monkeypatch):
     X = rng.uniform(size=(N, 2))
     raw = RawTable({"a": X[:, 0], "b": X[:, 1], "label": (X.sum(axis=1) > 1.0).astype(float)}, FEATURES)
     info = DatasetInfo(id=1, n=N, d=2, columns=tuple(raw.columns), numeric_columns=tuple(raw.columns),
-                       feature_columns=FEATURES,
-                       evaluator={"kind": "manual"}, remaining_epsilon=1e9, remaining_delta=1.0,
+                       feature_columns=FEATURES, evaluator={"kind": "manual"},
                        scaling=ScalingSpec(kind="bounds", lower=[0.0, 0.0], upper=[1.0, 1.0]))
     params = {"label_column": "label", "log10_lambda": np.linspace(-4, 1, 9).tolist(), "iterations": 6,
               "epsilon": 0.5, "delta": 1e-5}

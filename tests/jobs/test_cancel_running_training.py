@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from curator_service.jobs import JobCancelled, JobContext
-from curator_service.jobs.kinds import dp_tune
+from curator_service.jobs import JobContext
+from curator_service.jobs.outcomes import JobCancelled
+from curator_service.services.job_kinds import dp_tune
 from shared.dp.noise import SeededNoise
 from shared.learners import DPLogisticRegression
 from shared.learners.dpsgd import STOP_CHECK_ROWS

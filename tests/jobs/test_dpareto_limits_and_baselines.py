@@ -12,8 +12,8 @@ from functools import partial
 import numpy as np
 import pytest
 
-from curator_service.jobs import KINDS, DatasetInfo, JobKind
-from curator_service.jobs.kinds import dpareto
+from curator_service.jobs import DatasetInfo, JobKind
+from curator_service.services.job_kinds import KINDS, dpareto
 from shared.algorithms.dpareto.optimizer import random_search
 from shared.algorithms.dpareto.pareto import hypervolume_2d
 from shared.algorithms.dpareto.problems import svt_problem
@@ -35,8 +35,7 @@ def labelled(client, n: int = 60):
 
 def info(n: int) -> DatasetInfo:
     return DatasetInfo(id=1, n=n, d=3, columns=("a", "b", "c", "y"), numeric_columns=("a", "b", "c", "y"),
-                       feature_columns=("a", "b", "c"),
-                       evaluator={"kind": "column", "column": "y"}, remaining_epsilon=1.0, remaining_delta=1e-3,
+                       feature_columns=("a", "b", "c"), evaluator={"kind": "column", "column": "y"},
                        scaling=ScalingSpec(kind="bounds", lower=[0.0] * 3, upper=[1.0] * 3))
 
 

@@ -18,9 +18,13 @@ import numpy as np
 import pytest
 from sqlalchemy import select, update
 
-from curator_service.jobs import KINDS, JobFailed, JobKind, binary_labels, training_features
+from curator_service.jobs import JobKind
+from curator_service.jobs.outcomes import JobFailed
 from curator_service.jobs.state import STALE_SECONDS, finish, reap
 from curator_service.persistence.models import Job, utcnow
+from curator_service.services.job_kinds import KINDS
+from curator_service.services.job_kinds.inputs import binary_labels, training_features
+from curator_service.services.job_kinds.release import submitter
 from curator_service.services.ledger import Spend, charge
 from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import ADMIN
@@ -126,6 +130,16 @@ def commit_numbers(session, job, result):
     session.flush()
     entry.job_id = job.id
     return {"sum": sum(result), "ledger_entry": entry.id}
+
+
+def commit_under_its_key(session, job, result):
+    """A commit that charges the key that submitted the job, as a release's commit does."""
+    entry = charge(session, job.dataset_id, Spend(epsilon=job.epsilon, delta=job.delta, purpose=f"job #{job.id}",
+                                                  mechanism="job:capped", event=job_event("capped"),
+                                                  actor=submitter(session, job)))
+    session.flush()
+    entry.job_id = job.id
+    return {"ledger_entry": entry.id}
 
 
 # --- where jobs run ---------------------------------------------------------------------------------------------
@@ -396,6 +410,35 @@ def test_a_commit_that_no_longer_fits_the_budget_fails_and_stores_nothing(client
     assert failed["status"] == "failed" and "budget" in failed["message"]
     assert failed["result"] == {"error": {"status": 409, "code": "budget_exceeded"}}
     assert [e["purpose"] for e in client.get("/v1/ledger").json()] == ["elsewhere"]
+
+
+def test_a_commit_on_a_worker_that_would_pass_its_keys_cap_is_refused_and_charges_nothing(client, monkeypatch):
+    """A key's ε/δ cap is checked by the ledger's charge itself, so it holds in a commit on a Dask worker (whose
+    process imports the job engine and the kind, nothing more); the same job under a key whose cap holds it is charged
+    to that key (the positive control)."""
+    use(monkeypatch, "capped", make_numbers, cost=CHARGED, commit=commit_under_its_key)
+    dataset = register(client, budget={"epsilon": 10.0, "delta": 1e-4})
+    release_id = release(client, dataset["id"])["id"]
+    small, large = (modeler_key(client, [release_id], role="curator", epsilon_cap=cap) for cap in (0.4, 0.6))
+    before = client.get("/v1/ledger").json()
+
+    def capped(key):
+        response = client.post("/v1/jobs", json={"kind": "capped", "dataset_id": dataset["id"], "params": {}},
+                               headers=bearer(key["token"]))
+        assert response.status_code == 202, response.text  # submission reserves the dataset's budget; commit charges
+        return wait(client, response.json()["id"])
+
+    refused = capped(small)
+    assert refused["status"] == "failed" and "this key's own cap (epsilon=0.4" in refused["message"], refused
+    assert refused["result"] == {"error": {"status": 409, "code": "budget_exceeded"}}
+    assert client.get("/v1/ledger").json() == before
+    with client.app.state.db.read() as session:
+        claimant = session.get(Job, refused["id"]).claimed_by
+    assert claimant.startswith("tls://") and not claimant.endswith(f"pid {os.getpid()}")  # a worker committed it
+    charged = capped(large)
+    assert charged["status"] == "succeeded", charged
+    [entry] = [e for e in client.get("/v1/ledger").json() if e not in before]
+    assert entry["actor"].startswith(f"key:{large['id']}:") and entry["epsilon"] == 0.5
 
 
 def test_unfinished_committing_jobs_reserve_their_cost(client, monkeypatch, tmp_path):

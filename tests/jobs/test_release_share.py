@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from curator_service.jobs import KINDS
+from curator_service.services.job_kinds import KINDS
 from tests.curator_service.conftest import assert_error, bearer, modeler_key, register
 from tests.curator_service.test_jobs import run_until_cancelled
 from tests.curator_service.test_release_jobs import BODY, finished, releases_url

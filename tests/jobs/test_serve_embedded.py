@@ -30,7 +30,7 @@ def test_serve_starts_its_own_workers_runs_a_job_there_and_stops_them(tmp_path):
         X = np.random.default_rng(0).uniform(size=(30, 2))
         dataset = curator.register_table("t", X, ["a", "b"], evaluator={"kind": "column", "column": "y"},
                                          budget=(5.0, 1e-3), scaling=SCALING, extra_columns={"y": X[:, 0]})
-        release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=2)  # a release is a job on the workers
+        release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=2)  # a release is a job on the workers
         assert release.n == 30
     finally:
         curator.stop()

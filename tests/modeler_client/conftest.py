@@ -24,6 +24,6 @@ def bowl(curator):
     dataset = curator.register_table("bowl", X, ["a", "b"], evaluator={"kind": "column", "column": "y"},
                                      budget=(20.0, 1e-3), extra_columns={"y": y},
                                      scaling={"kind": "bounds", "lower": [-3, -3], "upper": [3, 3], "diameter": 1})
-    release = curator.release(dataset.id, "po-gp-ucb", 1.0, 1e-5, dim=2, seed=1)
+    release = curator.create_release(dataset.id, "po-gp-ucb", 1.0, 1e-5, dim=2, seed=1)
     key = curator.issue_key([release.id], max_queries=500)
     return {"X": X, "y": y, "dataset": dataset, "release": release, "token": key.token}

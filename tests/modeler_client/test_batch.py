@@ -36,7 +36,7 @@ def manual_release(curator, seed: int):
         f"lab-{uuid.uuid4().hex[:8]}", X, ["a", "b"], evaluator={"kind": "manual"}, budget=(10.0, 1e-3),
         scaling={"kind": "bounds", "lower": [0, 0], "upper": [4, 4], "diameter": 1},
     )
-    release = curator.release(dataset.id, "gaussian", 2.0, 1e-5)
+    release = curator.create_release(dataset.id, "gaussian", 2.0, 1e-5)
     assert release.answers_repeat is False  # a lab measures a sample again: a new reading
     key = curator.issue_key([release.id], max_queries=100)
     return dataset, release, key

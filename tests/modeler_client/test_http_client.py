@@ -10,6 +10,8 @@ import pytest
 
 import shared.api.http_client as http_client
 from shared.api.http_client import ApiClient, ApiError, ServerUnreachable
+from shared.api.job_polling import follow_job
+from shared.api.schemas import JobStatus
 
 
 class ScriptedServer:
@@ -183,3 +185,32 @@ def test_a_short_retry_after_never_shortens_the_backoff(sleeps):
         assert sleeps == [0.25, 0.5, 1.0]  # a server answering "Retry-After: 0" cannot make the client spin
     finally:
         server.close()
+
+
+def _job(status: str, progress: float = 0.0) -> tuple[int, dict, dict]:
+    return 200, {"id": 7, "kind": "dp-bo", "dataset_id": 1, "status": status, "progress": progress,
+                 "created_at": "2026-01-01T00:00:00Z"}, {}
+
+
+def test_the_job_poller_reads_until_the_job_finished_and_reports_every_read():
+    server = ScriptedServer([_job("queued"), _job("running", 0.5), _job("failed", 0.5)])
+    seen = []
+    try:
+        with ApiClient(server.url, "t") as api:
+            job = follow_job(api, 7, poll=0.01, on_progress=seen.append)
+    finally:
+        server.close()
+    assert job.status == JobStatus.FAILED and job.status.finished
+    assert [j.status for j in seen] == ["queued", "running", "failed"]
+    assert [r["path"] for r in server.received] == ["/v1/jobs/7"] * 3
+
+
+def test_the_job_poller_gives_the_job_back_unfinished_once_its_timeout_passed():
+    server = ScriptedServer([_job("running", 0.1)] * 1000)
+    try:
+        with ApiClient(server.url, "t") as api:
+            job = follow_job(api, 7, poll=0.02, timeout=0.1)
+    finally:
+        server.close()
+    assert job.status == "running" and not job.status.finished
+    assert 2 <= len(server.received) < 100  # read again until the timeout, not once and not without pause

@@ -42,7 +42,7 @@ def test_a_job_whose_answer_is_lost_is_retried_and_charged_once(curator):
                                      evaluator={"kind": "column", "column": "y"}, budget=(10.0, 1e-3),
                                      extra_columns={"y": rng.uniform(0, 1, size=40)},
                                      scaling={"kind": "bounds", "lower": [0, 0], "upper": [1, 1], "diameter": 1})
-    release = curator.release(dataset.id, "gaussian", 1.0, 1e-5, dim=2)
+    release = curator.create_release(dataset.id, "gaussian", 1.0, 1e-5, dim=2)
     key = curator.issue_key([release.id], max_queries=10, jobs=["dp-mean"])
     transport = DropsFirstJobAnswer()
     with ModelerClient(curator.url, api=ApiClient(curator.url, key.token, transport=transport, backoff=0.05)) as client:

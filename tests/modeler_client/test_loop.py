@@ -45,7 +45,7 @@ def test_the_loop_finds_the_best_row_in_the_direction_of_the_goal(curator, tmp_p
     dataset = curator.register_table(f"bowl-{goal}", X, ["a", "b"], evaluator={"kind": "column", "column": "y"},
                                      budget=(5.0, 1e-3), scaling={"kind": "identity"}, extra_columns={"y": y},
                                      goal=goal)
-    release = curator.release(dataset.id, "po-gp-ucb", 1.0, 1e-5, dim=2, seed=2)
+    release = curator.create_release(dataset.id, "po-gp-ucb", 1.0, 1e-5, dim=2, seed=2)
     assert release.goal == goal
     client = ModelerClient(curator.url, curator.issue_key([release.id], 100).token)
     # 30 of 120 rows: under every row order tried (the curator permutes rows at registration) it finds the peak

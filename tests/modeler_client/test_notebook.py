@@ -35,6 +35,8 @@ def test_example_notebook_runs_against_a_live_curator(bowl, curator, tmp_path, m
     assert "20/20 answered" in html  # the progress bar reached the end, in place
     pngs = [base64.b64decode(o.data["image/png"]) for o in outputs if "data" in o and "image/png" in o.data]
     assert pngs and pngs[0][:8] == b"\x89PNG\r\n\x1a\n"  # the figure is shown inline
+    importance = [cell for cell in notebook.cells if "importance_figure(release, record)" in cell.source]
+    assert len(importance) == 1 and [o for o in importance[0].outputs if "image/png" in o.get("data", {})]
     record = RunRecord.load(tmp_path / "nb.json")
     assert record.finished and len(record.done()) == 20
     assert (tmp_path / "nb.png").stat().st_size > 10_000  # and still saved as a PNG

@@ -33,7 +33,7 @@ def lab(curator):
     X = rng.uniform(0, 1, size=(30, 2))
     dataset = curator.register_table("lab rows", X, ["dose", "age"], evaluator={"kind": "manual"}, budget=(4.0, 1e-3),
                                      scaling={"kind": "bounds", "lower": [0, 0], "upper": [1, 1], "diameter": 1})
-    release = curator.release(dataset.id, "gaussian", 2.0, 1e-5, dim=2)
+    release = curator.create_release(dataset.id, "gaussian", 2.0, 1e-5, dim=2)
     return {"release": release, "token": curator.issue_key([release.id], max_queries=100).token}
 
 
@@ -163,7 +163,7 @@ def test_plot_importance_ranks_the_feature_the_answers_depend_on(curator, tmp_pa
                                      extra_columns={"y": y},
                                      scaling={"kind": "bounds", "lower": [0, 0, 0], "upper": [1, 1, 1], "diameter": 1})
     # ε large enough that the released inputs are nearly exact: the ranking then tests the fit, not the input noise
-    release = curator.release(dataset.id, "gaussian", 1000.0, 1e-5, dim=3)
+    release = curator.create_release(dataset.id, "gaussian", 1000.0, 1e-5, dim=3)
     token = curator.issue_key([release.id], max_queries=100).token
     env = {"POBO_URL": curator.url, "POBO_TOKEN": token}
     out = tmp_path / "run.json"

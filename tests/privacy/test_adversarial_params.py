@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from curator_service.jobs import KINDS, DatasetInfo, JobContext, held_out_split
+from curator_service.jobs import DatasetInfo, JobContext
+from curator_service.services.job_kinds import KINDS
+from curator_service.services.job_kinds.inputs import held_out_split
 from curator_service.persistence.blobs import RawTable
 from shared.api.schemas import ScalingSpec
 from shared.dp.accounting import dpsgd_epsilon
@@ -90,8 +92,7 @@ def run_kind(kind: str, params: dict[str, Any], raw: RawTable, seed: int = 0,
              progress=lambda fraction, message=None: None):
     """``cost`` then ``run`` with a real context; returns the charge, the result and the recorded noise."""
     info = DatasetInfo(id=1, n=N, d=len(FEATURES), columns=tuple(raw.columns), numeric_columns=tuple(raw.columns),
-                       feature_columns=FEATURES,
-                       evaluator={"kind": "column", "column": "y"}, remaining_epsilon=1e9, remaining_delta=1.0,
+                       feature_columns=FEATURES, evaluator={"kind": "column", "column": "y"},
                        scaling=ScalingSpec(kind="bounds", lower=[0.0] * 3, upper=[1.0] * 3))
     charge = KINDS[kind].cost(params, info)
     noise = RecordingNoise(seed)

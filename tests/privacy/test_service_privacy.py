@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import pytest
 
-from curator_service.jobs import KINDS
+from curator_service.services.job_kinds import KINDS
 from curator_service.testing import LocalCurator
 from shared.api.http_client import ApiError
 from shared.api.schemas import SEEDED_WARNING
@@ -76,7 +76,7 @@ def test_neighbouring_tables_get_the_same_calibration(research, production):
         ids = [register(curator, T, y) for T in (X, X_prime, table(seed=9)[0])]  # the third is no neighbour
         for epsilon, delta in ((0.5, 1e-6), (4.0, 1e-5)):
             for dim in dims:  # r = d is the identity; r ≠ d a projection drawn from the seed
-                releases = [curator.release(i, "gaussian", epsilon, delta, dim, seed) for i in ids]
+                releases = [curator.create_release(i, "gaussian", epsilon, delta, dim, seed) for i in ids]
                 assert len({(r.noise_std, r.sensitivity) for r in releases}) == 1, (epsilon, delta, dim)
                 assert releases[0].noise_std > 0
 
@@ -85,8 +85,8 @@ def test_values_outside_the_public_bounds_are_clipped(production):
     X, y = table()
     X[:5] = [[1e6, -1e6, 5.0], [-3e5, 25.0, 1e9], [11.0, 21.0, 41.0], [-1.0, -1.0, -1.0], [1e12, 1e12, 1e12]]
     whole, raw = register(production, X, y), register(production, X, y, scaling={"kind": "identity"})
-    noisy_whole = production.release(whole, "gaussian", 500.0, 1e-5, D)  # r = d: Z = scaled X + noise
-    noisy_raw = production.release(raw, "gaussian", 500.0, 1e-5, D)
+    noisy_whole = production.create_release(whole, "gaussian", 500.0, 1e-5, D)  # r = d: Z = scaled X + noise
+    noisy_raw = production.create_release(raw, "gaussian", 500.0, 1e-5, D)
     with production.admin() as api:
         Z = np.array(api.get(f"/v1/releases/{noisy_whole.id}/inputs", params={"limit": 100})["rows"])
         Z_raw = np.array(api.get(f"/v1/releases/{noisy_raw.id}/inputs", params={"limit": 100})["rows"])
@@ -105,7 +105,7 @@ def test_values_outside_the_public_bounds_are_clipped(production):
 )
 def test_each_scaling_kind_says_what_it_hides(production, scaling, whole_record):
     X, y = table()
-    release = production.release(register(production, X, y, scaling=scaling), "gaussian", 1.0, 1e-6, D)
+    release = production.create_release(register(production, X, y, scaling=scaling), "gaussian", 1.0, 1e-6, D)
     assert release.certified and release.neighbouring_step.whole_record is whole_record
     assert release.neighbouring_step.clipped is (scaling["kind"] == "bounds")
     assert bool(release.warnings) is not whole_record
@@ -115,13 +115,13 @@ def test_each_scaling_kind_says_what_it_hides(production, scaling, whole_record)
 
 def test_seeds_make_a_release_uncertified_and_production_refuses_them(research, production):
     X, y = table()
-    seeded = research.release(register(research, X, y), "gaussian", 1.0, 1e-6, D, seed=5)
+    seeded = research.create_release(register(research, X, y), "gaussian", 1.0, 1e-6, D, seed=5)
     assert (seeded.seeded, seeded.certified) == (True, False) and SEEDED_WARNING in seeded.warnings
     dataset = register(production, X, y)
     with pytest.raises(ApiError) as refused:
-        production.release(dataset, "gaussian", 1.0, 1e-6, D, seed=5)
+        production.create_release(dataset, "gaussian", 1.0, 1e-6, D, seed=5)
     assert refused.value.code == "seed_refused"
-    unseeded = production.release(dataset, "gaussian", 1.0, 1e-6, D)
+    unseeded = production.create_release(dataset, "gaussian", 1.0, 1e-6, D)
     assert (unseeded.seeded, unseeded.certified, unseeded.warnings) == (False, True, [])
 
 
@@ -131,7 +131,7 @@ def test_a_modeler_key_never_sends_a_seed(research, production, kind):
     X, y = table()
     for curator in (research, production):
         dataset = register(curator, X, y)
-        release = curator.release(dataset, "gaussian", 1.0, 1e-6, D)
+        release = curator.create_release(dataset, "gaussian", 1.0, 1e-6, D)
         modeler_may_run = "modeler" in KINDS[kind].roles
         # The key may run the kind where a modeler can, so that the seed alone is what is refused.
         token = curator.issue_key([release.id], max_queries=5, jobs=[kind] if modeler_may_run else None).token
@@ -167,7 +167,7 @@ def test_every_ledger_charge_equals_its_mechanisms_cost(production):
     X, y = table()
     dataset = register(production, X, y, budget=(50.0, 1e-3))
     for epsilon, delta in ((0.7, 3e-6), (2.5, 1e-7)):
-        release = production.release(dataset, "gaussian", epsilon, delta, 2)
+        release = production.create_release(dataset, "gaussian", epsilon, delta, 2)
         with production.admin() as admin:
             (entry,) = [e for e in admin.get("/v1/ledger") if e["release_id"] == release.id]
         assert (entry["epsilon"], entry["delta"]) == (release.epsilon, release.delta) == (epsilon, delta)
@@ -195,9 +195,9 @@ def test_tightened_settings_stop_serving_laxer_releases_after_a_restart(tmp_path
     try:
         X, y = table()
         dataset = register(server, X, y)
-        seeded = server.release(dataset, "gaussian", 1.0, 1e-6, D, seed=3)
-        uncertified = server.release(dataset, "po-gp-ucb", 1.0, 1e-6, 2)
-        certified = server.release(dataset, "gaussian", 1.0, 1e-6, D)
+        seeded = server.create_release(dataset, "gaussian", 1.0, 1e-6, D, seed=3)
+        uncertified = server.create_release(dataset, "po-gp-ucb", 1.0, 1e-6, 2)
+        certified = server.create_release(dataset, "gaussian", 1.0, 1e-6, D)
         token = server.issue_key([seeded.id, uncertified.id, certified.id], max_queries=10).token
         server.stop()
         server.env.update(PRODUCTION)

@@ -122,6 +122,18 @@ def test_dpareto_finds_a_known_front_on_a_toy_problem():
     assert bo.hypervolume() >= 0.95 * exact and bo.hypervolume() > rs.hypervolume()
 
 
+def test_a_proposal_never_repeats_an_evaluated_setting():
+    # Integers round many points of the cube to one setting and the front's low-ε end sits on a corner: the best
+    # proposal keeps rounding to a setting already evaluated, whose answer the oracle would only repeat.
+    def oracle(p):
+        return 0.1 * p["epochs"] / p["noise"], 1.0 / (1.0 + p["epochs"] + 0.1 * p["noise"])
+
+    space = (Hyperparameter("epochs", 1, 3, integer=True), Hyperparameter("noise", 1, 3, integer=True))
+    bo = dpareto(ParetoProblem("corner", space, oracle), initial_points=2, iterations=6, rng=0)
+    settings = [(e.params["epochs"], e.params["noise"]) for e in bo.evaluations]
+    assert all(settings[i] not in settings[:i] for i in range(2, len(settings))), settings
+
+
 def test_the_transformed_reference_is_gpflowopts_estimate():
     # GPflowOpt's HVProbabilityOfImprovement._estimate_reference: max(front) + 2·(max − min)/|front|, per objective.
     front = np.array([[-2.0, 1.0], [0.0, -1.0], [1.0, -3.0]])

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from curator_service.jobs.kinds import dp_bo, dp_mean, dp_tune, dpareto
+from curator_service.services.job_kinds import dp_bo, dp_mean, dp_tune, dpareto
 from modeler_client.cli import app
 from shared.algorithms.dpareto.problems import DPSGD_SPACE, learning_rates_for
 from shared.api import jobs

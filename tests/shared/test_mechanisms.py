@@ -9,10 +9,12 @@ from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 
 from shared.dp.mechanisms import (
     analytic_gaussian_sigma,
+    bounded_mean_sensitivity,
     exponential_mechanism_probabilities,
     gaussian_delta,
     gaussian_mechanism,
     laplace_mechanism,
+    release_held_out_scores,
     summation_error,
 )
 from shared.dp.noise import noise_source
@@ -87,3 +89,29 @@ def test_summation_error_bounds_a_worst_case_float_sum():
     assert summation_error(0) == 0.0
     with pytest.raises(ValueError):
         summation_error(2**53)
+
+
+def test_the_bounded_means_sensitivity_covers_the_float_means_of_neighbours_far_from_zero():
+    # Neighbours differ in one of n values in [lower, upper]: (upper − lower)/n alone is below what the float means
+    # of such neighbours can differ by when the bounds are far from zero.
+    lower, upper, n = 1e12, 1e12 + 1e-3, 3
+    values = np.array([lower, lower, lower])
+    neighbour = np.array([lower, lower, upper])
+    moved = abs(float(np.mean(neighbour)) - float(np.mean(values)))
+    assert moved > (upper - lower) / n
+    assert moved <= bounded_mean_sensitivity(lower, upper, n)
+    assert bounded_mean_sensitivity(0.0, 1.0, 50) == pytest.approx(1 / 50)
+
+
+class Scored:
+    def score(self, X, y):
+        return 0.75
+
+
+def test_held_out_scores_spend_half_of_epsilon_on_each_mean_at_the_bounded_means_scale():
+    y = np.array([1, 1, 0, 1] * 10)
+    scores = release_held_out_scores(Scored(), np.zeros((40, 2)), y, 2.0, noise_source(seed=0))
+    assert scores["rows"] == 40 and scores["epsilon"] == 2.0
+    assert scores["noise_scale"] == bounded_mean_sensitivity(0.0, 1.0, 40) / 1.0
+    assert 0.5 <= scores["majority_baseline"] and scores["accuracy"] != 0.75  # released with noise
+    assert release_held_out_scores(None, np.zeros((40, 2)), y, 2.0, noise_source(seed=0))["accuracy"] is None

@@ -7,7 +7,8 @@ hyperparameters mapped to the unit cube (log scale where the domain is), and eva
 maximiser of HVPoI (:mod:`shared.algorithms.dpareto.pareto`). HVPoI is maximised by a dense uniform random search over the
 cube followed by L-BFGS-B polishing from the best few candidates. When HVPoI is zero at every candidate
 (the predicted mean is dominated everywhere) the candidate with the highest probability of improvement
-is taken instead — a tie-break the paper does not specify.
+is taken instead — a tie-break the paper does not specify. A proposal that rounds to a setting already
+evaluated gives way to the best candidate that does not (the oracle would only repeat its answer).
 
 Integer hyperparameters are optimised continuously and rounded before evaluation; the GPs see the
 rounded values. Fronts are NOT differentially private (the paper's threat model): the utility oracle
@@ -154,10 +155,6 @@ def _record_all(result: ParetoResult, problem: ParetoProblem, settings: list[dic
             progress(result.method, len(result.evaluations), total, evaluation)
 
 
-def _record(result: ParetoResult, problem: ParetoProblem, params: dict, total: int, progress: Progress | None) -> None:
-    _record_all(result, problem, [params], total, progress)
-
-
 def surrogate_targets(points: NDArray) -> NDArray:
     """(log ε, logit error): the fixed output transforms of §3.2 (ε floored, error clipped away from 0, 1)."""
     return np.column_stack([np.log(np.maximum(points[:, 0], EPSILON_FLOOR)),
@@ -225,7 +222,11 @@ class HVPoIProposer:
         self._proposals += 1
         return models
 
-    def propose(self, U: NDArray, points: NDArray) -> NDArray:
+    def propose(self, U: NDArray, points: NDArray, evaluated: Callable[[NDArray], bool] = lambda u: False) -> NDArray:
+        """The point of highest acquisition value (HVPoI, or PoI where HVPoI vanishes) among the polished and random
+        candidates that ``evaluated`` does not reject: a setting already evaluated (integers round many points of the
+        cube to one, and the optimum often sits on a corner) would only repeat a known answer. When every candidate
+        is rejected the best one is returned."""
         Y = surrogate_targets(points)
         models = self._surrogates(U, Y)
         front = pareto_front(Y)
@@ -248,14 +249,14 @@ class HVPoIProposer:
             at = scores(points)[1 if use_poi else 0]
             return -at[0], -(at[1:] - at[0]) / steps
 
-        best = X[np.argmax(values)]
-        best_value = values.max()
-        for start in X[np.argsort(values)[::-1][: self.polish]]:
+        order = np.argsort(values)[::-1]
+        ranked = [(values[i], X[i]) for i in order]
+        for start in X[order[: self.polish]]:
             result = minimize(negative_value_and_gradient, start, jac=True, method="L-BFGS-B",
                               bounds=[(0.0, 1.0)] * self.dim, options={"maxiter": 30})
-            if -result.fun > best_value:
-                best, best_value = np.clip(result.x, 0.0, 1.0), -result.fun
-        return best
+            ranked.append((-result.fun, np.clip(result.x, 0.0, 1.0)))
+        ranked.sort(key=lambda pair: -pair[0])  # stable: a polished point ties after the candidate it started from
+        return next((u for _, u in ranked if not evaluated(u)), ranked[0][1])
 
 
 def dpareto(
@@ -286,9 +287,11 @@ def dpareto(
     for _ in range(iterations):
         start = time.perf_counter()
         U = np.array([problem.to_unit(e.params) for e in result.evaluations])
-        params = problem.from_unit(proposer.propose(U, result.points))
+        seen = {_setting_key(e.params) for e in result.evaluations}
+        params = problem.from_unit(proposer.propose(U, result.points,
+                                                    lambda u, seen=seen: _setting_key(problem.from_unit(u)) in seen))
         result.overhead_seconds.append(time.perf_counter() - start)
-        _record(result, problem, params, total, progress)
+        _record_all(result, problem, [params], total, progress, known=result.evaluations)
     return result
 
 

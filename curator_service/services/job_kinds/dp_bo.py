@@ -2,7 +2,7 @@
 and a private best validation accuracy ṽ.
 
 The features are the dataset's public scaling with rows clipped to the unit ball
-(:func:`curator_service.jobs.training_features`); the rows are split at random into a training part
+(:func:`~curator_service.services.job_kinds.inputs.training_features`); the rows are split at random into a training part
 and a validation part V (then prepared for eq. 9 by :func:`shared.algorithms.kusner.validation_tasks.split_task`).
 Logistic regression with regularisation λ (eq. 9) is trained on the training part and scored by
 accuracy on V at every λ of the public grid Λ of log10 λ; then GP-UCB runs T steps over those accuracies. Released: λ̃ (exponential
@@ -44,15 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from curator_service.jobs import (
-    DatasetInfo,
-    JobCancelled,
-    JobContext,
-    JobKind,
-    binary_labels,
-    check_label_column,
-    training_features,
-)
+from curator_service.jobs import DatasetInfo, JobContext, JobKind
+from curator_service.jobs.outcomes import JobCancelled
+from curator_service.services.job_kinds.inputs import binary_labels, check_label_column, training_features
 from shared.algorithms.kusner import dpbo
 from shared.algorithms.kusner.validation_tasks import SCORE_RANGE, split_task
 from shared.api.jobs import DpBoParams, DpBoResult

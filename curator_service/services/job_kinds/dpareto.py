@@ -1,7 +1,7 @@
 """``dpareto``: the privacy–utility Pareto front of DP-SGD / DP-Adam on the curator's table (Avent et al.).
 
 The features are the dataset's public scaling with rows clipped to the unit ball
-(:func:`curator_service.jobs.training_features`), as the paper's Adult rows are; with a 0/1 label column
+(:func:`~curator_service.services.job_kinds.inputs.training_features`), as the paper's Adult rows are; with a 0/1 label column
 they are split (``ctx.rng``) into training and held-out rows. DPareto (``shared.algorithms.dpareto.optimizer``) explores the
 learner's hyperparameters (Table 1 of the paper by default, its learning rates scaled to the table's size:
 :func:`shared.algorithms.dpareto.problems.learning_rates_for`), the privacy oracle is
@@ -39,10 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from curator_service.jobs import (
-    DatasetInfo,
-    JobContext,
-    JobKind,
+from curator_service.jobs import DatasetInfo, JobContext, JobKind
+from curator_service.services.job_kinds.inputs import (
     binary_labels,
     check_label_column,
     held_out_rows,

@@ -2,7 +2,7 @@
 scored on held-out rows beside the majority-class baseline.
 
 The features are the dataset's public scaling with rows clipped to the unit ball
-(:func:`curator_service.jobs.training_features`). A random ``test_fraction`` of the rows is held out. The
+(:func:`~curator_service.services.job_kinds.inputs.training_features`). A random ``test_fraction`` of the rows is held out. The
 other rows are split into k parts; every candidate (DP-SGD logistic-regression hyperparameters) is
 trained on each part and scored on that part's held-out rows, so each part's utility depends on that
 part alone and the mean over parts moves by at most 1/k when one row is replaced. The capped
@@ -45,18 +45,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from curator_service.jobs import (
-    DatasetInfo,
-    JobContext,
-    JobKind,
+from curator_service.jobs import DatasetInfo, JobContext, JobKind
+from curator_service.services.job_kinds.inputs import (
     binary_labels,
     check_label_column,
     held_out_rows,
     held_out_split,
-    release_held_out_scores,
     training_features,
 )
 from shared.algorithms.ding.dptune import PrivateLogisticRegression, tune_and_train
+from shared.dp.mechanisms import release_held_out_scores
 from shared.api.jobs import DpTuneModel, DpTuneParams, DpTuneResult, HeldOutScores
 
 MAX_STEPS = 2_000_000

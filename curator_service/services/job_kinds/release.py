@@ -21,7 +21,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from curator_service.jobs import DatasetInfo, JobContext, JobFailed, JobKind
+from curator_service.jobs import DatasetInfo, JobContext, JobKind
+from curator_service.jobs.outcomes import JobFailed
 from curator_service.persistence.models import ApiKey, Job
 from curator_service.services.evaluators import measure_all
 from curator_service.services.policy import ADMIN, Principal, principal_of_key

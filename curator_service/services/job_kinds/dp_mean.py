@@ -11,7 +11,7 @@ Parameters and privacy (the requester may be a modeler):
 * ``lower``, ``upper``: the clipping bounds. They set Δ, but every value is clipped to them first, so Δ
   is the true sensitivity of the computed mean for any bounds. Bounds far from zero (1e12, 1e12 + 1e-3)
   would let floating-point rounding of the mean move it by more than (upper − lower)/n, so Δ carries the
-  rounding (:func:`curator_service.jobs.bounded_mean_sensitivity`). |lower|, |upper| ≤ 1e15 keeps every
+  rounding (:func:`shared.dp.mechanisms.bounded_mean_sensitivity`). |lower|, |upper| ≤ 1e15 keeps every
   sum finite.
 * ``epsilon``: the charge; the noise scale is Δ/ε, so a larger ε is paid for on the ledger.
 * ``seed``: research mode only (the API refuses it in production); it picks the noise stream, never
@@ -24,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from curator_service.jobs import DatasetInfo, JobContext, JobKind, bounded_mean_sensitivity, check_numeric_column
+from curator_service.jobs import DatasetInfo, JobContext, JobKind
+from curator_service.services.job_kinds.inputs import check_numeric_column
 from curator_service.services.ledger_events import Event, laplace_event
 from shared.api.jobs import DpMeanParams, DpMeanResult
-from shared.dp.mechanisms import laplace_mechanism
+from shared.dp.mechanisms import bounded_mean_sensitivity, laplace_mechanism
 
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
     parsed = DpMeanParams.model_validate(params)

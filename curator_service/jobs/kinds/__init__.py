@@ -1,1 +1,0 @@
-"""Job kinds: each module here defines ``KIND = JobKind(...)`` and is registered automatically."""
