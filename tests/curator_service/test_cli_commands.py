@@ -13,8 +13,8 @@ from sqlalchemy import create_engine
 from curator_service import __version__
 from curator_service.jobs import JobKind
 from curator_service.jobs.outcomes import JobCancelled
-from curator_service.services.job_kinds import KINDS
 from curator_service.persistence.db import schema_revision
+from curator_service.services.job_kinds import KINDS
 from tests.curator_service.conftest import ADMIN_HEADERS, UNCANCELLED_LIMIT_SECONDS, bearer, flat
 
 

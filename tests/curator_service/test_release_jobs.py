@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from curator_service.app import create_app
 from curator_service.cli import app as cli_app
 from curator_service.jobs import DatasetInfo, JobContext
-from curator_service.services.job_kinds import release as release_kind
 from curator_service.persistence.blobs import RawTable
+from curator_service.services.job_kinds import release as release_kind
 from shared.api.schemas import UNCERTIFIED_WARNING, ScalingSpec
 from shared.dp.noise import seeded_streams
 from shared.releases import gaussian

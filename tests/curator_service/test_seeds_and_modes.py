@@ -12,9 +12,9 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from curator_service.cli.serve import serve
-from curator_service.services.job_kinds import KINDS
 from curator_service.persistence.db import MIGRATIONS_DIR, make_engine, migrate
 from curator_service.persistence.models import Job, Release
+from curator_service.services.job_kinds import KINDS
 from curator_service.settings import Settings
 from shared.api.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, UNKNOWN_SEED_WARNING
 from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
