@@ -63,7 +63,7 @@ def create_key(session: Session, principal: Principal, body: KeyCreate, policy: 
     check_fits_inside(session, principal, body.role, policy, "key.create", f"new {body.role} key")
     token = new_token()
     scope = session.execute(select(Release.id, Release.dataset_id, Release.measurements.is_not(None))
-                            .where(Release.id.in_(body.release_ids))).tuples().all()
+                            .where(Release.id.in_(body.release_ids))).all()
     missing = sorted(set(body.release_ids) - {release_id for release_id, _, _ in scope})
     if missing:
         raise ApiError(422, "validation_error",
