@@ -55,3 +55,11 @@ lock:
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
+
+## Static checks: ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade), mypy (shared/ and the curator's services,
+## files from pyproject.toml) and the import contracts (.importlinter).
+.PHONY: lint
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports

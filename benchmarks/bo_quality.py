@@ -40,8 +40,6 @@ sentence saying so. Tables that need /work/shared/data are skipped with the reas
 
 from __future__ import annotations
 
-import harness  # noqa: I001  (one BLAS thread, before numpy loads)
-
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
@@ -56,6 +54,7 @@ from dataclasses import dataclass  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import harness  # noqa: I001  (one BLAS thread, before numpy loads)
 import numpy as np  # noqa: E402
 
 from modeler_client.runfile import RunRecord, RunSettings  # noqa: E402
@@ -72,7 +71,8 @@ HORIZONS = (10, 25, 50)
 UCB_DELTA = 0.025
 FIXED_FIT_ROWS = 500
 SERVICE_EPSILON = 1e6
-BOTORCH_FLOORS = (2.5e-2, 1e-4)  # SingleTaskGP's lengthscale and noise constraints (botorch.models.utils.gpytorch_modules)
+# SingleTaskGP's lengthscale and noise constraints (botorch.models.utils.gpytorch_modules)
+BOTORCH_FLOORS = (2.5e-2, 1e-4)
 METHODS = ("random", "pobo fixed", "pobo default", "BoTorch default", "BoTorch + UCB β_t")
 BOTORCH_METHODS = {"BoTorch default": "ei", "BoTorch + UCB β_t": "ucb"}
 
@@ -258,17 +258,14 @@ def summarise(lines: list[dict], T: int) -> dict:
         regrets = np.array([line["regret"][:T] for line in runs])
         fits = sum(line["fits"] for line in runs)
         steps = [s for line in runs for s in line["seconds"]]
-
-        def share(key: str) -> float | None:
-            return sum(line[key] for line in runs) / fits if fits else None
-
+        at_bound = {key: sum(line[key] for line in runs) / fits if fits else None
+                    for key in ("at_bound", "lengthscale_at_bound", "noise_at_bound")}
         out[method] = dict(
             seeds=len(runs),
             regret={str(h): mean_se(regrets[:, h - 1]) for h in HORIZONS if h <= T},
             regret_per_seed={str(h): regrets[:, h - 1].tolist() for h in HORIZONS if h <= T},
             seconds_per_step=float(np.mean(steps)) if steps else None,
-            fits=fits, at_bound=share("at_bound"), lengthscale_at_bound=share("lengthscale_at_bound"),
-            noise_at_bound=share("noise_at_bound"),
+            fits=fits, **at_bound,
             repeated_queries=float(np.mean([len(line["indices"]) - len(set(line["indices"])) for line in runs])),
         )
     return out
@@ -344,7 +341,8 @@ def results_of(lines: list[dict], T: int) -> dict:
 def table(name: str, result: dict) -> str:
     """A plain-text table of one problem: regret mean ± s.e. per T, ms a step, fits at a bound."""
     lines = [f"{name} ({result['n']} × {result['d']})",
-             f"{'method':20s}" + "".join(f"{'T = ' + str(h):>18s}" for h in HORIZONS) + f"{'ms/step':>10s}{'at bound':>10s}"]
+             f"{'method':20s}" + "".join(f"{'T = ' + str(h):>18s}" for h in HORIZONS)
+             + f"{'ms/step':>10s}{'at bound':>10s}"]
     for method, s in result["methods"].items():
         cells = "".join(f"{s['regret'][str(h)][0]:>10.3f} ± {s['regret'][str(h)][1]:.3f}" if str(h) in s["regret"]
                         else f"{'':>18s}" for h in HORIZONS)
@@ -365,7 +363,8 @@ def service_run(curator, problem: Problem, run: int, T: int, workdir: Path) -> d
     scaling = unit_diameter_bounds(table.public_lower, table.public_upper)
     dataset = curator.register_table(f"{problem.name}-{run}", table.features, list(table.feature_names),
                                      evaluator={"kind": "column", "column": table.objective_name},
-                                     budget=(2 * SERVICE_EPSILON, 1e-3), extra_columns={table.objective_name: table.objective},
+                                     budget=(2 * SERVICE_EPSILON, 1e-3),
+                                     extra_columns={table.objective_name: table.objective},
                                      scaling=scaling.model_dump(exclude_none=True), goal=table.goal)
     release = curator.create_release(dataset.id, "gaussian", SERVICE_EPSILON, 1e-5, "auto", None)
     key = curator.issue_key([release.id], max_queries=T, name=f"bo-quality-{run}")
@@ -441,7 +440,8 @@ def main() -> None:
     if args.quick:
         args.seeds, args.T, args.runs = 3, 25, 2
         args.problems = [p for p in args.problems if p in ("diabetes", "synthetic")] or args.problems
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=harness.REPOSITORY).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                            cwd=harness.REPOSITORY).stdout.strip()
     stamp = dict(command=harness.command_line(), commit=commit, date=datetime.now(UTC).isoformat(timespec="seconds"),
                  machine=platform.node(), cpus=os.cpu_count())
     start = time.perf_counter()

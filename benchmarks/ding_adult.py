@@ -26,8 +26,8 @@ from harness import save_figure, write_json
 from rich.progress import track
 from rich.table import Table
 
-from shared.datasets.adult import load_adult
 from shared.algorithms.ding.dptune import PrivateLogisticRegression, tune_and_train
+from shared.datasets.adult import load_adult
 from shared.dp.noise import noise_source
 
 FINAL_EPSILON, DELTA = 1.0, 1e-5

@@ -34,10 +34,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from shared.dp.accounting import CONVERSIONS
-from shared.datasets.adult import load_adult
 from shared.algorithms.dpareto.optimizer import ParetoProblem, dpareto, random_search
 from shared.algorithms.dpareto.problems import adult_dpsgd_problem, dpsgd_privacy
+from shared.datasets.adult import load_adult
+from shared.dp.accounting import CONVERSIONS
 
 MODELS = (("logistic", "sgd", "LogReg+SGD"), ("logistic", "adam", "LogReg+Adam"), ("hinge", "sgd", "SVM+SGD"))
 DELTA = 1e-5  # adult_dpsgd_problem's default δ (the paper's, §4)
@@ -138,7 +138,8 @@ def main() -> None:
     table = Table(title=f"Adult: DPareto ({k0}+{k}) vs random ({args.random_reps} × {k0 + k}), hypervolume, "
                         f"anti-ideal (10, 1), {args.conversion} RDP→(ε, δ) conversion, Table 1's noise range on "
                         f"{'σ' if args.noise_domain == 'authors' else 'σ²'}")
-    for column in ("model", "DPareto HV", "random HV (per repetition)", "mean difference", "paper mean diff. (95% CI, 256 pts)",
+    for column in ("model", "DPareto HV", "random HV (per repetition)", "mean difference",
+                   "paper mean diff. (95% CI, 256 pts)",
                    "DPareto overhead s/iter (total s)", "oracle s/eval"):
         table.add_column(column)
     summary = {}
@@ -157,7 +158,8 @@ def main() -> None:
         oracle_seconds = float(np.mean([e.seconds for e in bo.evaluations]))
         paper_mean, paper_ci = PAPER_TABLE2[label]
         table.add_row(label, f"{bo_hv:.3f}", ", ".join(f"{h:.3f}" for h in random_hv), f"{differences.mean():+.3f}",
-                      f"{paper_mean:+.3f} {paper_ci}", f"{np.mean(bo.overhead_seconds):.2f} ({np.sum(bo.overhead_seconds):.0f})",
+                      f"{paper_mean:+.3f} {paper_ci}",
+                      f"{np.mean(bo.overhead_seconds):.2f} ({np.sum(bo.overhead_seconds):.0f})",
                       f"{oracle_seconds:.1f}")
         summary[label] = {"dpareto": bo.to_dict(), "random": [r.to_dict() for r in randoms],
                           "dpareto_hypervolume": bo_hv, "random_hypervolumes": random_hv.tolist(),

@@ -5,9 +5,10 @@ where the budget is in question), the authors' privacy objective and noise range
 Table 1's noise range on the multiplier σ; see ``dpareto_adult.py``), anti-ideal (10, 1), one training per point.
 Training uses the first ``--train-rows`` rows of adult.data (default 8,000, as the service's DPareto test; ε is
 accounted for that many rows; the test set is all of adult.test): one training on all 32,561 rows costs 4× more,
-and the full data at this budget took more CPU than this shared machine had. Each seed is one DPareto run and one random run of 256 points from Table 4's distributions whose first 16 are
-that DPareto run's initial points, so the difference is paired by seed. The paper: one DPareto run per learner
-against 19 random repetitions, mean difference with a 95% CI.
+and the full data at this budget took more CPU than this shared machine had. Each seed is one DPareto run and one
+random run of 256 points from Table 4's distributions whose first 16 are that DPareto run's initial points, so the
+difference is paired by seed. The paper: one DPareto run per learner against 19 random repetitions, mean difference
+with a 95% CI.
 
 Runs go to a pool of ``--workers`` processes and are kept in ``results/dpareto_adult_full.json`` as they finish
 (each with its wall and CPU seconds); a later call adds the runs it is asked for to those of the same settings,
@@ -33,9 +34,9 @@ from dpareto_adult import MODELS, PAPER_TABLE2, cached, with_conversion, with_no
 from dpareto_hvpoi_space import mean_ci
 from rich.console import Console
 
-from shared.datasets.adult import load_adult
 from shared.algorithms.dpareto.optimizer import HVPOI_SPACES, dpareto, random_search
 from shared.algorithms.dpareto.problems import adult_dpsgd_problem
+from shared.datasets.adult import load_adult
 
 NAME = "dpareto_adult_full"
 
@@ -115,7 +116,8 @@ def main() -> None:
         d = summary["difference"]
         paper_mean, paper_ci = PAPER_TABLE2[args.model]
         console.print(f"DPareto − random, paired: {d['mean']:+.3f} (95% CI {d['ci_low']:+.3f} to {d['ci_high']:+.3f}), "
-                      f"DPareto ahead on {d['dpareto_ahead']} of {len(d['seeds'])}; paper: {paper_mean:+.3f} {paper_ci}")
+                      f"DPareto ahead on {d['dpareto_ahead']} of {len(d['seeds'])}; "
+                      f"paper: {paper_mean:+.3f} {paper_ci}")
     console.print(f"wrote {path}")
 
 

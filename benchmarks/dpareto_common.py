@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
 from contextlib import contextmanager
 from pathlib import Path
 
+import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
 import matplotlib
 
 matplotlib.use("Agg")
@@ -46,7 +46,8 @@ def plot_front(ax, runs: list[ParetoResult], exact: np.ndarray | None, title: st
     ax.legend(fontsize=7)
 
 
-def plot_hypervolume(ax, traces: dict[str, np.ndarray], grid: list[tuple[int, float]], exact: float | None, title: str) -> None:
+def plot_hypervolume(ax, traces: dict[str, np.ndarray], grid: list[tuple[int, float]], exact: float | None,
+                     title: str) -> None:
     """Hypervolume against evaluations: mean (and range over seeds) per method, grid sizes as points."""
     for method, trace in traces.items():
         trace = np.atleast_2d(trace)

@@ -60,14 +60,17 @@ def main() -> None:
     summary["transformed_minus_objective"] = dict(zip(("mean", "ci_low", "ci_high"), mean_ci(difference)),
                                                   transformed_better=int(np.sum(difference > 0)),
                                                   objective_better=int(np.sum(difference < 0)))
-    console.print(f"SVT, {K0} + {iterations} evaluations, {seeds} seeds; exact HV {exact:.4f} ({shape[0]}×{shape[1]} grid)")
+    console.print(f"SVT, {K0} + {iterations} evaluations, {seeds} seeds; exact HV {exact:.4f} ({shape[0]}×{shape[1]} "
+                  "grid)")
     for space in HVPOI_SPACES:
         s = summary[space]
         console.print(f"  {space:12s} HV/exact {s['mean']:.4f} (95% CI {s['ci_low']:.4f}–{s['ci_high']:.4f}), "
-                      f"min {s['minimum']:.4f}, {s['seeds_reaching_95']}/{seeds} ≥ 0.95, {s['cpu_seconds_per_run']:.1f} CPU s/run")
+                      f"min {s['minimum']:.4f}, {s['seeds_reaching_95']}/{seeds} ≥ 0.95, "
+                      f"{s['cpu_seconds_per_run']:.1f} CPU s/run")
     d = summary["transformed_minus_objective"]
-    console.print(f"  transformed − objective, paired: {d['mean']:+.4f} (95% CI {d['ci_low']:+.4f} to {d['ci_high']:+.4f}); "
-                  f"transformed ahead on {d['transformed_better']}, objective on {d['objective_better']} of {seeds} seeds")
+    console.print(f"  transformed − objective, paired: {d['mean']:+.4f} (95% CI {d['ci_low']:+.4f} to "
+                  f"{d['ci_high']:+.4f}); transformed ahead on {d['transformed_better']}, objective on "
+                  f"{d['objective_better']} of {seeds} seeds")
     name = "dpareto_hvpoi_space" + (f"_k{iterations}" if iterations != 64 and not args.quick else "")
     path = harness.write_json(name, {"k0": K0, "k": iterations, "seeds": seeds, "exact_grid": shape,
                                                       "exact_hypervolume": exact, **summary}, quick=args.quick)

@@ -78,11 +78,13 @@ def main() -> None:
             "hypervolume_traces": {m: [r.hypervolume_trace().tolist() for r in rs_] for m, rs_ in runs.items()},
             "seed0": {m: rs_[0].to_dict() for m, rs_ in runs.items()},
         }
-        table.add_row(problem.name, f"{exact_hv:.4f}", f"{dp.mean():.3f}, {dp.min():.3f}", f"{np.sum(dp >= 0.95)}/{seeds}",
+        table.add_row(problem.name, f"{exact_hv:.4f}", f"{dp.mean():.3f}, {dp.min():.3f}",
+                      f"{np.sum(dp >= 0.95)}/{seeds}",
                       f"{rs.mean():.3f}", f"{wins}/{seeds}", f"{grids[-1][1] / exact_hv:.3f}", f"{overhead:.2f}")
         common.plot_front(axes[row, 0], [runs["random"][0], runs["dpareto"][0]], exact_front,
                           f"{problem.name}: seed 0, {k0}+{k} evaluations")
-        common.plot_hypervolume(axes[row, 1], {m: np.array([r.hypervolume_trace() for r in rs_]) for m, rs_ in runs.items()},
+        common.plot_hypervolume(axes[row, 1],
+                                {m: np.array([r.hypervolume_trace() for r in rs_]) for m, rs_ in runs.items()},
                                 grids, exact_hv, f"{problem.name}: hypervolume")
         if problem.name == "svt":
             axes[row, 0].set_ylabel("1 − F₁")

@@ -29,7 +29,8 @@ import warnings
 import numpy as np
 import torch
 
-import harness
+# isort: split
+import harness  # after numpy and torch, as speed_gp_ucb imports it (its --threads sets the BLAS threads)
 from speed_gp_ucb import COMPULSORY_VECTORS, DELTA, LENGTHSCALE, NOISE_VARIANCE, SIGNAL_VARIANCE, projected_problem
 
 from shared.gp.ucb import GPUCB, gp_ucb_beta
@@ -124,7 +125,8 @@ def measure(device: str, sizes: list[tuple[int, int, int, bool]], bandwidth_mb: 
     engine = GPUCB(np.zeros((1, 1)), lengthscale=1.0, signal_variance=1.0, noise_variance=1.0, delta=0.5, device=device)
     results: dict = {"device": engine.engine.rsplit(",", 1)[0], "read_bytes_per_second": rate, "runs": [],
                      "host": platform.node(), "cpu_workers": cpu_workers,
-                     "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()}
+                     "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                              text=True).stdout.strip()}
     print(f"device {results['device']}; read rate {rate / 1e9:.0f} GB/s (torch.sum over {bandwidth_mb} MiB of float64)")
     for n, r, T, compare in sizes:
         Z, f = projected_problem(n, r, seed=0)
@@ -142,9 +144,11 @@ def measure(device: str, sizes: list[tuple[int, int, int, bool]], bandwidth_mb: 
             run |= {"cpu_ms_per_step": cpu_seconds * 1e3, "picks_as_cpu": agreement(cpu_picks, picks),
                     "identical_picks": cpu_picks == picks}
         if n == sizes[0][0] and "botorch" not in skip:
-            for label, batch, steps in [("default", 2048, botorch_counts[0]), ("tuned", TUNED_BATCH, botorch_counts[1])]:
+            for label, batch, steps in [("default", 2048, botorch_counts[0]),
+                                        ("tuned", TUNED_BATCH, botorch_counts[1])]:
                 theirs, botorch_seconds = botorch_steps(Z, f, picks, steps, device, batch)
-                run[f"botorch_{label}"] = {"max_batch_size": batch, "steps": steps, "ms_per_step": botorch_seconds * 1e3,
+                run[f"botorch_{label}"] = {"max_batch_size": batch, "steps": steps,
+                                           "ms_per_step": botorch_seconds * 1e3,
                                            "picks_as_ours": agreement(picks[1 : steps + 1], theirs),
                                            "ratio_to_ours": botorch_seconds / seconds}
         results["runs"].append(run)
@@ -156,10 +160,10 @@ def measure(device: str, sizes: list[tuple[int, int, int, bool]], bandwidth_mb: 
 
 
 def print_table(results: dict) -> None:
-    print(f"\n{results['device']}, read rate {results['read_bytes_per_second'] / 1e9:.0f} GB/s; host {results['host']}, "
-          f"commit {results['commit'][:7]}")
-    print(f"| n | r | T | precision | ms a step | read bound ms | ratio | CPU engine ms ({results['cpu_workers']} threads) | "
-          "picks = CPU engine's | BoTorch default ms (ratio) | BoTorch tuned ms (ratio), picks = ours |")
+    print(f"\n{results['device']}, read rate {results['read_bytes_per_second'] / 1e9:.0f} GB/s; host "
+          f"{results['host']}, commit {results['commit'][:7]}")
+    print(f"| n | r | T | precision | ms a step | read bound ms | ratio | CPU engine ms ({results['cpu_workers']} "
+          "threads) | picks = CPU engine's | BoTorch default ms (ratio) | BoTorch tuned ms (ratio), picks = ours |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for run in results["runs"]:
         botorch = [f"{b['ms_per_step']:.1f} ({b['ratio_to_ours']:.0f}×)" for b in
@@ -167,8 +171,8 @@ def print_table(results: dict) -> None:
         if len(botorch) == 2:
             botorch[1] += f", {run['botorch_tuned']['picks_as_ours']}"
         print(f"| {run['n']:,} | {run['r']} | {run['T']} | {run['precision']} | {run['ms_per_step']:.2f} | "
-              f"{run['bound_ms']:.2f} | {run['ratio_to_bound']:.2f}× | {run.get('cpu_ms_per_step', float('nan')):.1f} | "
-              f"{run.get('picks_as_cpu', '—')} | {' | '.join(botorch) if botorch else '— | —'} |")
+              f"{run['bound_ms']:.2f} | {run['ratio_to_bound']:.2f}× | {run.get('cpu_ms_per_step', float('nan')):.1f} "
+              f"| {run.get('picks_as_cpu', '—')} | {' | '.join(botorch) if botorch else '— | —'} |")
 
 
 def main() -> None:
@@ -180,7 +184,8 @@ def main() -> None:
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     if args.smoke:
-        sizes, bandwidth_mb, botorch_counts = [(4_000, 5, 12, True), (20_000, 5, 8, True), (40_000, 5, 6, False)], 64, (2, 4)
+        sizes = [(4_000, 5, 12, True), (20_000, 5, 8, True), (40_000, 5, 6, False)]
+        bandwidth_mb, botorch_counts = 64, (2, 4)
     else:
         sizes = [(10**6, 20, 100, True), (10**7, 20, 100, True), (10**8, 20, 50, False)]
         bandwidth_mb, botorch_counts = 4096, (3, 10)

@@ -42,7 +42,8 @@ def result_path(name: str, suffix: str, *, quick: bool = False) -> Path:
 
 def command_line() -> str:
     """The command that is running, as one would type it from the repository root."""
-    return ".venv/bin/python " + " ".join(shlex.quote(a) for a in [f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+    return ".venv/bin/python " + " ".join(shlex.quote(a) for a in [f"benchmarks/{Path(sys.argv[0]).name}",
+                                                                   *sys.argv[1:]])
 
 
 def write_json(name: str, payload: dict, *, quick: bool = False) -> Path:

@@ -27,27 +27,26 @@ equal to 1/m, the largest change one record can make to an accuracy. Noise: seed
 
 from __future__ import annotations
 
-import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
-
 import argparse  # noqa: E402
 import math  # noqa: E402
 
+import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
 import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import track  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from shared.algorithms.kusner import dpbo  # noqa: E402
-from shared.dp.mechanisms import exponential_mechanism_probabilities, laplace_mechanism  # noqa: E402
-from shared.dp.noise import SeededNoise  # noqa: E402
 from shared.algorithms.kusner.validation_tasks import (  # noqa: E402
+    SCORE_RANGE,
     SIGMOID_LIPSCHITZ,
     SIGMOID_MAX,
-    SCORE_RANGE,
     LogisticValidationTask,
     adult_task,
     breast_cancer_task,
 )
+from shared.dp.mechanisms import exponential_mechanism_probabilities, laplace_mechanism  # noqa: E402
+from shared.dp.noise import SeededNoise  # noqa: E402
 
 CONFIDENCE_A = math.log(20.0)  # the theorems' bounds at probability 1 − e^(−a) = 95% (plus δ)
 PRIOR = dpbo.GPPrior(lengthscale=1.0, signal_std=0.25, prior_mean=0.5)
@@ -127,9 +126,9 @@ def study(name: str, task: LogisticValidationTask, grid: np.ndarray, iterations:
 
 
 def print_table(result: dict) -> None:
-    table = Table(title=f"{result['dataset']} (m = {result['validation_size']}, |Λ| = {len(result['grid_log10_lambda'])}, "
-                        f"T = {result['iterations']}; f(λ*) = {result['best_accuracy']:.4f} at log10 λ = "
-                        f"{result['best_log10_lambda']:.2f})")
+    table = Table(title=f"{result['dataset']} (m = {result['validation_size']}, |Λ| = "
+                        f"{len(result['grid_log10_lambda'])}, T = {result['iterations']}; f(λ*) = "
+                        f"{result['best_accuracy']:.4f} at log10 λ = {result['best_log10_lambda']:.2f})")
     for column in ("ε", "E[f*−f(λ̃)]", "sampled", "Thm 2 (95%, μ units)", "E|ṽ−f*|", "sampled", "Thm 4 (95%)",
                    "Alg. 3 scale"):
         table.add_column(column, justify="right")
@@ -161,7 +160,8 @@ def plot(results: list[dict], quick: bool) -> str:
         loss_ax.axhline(result["non_private"]["loss"], ls="--", c="k", label="non-private argmax μ_T")
         loss_ax.axhline(result["uniform_choice_loss"], ls=":", c="gray", label="uniform over Λ")
         loss_ax.set(xscale="log", xlabel="ε", ylabel="f(λ*) − f(λ̃)", title=f"{result['dataset']}: hyperparameter")
-        value_ax.plot(eps, [r["expected_value_error"] for r in result["by_epsilon"]], "o-", label="private ṽ (exact mean)")
+        value_ax.plot(eps, [r["expected_value_error"] for r in result["by_epsilon"]], "o-",
+                      label="private ṽ (exact mean)")
         value_ax.plot(eps, [r["theorem4_bound"] for r in result["by_epsilon"]], "^--", label="Theorem 4 bound (95%)")
         exact = result["non_private"]["value_error"]
         if exact > 0:  # a zero (max v_t hit f(λ*) exactly) has no place on a log axis: it goes in the title
@@ -194,7 +194,8 @@ def main() -> None:
     payload = {"prior": {"lengthscale": PRIOR.lengthscale, "signal_std": PRIOR.signal_std,
                "prior_mean": PRIOR.prior_mean}, "noise_std": NOISE_STD, "delta": DELTA,
                "confidence_a": CONFIDENCE_A, "repeats": repeats, "results": results}
-    console.print(f"wrote {harness.write_json('kusner_dpbo', payload, quick=args.quick)} and {plot(results, args.quick)}")
+    console.print(f"wrote {harness.write_json('kusner_dpbo', payload, quick=args.quick)} and "
+                  f"{plot(results, args.quick)}")
 
 
 if __name__ == "__main__":

@@ -29,8 +29,6 @@ points hold there; the benchmark prints them beside the paper's, and the literal
 
 from __future__ import annotations
 
-import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
-
 import argparse
 import json
 import math
@@ -38,19 +36,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
 import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from shared.datasets.synthetic import (SYNTHETIC_DOMAIN, Problem, branin_problem, kronecker_factor_error,
-                                       synthetic_gp_problem)
-from shared.gp.regression import fit_hyperparameters
+from shared.datasets.synthetic import (
+    SYNTHETIC_DOMAIN,
+    Problem,
+    branin_problem,
+    kronecker_factor_error,
+    synthetic_gp_problem,
+)
 from shared.gp.kernels import SquaredExponential
-from shared.releases import largest_r, omega, po_gp_ucb_release
-from shared.releases.po_gp_ucb import centred_gram
+from shared.gp.regression import fit_hyperparameters
 from shared.gp.ucb import run_gp_ucb
 from shared.regret import best_so_far
+from shared.releases import largest_r, omega, po_gp_ucb_release
+from shared.releases.po_gp_ucb import centred_gram
 
 SYNTHETIC_HALF_WIDTH = SYNTHETIC_DOMAIN[1]  # the grid the GP is drawn on is [−5, 5]²
 R_MAX = 50  # the largest r any table tries
@@ -85,7 +89,8 @@ def gp_options(problem: Problem, setting: Setting, cache: dict) -> dict:
     """Options for GP-UCB: the fixed hyperparameters (and the refit schedule when ``fitted``)."""
     if problem.name not in cache:
         if problem.lengthscale is not None:
-            kernel, noise, mean = SquaredExponential(problem.lengthscale, problem.signal_std**2), problem.noise_variance, 0.0
+            kernel = SquaredExponential(problem.lengthscale, problem.signal_std**2)
+            noise, mean = problem.noise_variance, 0.0
         else:
             rows = np.random.default_rng(0).choice(len(problem.X), 200, replace=False)
             fit = fit_hyperparameters(problem.X[rows], problem.f[rows], n_restarts=2, rng=0)
@@ -151,13 +156,16 @@ def table_experiment(problem, setting, cache, progress, label) -> dict:
     return tables
 
 
-def check_claims(figure: dict, tables: dict | None, crossing: dict | None, console: Console, paper_gap: float | None) -> dict:
+def check_claims(figure: dict, tables: dict | None, crossing: dict | None, console: Console,
+                 paper_gap: float | None) -> dict:
     """The paper's qualitative claims, each with a verdict (True = reproduces)."""
     claims = {}
     if crossing is not None:
         statements = [row["table_r_blocki"] == row["paper"] for row in crossing["tables"].values()]
         statements += [row["blocki"] == row["paper"] for row in crossing["figure"].values()]
-        claims["crossing points: largest r of each table with sigma_min >= omega, and which Fig. 2a eps have it"] = dict(
+        crossing_claim = ("crossing points: largest r of each table with sigma_min >= omega, "
+                          "and which Fig. 2a eps have it")
+        claims[crossing_claim] = dict(
             holds=all(statements), statements_that_hold=f"{sum(statements)}/{len(statements)}"
         )
     finals = [s50(c) for c in figure["configs"]]
@@ -173,7 +181,8 @@ def check_claims(figure: dict, tables: dict | None, crossing: dict | None, conso
         s50=[f[0] for f in finals],
     )
     gap = finals[-1][0] - s50(figure["non_private"])[0]
-    claims["small gap to non-private at largest epsilon (at most 0.05 sigma_y)"] = dict(holds=gap <= 0.05, ours=gap, paper=paper_gap)
+    claims["small gap to non-private at largest epsilon (at most 0.05 sigma_y)"] = dict(holds=gap <= 0.05, ours=gap,
+                                                                                        paper=paper_gap)
     for log_epsilon, configs in (tables or {}).items():
         rs = [c["r"] for c in configs]
         admissible = [c["r"] for c in configs if not c["lifted"]]  # σ_min ≥ ω
@@ -186,10 +195,13 @@ def check_claims(figure: dict, tables: dict | None, crossing: dict | None, conso
                 holds=None, p_value=p_value, best_r=rs[best], largest_r_in_table_with_sigma_min_ge_omega=r_star)
             continue
         near = r_star is not None and (
-            abs(rs.index(r_star) - best) <= 1 or values[rs.index(r_star)][0] - values[best][0] <= 2 * math.hypot(values[best][1], values[rs.index(r_star)][1])
+            abs(rs.index(r_star) - best) <= 1
+            or values[rs.index(r_star)][0] - values[best][0] <= 2 * math.hypot(values[best][1],
+                                                                               values[rs.index(r_star)][1])
         )
         claims[f"table eps=e^{log_epsilon}: largest admissible r at or near the lowest regret"] = dict(
-            holds=bool(near), largest_r_in_table_with_sigma_min_ge_omega=r_star, paper_largest_r=PAPER_LARGEST_R[float(log_epsilon)], best_r=rs[best]
+            holds=bool(near), largest_r_in_table_with_sigma_min_ge_omega=r_star,
+            paper_largest_r=PAPER_LARGEST_R[float(log_epsilon)], best_r=rs[best]
         )
         if r_star is not None:  # the paper: "increasing r such that σ_min < ω also results in larger simple regret"
             star = values[rs.index(r_star)]
@@ -232,7 +244,8 @@ def print_crossing(crossing: dict, console: Console, label: str) -> None:
     for column in ("ε", "paper", "ours: of the table's r", f"ours: any r ≤ {R_MAX}", "literal ω: of the table's r"):
         table.add_column(column)
     for a, row in crossing["tables"].items():
-        table.add_row(f"e^{a}", str(row["paper"]), str(row["table_r_blocki"]), str(row["any_r_blocki"]), str(row["table_r_literal"]))
+        table.add_row(f"e^{a}", str(row["paper"]), str(row["table_r_blocki"]), str(row["any_r_blocki"]),
+                      str(row["table_r_literal"]))
     console.print(table)
     figure = Table(title=f"{label}: Fig. 2a, σ_min ≥ ω at r = {FIG2A_R}?")
     for column in ("ε", "paper", "ours", "literal ω"):
@@ -256,7 +269,8 @@ def print_figure(figure: dict, console: Console, title: str, paper_gaps: dict) -
             "" if paper is None else f"{paper:+.3f}",
         )
     n = figure["non_private"]
-    table.add_row("non-private", "", "", "", f"{n['mean'][9]:.3f}", f"{n['mean'][24]:.3f}", f"{np_s50:.3f} ± {s50(n)[1]:.3f}", "", "")
+    table.add_row("non-private", "", "", "", f"{n['mean'][9]:.3f}", f"{n['mean'][24]:.3f}",
+                  f"{np_s50:.3f} ± {s50(n)[1]:.3f}", "", "")
     console.print(table)
 
 
@@ -268,7 +282,8 @@ def print_tables(tables: dict, console: Console, label: str) -> None:
         for r, c in zip(rs, configs):
             table.add_column(f"r={r}{'' if c['lifted'] else '*'}")
         table.add_row("ours", *[f"{s50(c)[0]:.3f}±{s50(c)[1]:.3f}" for c in configs])
-        table.add_row("paper", *[f"{v:.3f}{'*' if r <= PAPER_LARGEST_R[float(log_epsilon)] else ''}" for r, v in zip(rs, paper)])
+        table.add_row("paper",
+                      *[f"{v:.3f}{'*' if r <= PAPER_LARGEST_R[float(log_epsilon)] else ''}" for r, v in zip(rs, paper)])
         console.print(table)
 
 
@@ -291,8 +306,10 @@ def plot(results: dict, stem: str, quick: bool) -> str:
         ax = axes[1, col]
         for log_epsilon, configs in experiment.get("tables", {}).items():
             rs = [c["r"] for c in configs]
-            line = ax.errorbar(rs, [s50(c)[0] for c in configs], yerr=[s50(c)[1] for c in configs], marker="o", label=f"ours ε=e^{log_epsilon}")
-            ax.plot(*PAPER_TABLES[float(log_epsilon)], ls=":", marker="x", color=line[0].get_color(), label=f"paper ε=e^{log_epsilon}")
+            line = ax.errorbar(rs, [s50(c)[0] for c in configs], yerr=[s50(c)[1] for c in configs], marker="o",
+                               label=f"ours ε=e^{log_epsilon}")
+            ax.plot(*PAPER_TABLES[float(log_epsilon)], ls=":", marker="x", color=line[0].get_color(),
+                    label=f"paper ε=e^{log_epsilon}")
         ax.set(title=f"{name}: S_50 vs r (Tables 1–3)", xlabel="r", ylabel="S_50 / σ_y")
         if experiment.get("tables"):
             ax.legend(fontsize=8)
@@ -337,7 +354,8 @@ def main() -> None:
     parser.add_argument("--extent", type=float, default=DEFAULT_EXTENT,
                         help="half-width A of the grid [−A, A]² the GP (l = 1.25) is drawn on")
     parser.add_argument("--extent-sweep", action="store_true", help="only non-private GP-UCB over several extents")
-    parser.add_argument("--report", type=Path, help="only check the paper's claims again on this saved JSON (rewritten)")
+    parser.add_argument("--report", type=Path,
+                        help="only check the paper's claims again on this saved JSON (rewritten)")
     args = parser.parse_args()
     if args.report:
         saved, console = json.loads(args.report.read_text()), Console(width=150)
@@ -369,7 +387,8 @@ def main() -> None:
     )
     cache: dict = {}
     started = time.perf_counter()
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn())
     with Progress(*columns, console=console) as progress:
         for label, (problem, with_tables) in problems.items():
             sigma_min = centred_gram(problem.X).sigma_min
@@ -383,7 +402,8 @@ def main() -> None:
     for label, experiment in results["experiments"].items():
         console.rule(f"{label}: σ_min = {experiment['sigma_min']:.1f}")
         paper_gaps = PAPER_FIG2A_GAP if label.startswith("synthetic") else {}  # no Branin numbers in our copy
-        print_figure(experiment["figure"], console, f"{label}: Fig. 2a, simple regret / σ_y ({setting.runs} runs)", paper_gaps)
+        print_figure(experiment["figure"], console, f"{label}: Fig. 2a, simple regret / σ_y ({setting.runs} runs)",
+                     paper_gaps)
         if "tables" in experiment:
             print_crossing(experiment["crossing"], console, label)
             print_tables(experiment["tables"], console, label)

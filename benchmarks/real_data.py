@@ -96,12 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     harness.add_quick(parser, "2 runs, the extremes of each sweep, one r table")
     parser.add_argument("--runs", type=int, help="runs per figure, baseline and gaussian setting (default 20; quick 2)")
     parser.add_argument("--table-runs", type=int, help="runs per r-table setting (default: --runs; 0: no r tables)")
-    parser.add_argument("--timing-runs", type=int, default=2, help="runs per figure/gaussian setting also timed in-process")
+    parser.add_argument("--timing-runs", type=int, default=2,
+                        help="runs per figure/gaussian setting also timed in-process")
     parser.add_argument("--datasets", nargs="+", choices=sorted(EXPERIMENTS), default=["loans", "property"])
     parser.add_argument("--workers", type=int, default=2, help="runs in flight at once (threads; results unchanged)")
     parser.add_argument("--crossing", action="store_true",
-                        help="only the r guideline at the ε where OUR inputs cross σ_min = ω at r = 15 (--table-runs runs)")
-    parser.add_argument("--name", help="results file stem (default real_data, or real_data_fitted with fitted hyperparameters)")
+                        help="only the r guideline at the ε where OUR inputs cross σ_min = ω at r = 15 (--table-runs "
+                             "runs)")
+    parser.add_argument("--name",
+                        help="results file stem (default real_data, or real_data_fitted with fitted hyperparameters)")
     parser.add_argument("--replot", type=Path, help="only redraw the PNG beside this saved JSON, then exit")
     parser.add_argument("--report", type=Path,
                         help="only print the tables of this saved JSON and check the paper's claims again (the JSON's "
@@ -149,7 +152,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     started = time.perf_counter()
     all_results, claims, diagnosis = {}, {}, {}
-    with tempfile.TemporaryDirectory(prefix="pobo-real-data-") as tmp, benchmark_curator(Path(tmp) / "curator") as curator:
+    with (tempfile.TemporaryDirectory(prefix="pobo-real-data-") as tmp,
+          benchmark_curator(Path(tmp) / "curator") as curator):
         console.log(f"curator at {curator.url} (research mode, uncertified mechanisms enabled, SQLite in {tmp})")
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as progress:

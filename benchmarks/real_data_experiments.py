@@ -14,13 +14,12 @@ import numpy as np
 
 from curator_service.admin_client import CuratorAdmin
 from modeler_client.runfile import RunSettings
+from shared.api.schemas import DatasetOut
 from shared.datasets.lendingclub import load_lendingclub
 from shared.datasets.paper_preprocessing import PaperPreprocessing
 from shared.datasets.sg_property import load_sg_property
 from shared.datasets.tables import RealTable
 from shared.regret import best_so_far, simple_regret
-from shared.api.schemas import DatasetOut
-
 
 N_INIT = 5
 REFIT_EVERY = RunSettings.model_fields["refit_every"].default  # the modeler's default schedule (the paper gives none)
@@ -140,8 +139,10 @@ class Plan:
             middle = sorted(tables)[len(tables) // 2]
             tables = {middle: tables[middle]}
             gaussian_eps = (gaussian_eps[0], gaussian_eps[-1])
-        settings = [Setting(m, "baseline", self.figure_runs) for m in ("non-private", "non-private-public-scaling", "random")]
-        settings += [Setting("po-gp-ucb", "figure", self.figure_runs, log_epsilon=a, r=experiment.figure_r) for a in figure_eps]
+        baselines = ("non-private", "non-private-public-scaling", "random")
+        settings = [Setting(m, "baseline", self.figure_runs) for m in baselines]
+        settings += [Setting("po-gp-ucb", "figure", self.figure_runs, log_epsilon=a, r=experiment.figure_r)
+                     for a in figure_eps]
         for a, (rs, _) in tables.items() if self.table_runs else ():  # table_runs = 0: the r tables are skipped
             for r in rs:  # the figure already has r = figure_r at its ε (with the figure's runs)
                 if not (a in figure_eps and r == experiment.figure_r):

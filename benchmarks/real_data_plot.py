@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
 from real_data_experiments import EXPERIMENTS, GAUSSIAN_EPSILONS
 from real_data_report import final, find
 
@@ -22,10 +21,12 @@ def plot(all_results: dict, out: Path) -> None:
         T = results["iterations"]
         ax = axes[row, 0]
         for s in results["settings"]:
-            if s["group"] in ("figure", "baseline") or (s["method"] == "gaussian" and s["epsilon"] == max(GAUSSIAN_EPSILONS)):
+            if (s["group"] in ("figure", "baseline")
+                    or (s["method"] == "gaussian" and s["epsilon"] == max(GAUSSIAN_EPSILONS))):
                 mean = np.array(s["mean"])
                 style = "--" if s["method"] != "po-gp-ucb" else "-"
-                ax.plot(range(1, T + 1), mean, style, label=s["label"] + (" (σ_min≥ω)" if s.get("lifted") is False else ""))
+                ax.plot(range(1, T + 1), mean, style,
+                        label=s["label"] + (" (σ_min≥ω)" if s.get("lifted") is False else ""))
         ax.set(title=f"{key}: simple regret vs iteration (r = {experiment.figure_r})", xlabel="iteration",
                ylabel="simple regret (σ_y)")
         ax.grid(alpha=0.3)
@@ -33,10 +34,12 @@ def plot(all_results: dict, out: Path) -> None:
 
         ax = axes[row, 1]
         for method, xs in (("po-gp-ucb", "epsilon"), ("gaussian", "epsilon")):
-            chosen = [s for s in results["settings"] if s["method"] == method and (method == "gaussian" or s["group"] == "figure")]
+            chosen = [s for s in results["settings"]
+                      if s["method"] == method and (method == "gaussian" or s["group"] == "figure")]
             chosen.sort(key=lambda s: s[xs])
             ax.errorbar([s[xs] for s in chosen], [final(s)[0] for s in chosen], [final(s)[1] for s in chosen],
-                        marker="o", capsize=3, label=f"{method}" + (" (NOT DP)" if method == "po-gp-ucb" else " (certified)"))
+                        marker="o", capsize=3,
+                        label=f"{method}" + (" (NOT DP)" if method == "po-gp-ucb" else " (certified)"))
         for method, color in (("non-private", "k"), ("non-private-public-scaling", "tab:brown"), ("random", "grey")):
             ax.axhline(final(find(results, method=method))[0], color=color, ls=":", label=method)
         ax.set(title=f"{key}: S_{T} vs ε", xlabel="ε", ylabel=f"S_{T} (σ_y)", xscale="log")

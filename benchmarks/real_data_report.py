@@ -6,17 +6,16 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from rich.console import Console
 from harness import equal_means_p_value
-from rich.table import Table
-
 from real_data_experiments import EXPERIMENTS, Experiment
+from rich.console import Console
+from rich.table import Table
 
 
 def print_diagnosis(diagnosis: dict, console: Console) -> None:
     for key, d in diagnosis.items():
-        table = Table(title=f"{key}: S_T (σ_y) by GP-UCB's kernel, {d['runs']} runs; po-gp-ucb at ε = e^{d['log_epsilon']}, "
-                            f"r = {d['r']}")
+        table = Table(title=f"{key}: S_T (σ_y) by GP-UCB's kernel, {d['runs']} runs; po-gp-ucb at ε = "
+                            f"e^{d['log_epsilon']}, r = {d['r']}")
         names = list(next(iter(d["methods"].values())).keys())
         table.add_column("inputs")
         for name in names:
@@ -30,7 +29,8 @@ def print_diagnosis(diagnosis: dict, console: Console) -> None:
 
 def print_sensitivity(sensitivity: dict, console: Console) -> None:
     table = Table(title="σ_min of the paper-preprocessed inputs and the largest r with σ_min ≥ ω (of each table's r) "
-                        "at the paper's three table ε; (lo)/(up) = the ARD lengthscale stopped at a bound of its search")
+                        "at the paper's three table ε; (lo)/(up) = the ARD lengthscale stopped at a bound of its "
+                        "search")
     for column in ("dataset", "incomes > $250k", "fit seed, rows", "ARD lengthscales", "σ_min", "paper window",
                    "largest r (paper: 10, 15, 20)", "ε for σ_min = ω at r = 15"):
         table.add_column(column)
@@ -59,8 +59,8 @@ def print_results(results: dict, experiment: Experiment, console: Console) -> No
     console.rule(f"{experiment.key}: {results['description']} (n = {results['n']}, paper n = {results['paper_n']})")
     low, high = g["paper_window"]
     console.print(
-        f"σ_min of the paper-preprocessed inputs = {g['sigma_min']:.1f} (the paper's statements need {low:.1f} ≤ σ_min < "
-        f"{high:.1f}); σ_min ≥ ω at r = {experiment.figure_r} needs ε ≥ {g['epsilon_needed_at_figure_r']:.3g} = "
+        f"σ_min of the paper-preprocessed inputs = {g['sigma_min']:.1f} (the paper's statements need {low:.1f} ≤ σ_min "
+        f"< {high:.1f}); σ_min ≥ ω at r = {experiment.figure_r} needs ε ≥ {g['epsilon_needed_at_figure_r']:.3g} = "
         f"e^{g['log_epsilon_needed_at_figure_r']:.2f}"
     )
     guide = Table(title="largest r with σ_min ≥ ω (the paper's guideline), ours vs the paper's")
@@ -68,13 +68,15 @@ def print_results(results: dict, experiment: Experiment, console: Console) -> No
         guide.add_column(column)
     for row in g["per_epsilon"]:
         paper, table_r = row["paper_largest_r"], row["largest_table_r"]
-        guide.add_row(f"e^{row['log_epsilon']}", f"{row['omega_at_figure_r']:.0f}", "" if table_r is None else str(table_r),
+        guide.add_row(f"e^{row['log_epsilon']}", f"{row['omega_at_figure_r']:.0f}",
+                      "" if table_r is None else str(table_r),
                       str(row["largest_r"]), "" if paper is None else str(paper))
     console.print(guide)
 
     non_private = find(results, method="non-private")
     np_final = final(non_private)[0]
-    fig = Table(title=f"Fig. 2{'b' if experiment.key == 'loans' else 'c'}-style: S_{T} (σ_y) at r = {experiment.figure_r}; "
+    fig = Table(title=f"Fig. 2{'b' if experiment.key == 'loans' else 'c'}-style: S_{T} (σ_y) at r = "
+                      f"{experiment.figure_r}; "
                       "* = σ_min ≥ ω")
     for column in ("method", "runs", f"S_{T} ± s.e.", "gap to non-private", "paper gap"):
         fig.add_column(column)
@@ -85,7 +87,8 @@ def print_results(results: dict, experiment: Experiment, console: Console) -> No
         star = "*" if s["method"] == "po-gp-ucb" and not s["lifted"] else ""
         paper = experiment.paper_figure_gaps.get(s["log_epsilon"]) if s["method"] == "po-gp-ucb" else None
         gap = "" if s["method"] == "non-private" else f"{m - np_final:+.3f}"
-        fig.add_row(s["label"] + star, str(s["runs"]), f"{m:.3f} ± {se:.3f}", gap, "" if paper is None else f"{paper:+.3f}")
+        fig.add_row(s["label"] + star, str(s["runs"]), f"{m:.3f} ± {se:.3f}", gap,
+                    "" if paper is None else f"{paper:+.3f}")
     console.print(fig)
 
     for a, (rs, paper_values) in experiment.paper_tables.items():
@@ -146,14 +149,16 @@ def guideline_verdict(rs: Sequence[int], row: Sequence[dict]) -> dict:
         return dict(holds=None, reason="entries within noise of each other: a test of equal means does not reject",
                     p_value=p_value, largest_admissible_r=rs[admissible[-1]], best_r=rs[best])
     star = admissible[-1]
-    near = abs(star - best) <= 1 or values[star][0] - values[best][0] <= 2 * math.hypot(values[star][1], values[best][1])
+    near = (abs(star - best) <= 1
+            or values[star][0] - values[best][0] <= 2 * math.hypot(values[star][1], values[best][1]))
     return dict(holds=bool(near), largest_admissible_r=rs[star], best_r=rs[best])
 
 
 def print_claims(claims: dict, console: Console) -> None:
     for name, verdict in claims.items():
         holds = verdict["holds"]
-        mark = "[yellow]not testable here[/]" if holds is None else "[green]reproduces[/]" if holds else "[red]does NOT reproduce[/]"
+        mark = ("[yellow]not testable here[/]" if holds is None
+                else "[green]reproduces[/]" if holds else "[red]does NOT reproduce[/]")
         details = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in verdict.items() if k != "holds"}
         console.print(f"  {mark}: {name} {details}")
 
@@ -173,7 +178,8 @@ def report_crossing(all_results: dict, console: Console) -> dict:
         table.add_row("ours", *[f"{final(s)[0]:.3f}±{final(s)[1]:.3f}" for s in row])
         table.add_row("runs", *[str(s["runs"]) for s in row])
         console.print(table)
-        claims[key] = {f"e^{a}: the largest r with sigma_min >= omega at or near the lowest regret": guideline_verdict(rs, row)}
+        claim = f"e^{a}: the largest r with sigma_min >= omega at or near the lowest regret"
+        claims[key] = {claim: guideline_verdict(rs, row)}
         print_claims(claims[key], console)
     return claims
 
@@ -199,7 +205,8 @@ def http_overhead(all_results: dict) -> dict:
 
 
 def print_overhead(overhead: dict, console: Console) -> None:
-    table = Table(title="Wall time per GP-UCB iteration: over HTTP vs the same loop in-process (same release, same seed)")
+    table = Table(title="Wall time per GP-UCB iteration: over HTTP vs the same loop in-process (same release, same "
+                        "seed)")
     for column in ("dataset", "releases", "HTTP ms", "in-process ms", "overhead ms", "ratio", "same rows picked"):
         table.add_column(column)
     for key, o in overhead.items():

@@ -14,39 +14,38 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from real_data_experiments import (
+    BUDGET,
+    CURATOR_ENV,
+    EXPERIMENTS,
+    LOANS_N,
+    N_INIT,
+    REFIT_EVERY,
+    DatasetContext,
+    Experiment,
+    Method,
+    Plan,
+    Setting,
+    initial_rows,
+    seed_of,
+)
 from rich.console import Console
 from rich.progress import Progress
 
-from modeler_client.client import ModelerClient
 from curator_service.admin_client import CuratorAdmin
 from curator_service.testing import LocalCurator
+from modeler_client.client import ModelerClient
 from modeler_client.loop import LoopEvent, RemoteGPUCB
 from modeler_client.runfile import RunSettings
 from modeler_client.surrogate import Surrogate
+from shared.api.scaling import apply_scaling, unit_diameter_bounds
+from shared.api.schemas import API_PREFIX, DatasetOut, DatasetSpec, ReleaseOut, RowOrder, ScalingSpec
 from shared.datasets.lendingclub import load_lendingclub
 from shared.datasets.paper_preprocessing import fit_paper_preprocessing
 from shared.datasets.sg_property import load_sg_property
 from shared.datasets.tables import RealTable
 from shared.releases import largest_r, omega, po_gp_ucb_release
 from shared.releases.po_gp_ucb import centred_gram
-from shared.api.scaling import apply_scaling, unit_diameter_bounds
-from shared.api.schemas import API_PREFIX, DatasetOut, DatasetSpec, ReleaseOut, RowOrder, ScalingSpec
-
-from real_data_experiments import (
-    BUDGET,
-    CURATOR_ENV,
-    DatasetContext,
-    EXPERIMENTS,
-    Experiment,
-    LOANS_N,
-    Method,
-    N_INIT,
-    Plan,
-    REFIT_EVERY,
-    Setting,
-    initial_rows,
-    seed_of,
-)
 
 
 def benchmark_curator(data_dir: Path) -> LocalCurator:
@@ -83,7 +82,8 @@ def prepare_dataset(
     preprocessing = fit_paper_preprocessing(table.features, table.objective, fit_rows=plan.fit_rows, seed=0)
     console.log(
         f"{experiment.key}: paper preprocessing fitted on {preprocessing.fit_rows} rows in "
-        f"{time.perf_counter() - start:.0f} s; ARD lengthscales {np.array2string(preprocessing.lengthscales, precision=4)}"
+        f"{time.perf_counter() - start:.0f} s; ARD lengthscales "
+        f"{np.array2string(preprocessing.lengthscales, precision=4)}"
     )
     paper_inputs = preprocessing.transform(table.features)
     # The modeler's fixed hyperparameters have prior mean 0 (RunSettings has no prior mean), so the curator
@@ -182,8 +182,10 @@ def one_run(ctx: DatasetContext, setting: Setting, run: int, timed: bool) -> tup
         indices = [*initial, *map(int, picks)]
         return RunResult(ctx.regret(values[indices])), {}
     if setting.method.startswith("non-private"):
-        X = ctx.paper_inputs if setting.method == "non-private" else apply_scaling(ctx.table.features, public_scaling(ctx.table))
-        indices, seconds, _ = in_process_loop(X, local_metadata(ctx, X), ctx.run_settings(setting.method), values, initial)
+        X = (ctx.paper_inputs if setting.method == "non-private"
+             else apply_scaling(ctx.table.features, public_scaling(ctx.table)))
+        indices, seconds, _ = in_process_loop(X, local_metadata(ctx, X), ctx.run_settings(setting.method), values,
+                                              initial)
         return RunResult(ctx.regret(values[indices]), seconds), {}
     release = make_release(ctx, setting, run)
     info = {k: getattr(release, k) for k in ("id", "dim", "omega", "sigma_min", "lifted", "noise_std")}
@@ -209,7 +211,8 @@ def run_setting(ctx: DatasetContext, setting: Setting, plan: Plan, progress: Pro
         outcomes[run] = one_run(ctx, setting, run, timed=True)
         progress.advance(task)
     with ThreadPoolExecutor(plan.workers) as pool:
-        futures = {pool.submit(one_run, ctx, setting, run, False): run for run in range(setting.runs) if run not in timed}
+        futures = {pool.submit(one_run, ctx, setting, run, False): run
+                   for run in range(setting.runs) if run not in timed}
         for future in as_completed(futures):
             outcomes[futures[future]] = future.result()
             progress.advance(task)
@@ -319,9 +322,10 @@ LENGTHSCALE_MULTIPLES = (0.01, 0.03, 0.1, 0.3)
 
 def diagnose(ctx: DatasetContext, runs: int, console: Console) -> dict:
     """S_T of the non-private baselines and of po-gp-ucb (largest figure ε, figure r) under three kernels:
-    the modeler's loop with its default fit (and whether its last fit left a lengthscale at a bound), the preprocessing's ML fit held fixed, and fixed lengthscales at ``LENGTHSCALE_MULTIPLES``
-    of the bounding-box diagonal (signal variance var(y), noise 1e-6 of it: the state the fit ends in).
-    In-process: the loop picks the same rows as over HTTP (the timed runs check that)."""
+    the modeler's loop with its default fit (and whether its last fit left a lengthscale at a bound), the
+    preprocessing's ML fit held fixed, and fixed lengthscales at ``LENGTHSCALE_MULTIPLES`` of the bounding-box diagonal
+    (signal variance var(y), noise 1e-6 of it: the state the fit ends in). In-process: the loop picks the same rows as
+    over HTTP (the timed runs check that)."""
     experiment, y = ctx.experiment, ctx.table.objective
     log_epsilon = experiment.figure_log_epsilons[-1]
 
@@ -343,7 +347,8 @@ def diagnose(ctx: DatasetContext, runs: int, console: Console) -> dict:
             kernels["ML fit held fixed"] = dict(hyperparameters="fixed", lengthscale=fit.isotropic_lengthscale,
                                                 signal_variance=fit.signal_variance, noise_variance=fit.noise_variance)
         for c in LENGTHSCALE_MULTIPLES:
-            kernels[f"lengthscale {c:g} x diagonal"] = dict(hyperparameters="fixed", multiple=c, signal_variance=float(np.var(y)))
+            kernels[f"lengthscale {c:g} x diagonal"] = dict(hyperparameters="fixed", multiple=c,
+                                                            signal_variance=float(np.var(y)))
         results = {}
         for name, options in kernels.items():
             finals, at_bound = [], []
@@ -354,14 +359,17 @@ def diagnose(ctx: DatasetContext, runs: int, console: Console) -> dict:
                 if "multiple" in options:
                     options_run["lengthscale"] = options["multiple"] * diagonal
                 settings = RunSettings(iterations=ctx.iterations, **options_run)
-                indices, _, ended_at = in_process_loop(Z, local_metadata(ctx, Z), settings, y, initial_rows(ctx.table.n, run))
+                indices, _, ended_at = in_process_loop(Z, local_metadata(ctx, Z), settings, y,
+                                                       initial_rows(ctx.table.n, run))
                 finals.append(float(ctx.regret(y[indices])[-1]))
                 at_bound.append("lengthscale" in ended_at)
-            entry = dict(mean=float(np.mean(finals)), stderr=float(np.std(finals, ddof=1) / math.sqrt(runs)), final=finals)
+            entry = dict(mean=float(np.mean(finals)), stderr=float(np.std(finals, ddof=1) / math.sqrt(runs)),
+                         final=finals)
             if name == "fitted":
                 entry |= dict(lengthscale_at_bound=at_bound, runs_with_lengthscale_at_bound=int(np.sum(at_bound)))
             results[name] = entry
-            console.log(f"{experiment.key}: diagnose {method}, {name}: S_T = {entry['mean']:.3f} ± {entry['stderr']:.3f}")
+            console.log(f"{experiment.key}: diagnose {method}, {name}: S_T = {entry['mean']:.3f} ± "
+                        f"{entry['stderr']:.3f}")
         out["methods"][method] = results
     return out
 
@@ -373,7 +381,8 @@ def sigma_min_sensitivity(console: Console) -> dict:
     """σ_min of the paper-preprocessed inputs and the crossing points under the choices the paper leaves open:
     for the loans, incomes above the public bound kept, clipped or dropped; for both tables, the subsample
     (seed, size) the ARD lengthscales are fitted on. Curator-side only: no server, no GP-UCB."""
-    variants = [("loans", o, lambda o=o: load_lendingclub(n=LOANS_N, seed=0, income_outliers=o)) for o in ("keep", "clip", "drop")]
+    variants = [("loans", o, lambda o=o: load_lendingclub(n=LOANS_N, seed=0, income_outliers=o))
+                for o in ("keep", "clip", "drop")]
     variants.append(("property", None, load_sg_property))
     rows = []
     for key, outliers, load in variants:

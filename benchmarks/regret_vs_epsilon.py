@@ -59,16 +59,22 @@ from rich.table import Table
 
 from modeler_client.runfile import RunSettings
 from modeler_client.surrogate import Surrogate
-from shared.datasets import diabetes as diabetes_bounds
-from shared.datasets.paths import DatasetUnavailable
-from shared.datasets.synthetic import (BRANIN_DOMAIN, SYNTHETIC_DOMAIN, branin_problem, grid, synthetic_gp_problem,
-                                       synthetic_gp_values)
-from shared.releases.measurements import MeasurementOption
-from shared.dp.noise import SeededNoise, noise_source
 from shared.algorithms.planner import ReleaseSetting, half_gap_epsilon, plan, random_search_regret
-from shared.releases import PcaOption, gaussian_release
 from shared.api.scaling import apply_scaling, unit_diameter_bounds
 from shared.api.schemas import ReleaseOut, ScalingSpec
+from shared.datasets import diabetes as diabetes_bounds
+from shared.datasets.paths import DatasetUnavailable
+from shared.datasets.synthetic import (
+    BRANIN_DOMAIN,
+    SYNTHETIC_DOMAIN,
+    branin_problem,
+    grid,
+    synthetic_gp_problem,
+    synthetic_gp_values,
+)
+from shared.dp.noise import SeededNoise, noise_source
+from shared.releases import PcaOption, gaussian_release
+from shared.releases.measurements import MeasurementOption
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
@@ -248,7 +254,8 @@ def run_problem(problem: Problem, epsilons, runs: int, console: Console, only: l
 def make_release(problem: Problem, X, measured, variant: Variant, epsilon: float, seed):
     noise_rng, projection_rng = np.random.default_rng(seed).spawn(2)
     d = X.shape[1]
-    measurements = None if variant.measurement_share is None else MeasurementOption(problem.clip, variant.measurement_share)
+    measurements = (None if variant.measurement_share is None
+                    else MeasurementOption(problem.clip, variant.measurement_share))
     pca = PcaOption(PCA_SHARE, problem.width * math.sqrt(d)) if variant.pca else None
     return gaussian_release(X, epsilon, DELTA, variant.r or d, projection_rng, noise=SeededNoise(noise_rng),
                             projection=variant.projection, pca=pca, y=measured if measurements else None,
@@ -301,7 +308,8 @@ def print_problem(console: Console, name: str, result: dict) -> None:
         table.add_column(f"ε={e:g}", justify="right")
     table.add_column("half gap at ε", justify="right")
     for method in dict.fromkeys(r["method"] for r in result["rows"] if r["epsilon"] is not None):
-        cells = {r["epsilon"]: f"{r['mean_regret']:.3f}±{r['stderr']:.3f}" for r in result["rows"] if r["method"] == method}
+        cells = {r["epsilon"]: f"{r['mean_regret']:.3f}±{r['stderr']:.3f}"
+                 for r in result["rows"] if r["method"] == method}
         runs = {r["runs"] for r in result["rows"] if r["method"] == method}
         label = method if runs == {result["runs"]} else f"{method} ({'/'.join(map(str, sorted(runs)))} runs)"
         table.add_row(label, *[cells.get(e, "") for e in epsilons], _epsilon_or_dash(half_gap(result, method)))
@@ -314,7 +322,8 @@ def print_problem(console: Console, name: str, result: dict) -> None:
                                                         f["random_search"], f["non_private"])))
         table.add_row("bound: × random search", *[f"{by_e[e]['random_search_multiple']:.3g}" if e in by_e else ""
                                                  for e in epsilons], "")
-        table.add_row("noise / spread", *[f"{by_e[e]['noise_to_spread']:.3g}" if e in by_e else "" for e in epsilons], "")
+        table.add_row("noise / spread", *[f"{by_e[e]['noise_to_spread']:.3g}" if e in by_e else "" for e in epsilons],
+                      "")
     console.print(table)
 
 
@@ -347,7 +356,8 @@ def main() -> None:
                         help="only these variants (names as printed; none: the baselines and the forecast only); "
                              "their rows replace earlier ones, others are kept")
     parser.add_argument("--forecast-runs", type=int, default=None, help="planner stand-in runs (default 10)")
-    parser.add_argument("--out", type=Path, default=None, help="results JSON (default results/regret_vs_epsilon[_quick].json)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results JSON (default results/regret_vs_epsilon[_quick].json)")
     parser.add_argument("--sampler-cost", action="store_true", help="only time the safe sampler against numpy")
     parser.add_argument("--sampler-rows", type=int, default=1_000_000, help="n for --sampler-cost (r = 20)")
     args = parser.parse_args()
@@ -358,7 +368,8 @@ def main() -> None:
         out = {"command": command, **sampler_cost(console, n=args.sampler_rows, r=20)}
         (RESULTS / "regret_vs_epsilon_sampler_cost.json").write_text(json.dumps(out, indent=2))
         return
-    size, runs, epsilons, forecast_runs = (40, 3, (1.0, 16.0, 256.0, 1024.0), 3) if args.quick else (100, 20, EPSILONS, 10)
+    size, runs, epsilons, forecast_runs = ((40, 3, (1.0, 16.0, 256.0, 1024.0), 3) if args.quick
+                                           else (100, 20, EPSILONS, 10))
     runs, epsilons = args.runs or runs, tuple(args.epsilons or epsilons)
     forecast_runs = args.forecast_runs if args.forecast_runs is not None else forecast_runs
     path = args.out or RESULTS / f"regret_vs_epsilon{'_quick' if args.quick else ''}.json"

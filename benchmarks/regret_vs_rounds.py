@@ -5,8 +5,8 @@ Everything runs in-process on the code ``pobo-modeler run --batch q`` drives: pe
 permutation and a certified ``gaussian`` release (identity projection, r = d, seeded research noise, the
 helpers of ``benchmarks/regret_vs_epsilon.py``), then the modeler's :class:`modeler_client.batch.GPBUCBProposer`
 (the GP-UCB loop's surrogate with the release-driven defaults: expected-SE kernel under the public input noise,
-fitted hyperparameters, no repeated rows) asked for q rows per round, every answer told before the next round. Simple regret after
-round k is S = (max f − best f queried) / σ; mean ± standard error over the runs. Random search with q per
+fitted hyperparameters, no repeated rows) asked for q rows per round, every answer told before the next round. Simple
+regret after round k is S = (max f − best f queried) / σ; mean ± standard error over the runs. Random search with q per
 round is the exact expectation over k·q distinct rows. The synthetic GP draws its f per run (seed = run), as
 ``regret_vs_epsilon.py`` does.
 
@@ -31,15 +31,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from regret_vs_epsilon import DEFAULT, PROBLEMS, Variant, make_release, release_metadata
 from rich.console import Console
 from rich.table import Table
 
 from modeler_client.batch import GPBUCBProposer, Proposer, RandomProposer
 from modeler_client.runfile import RunSettings
-from regret_vs_epsilon import DEFAULT, PROBLEMS, Variant, make_release, release_metadata
 from shared.algorithms.planner import random_search_regret
-from shared.datasets.paths import DatasetUnavailable
 from shared.api.scaling import apply_scaling
+from shared.datasets.paths import DatasetUnavailable
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH_SIZES = (1, 5, 10)
@@ -145,7 +145,8 @@ def compare_optimisers(name: str, size: int, runs: int, rounds: int, q: int, con
         for method, factory in optimisers(n, run).items():
             clock = time.monotonic()
             proposer = factory(release.Z, metadata, settings)
-            curves.setdefault(method, []).append(regret_by_round(proposer, q, rounds, measured, values) / problem.regret_unit)
+            regret = regret_by_round(proposer, q, rounds, measured, values) / problem.regret_unit
+            curves.setdefault(method, []).append(regret)
             seconds[method] = seconds.get(method, 0.0) + time.monotonic() - clock
         console.print(f"  {name} comparison: run {run + 1}/{runs}")
     rows = [{"method": method, "q": q, "runs": runs, "mean": np.mean(c, axis=0).tolist(),

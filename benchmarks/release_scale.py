@@ -184,8 +184,8 @@ def main() -> None:
           f"{'API RSS MB':>16}")
     for run in runs:
         speed_up = "-" if run["speed_up"] is None else f"{run['speed_up']:.2f}"
-        print(f"{run['workers']:>7} {run['job_seconds']:>8.1f} {run['cli_seconds']:>8.1f} {run['us_per_sample']:>10.2f} "
-              f"{run['cpu_us_per_sample']:>8.2f} {speed_up:>8} "
+        print(f"{run['workers']:>7} {run['job_seconds']:>8.1f} {run['cli_seconds']:>8.1f} "
+              f"{run['us_per_sample']:>10.2f} {run['cpu_us_per_sample']:>8.2f} {speed_up:>8} "
               f"{run['api_rss_idle_mb']:>7.0f} → {run['api_rss_peak_mb']:<6.0f}")
     print(f"wrote {harness.write_json(name, payload)}")
 

@@ -31,11 +31,11 @@ import argparse
 import contextlib
 import http.client
 import json
-import threading
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator

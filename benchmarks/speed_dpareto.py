@@ -81,7 +81,8 @@ def measure(spec: dict) -> dict:
     quality = [dpareto(svt, initial_points=16, iterations=64, rng=seed).hypervolume() for seed in range(spec["seeds"])]
     return {
         "fresh_proposal": fresh, "following_proposal": following, "proposal": first.tolist(),
-        "run_points": 16 + spec["iterations"], "run_overhead_cpu_seconds": run_time["cpu"] - sum(oracle_cpu[:16 + spec["iterations"]]),
+        "run_points": 16 + spec["iterations"],
+        "run_overhead_cpu_seconds": run_time["cpu"] - sum(oracle_cpu[:16 + spec["iterations"]]),
         "run_overhead_wall_seconds": float(np.sum(run.overhead_seconds)), "run_hypervolume": run.hypervolume(),
         "run_overhead_wall_last_16": float(np.mean(run.overhead_seconds[-16:])),
         "quality_hypervolumes": quality,
@@ -120,7 +121,8 @@ def main() -> None:
     print(f"  one proposal at t = {t}, fresh (all starts): previous {old['fresh_proposal']['cpu']:.3f} s, "
           f"now {new['fresh_proposal']['cpu']:.3f} s; the following (warm) proposal: previous "
           f"{old['following_proposal']['cpu']:.3f} s, now {new['following_proposal']['cpu']:.3f} s")
-    print(f"    the two codes' proposals differ by {np.abs(np.subtract(new['proposal'], old['proposal'])).max():.3g} (sup norm, unit cube)")
+    print(f"    the two codes' proposals differ by {np.abs(np.subtract(new['proposal'], old['proposal'])).max():.3g} "
+          "(sup norm, unit cube)")
     print(f"  whole SVT run of {new['run_points']} points, overhead (all but the oracle) a point: previous "
           f"{per_point(old):.3f} s CPU ({per_point(old, 'wall'):.3f} s wall), now {per_point(new):.3f} s CPU "
           f"({per_point(new, 'wall'):.3f} s wall); paper {PAPER_SECONDS_PER_POINT:.3f} s (45 s / 272)")

@@ -39,10 +39,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-import harness  # noqa: I001  (after numpy on purpose: --threads sets BLAS threads, harness must not pin them)
-from rich.console import Console  # noqa: E402
-from rich.progress import track  # noqa: E402
-from rich.table import Table  # noqa: E402
+# isort: split
+import harness  # after numpy on purpose: --threads sets BLAS threads, harness must not pin them
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
 
 LENGTHSCALE, SIGNAL_VARIANCE, NOISE_VARIANCE, DELTA = 1.25, 1.0, 1e-5, 0.05  # the paper's synthetic GP
 ISSUE_SKLEARN_SECONDS, ISSUE_NUMPY_SECONDS = 1.7, 0.12  # the issue's reference numbers at n=36,000
@@ -350,7 +351,8 @@ def main() -> None:
     harness.add_quick(parser, "small sizes for trying the script out")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-transform", action="store_true", help="leave out the transform timings")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each engine in the comparison (min is reported)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each engine in the comparison (min is reported)")
     parser.add_argument(
         "--threads", type=int, default=1, help="BLAS threads for both engines (1: stable timings on a shared machine)"
     )
@@ -358,7 +360,8 @@ def main() -> None:
                         help="the large runs, n:threads separated by commas (a subset when time is short)")
     parser.add_argument("--skip-comparison", action="store_true", help="leave out the runs beside scikit-learn")
     parser.add_argument("--baseline", default="0f0d059",  # commit 0f0d059: the step in numpy calls, chunk by chunk
-                        help="git ref of the previous engine, timed on the large runs ('' to skip: needs git and the ref)")
+                        help="git ref of the previous engine, timed on the large runs ('' to skip: needs git and the "
+                             "ref)")
     parser.add_argument("--steps-only", help=argparse.SUPPRESS)  # the previous code's subprocess: "n r T seed workers"
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -443,8 +446,8 @@ def run(args: argparse.Namespace) -> None:
         picks_by_size.setdefault(big["n"], []).append(big["picks"])
     same = all(all(p == picks[0] for p in picks) for picks in picks_by_size.values())
     previous_same = all(big.get("previous_same_picks", True) for big in results["large"])
-    large_table.caption = ("peak: the engine's own allocations (the factor and the scaled candidates), not the caller's Z; "
-                           f"CPU time sums the threads; 1 and 2 threads made the same picks: {same}"
+    large_table.caption = ("peak: the engine's own allocations (the factor and the scaled candidates), not the "
+                           f"caller's Z; CPU time sums the threads; 1 and 2 threads made the same picks: {same}"
                            + (f"; the previous code ({args.baseline}, its bound is this run's) made the same picks: "
                               f"{previous_same}" if args.baseline else ""))
     console.print(large_table)
@@ -455,7 +458,8 @@ def run(args: argparse.Namespace) -> None:
             f"(input {tr['input_bytes'] / 2**20:.0f} MiB not counted, output {tr['output_bytes'] / 2**20:.0f} MiB)"
         )
     results["load_average_at_end"] = os.getloadavg()
-    console.print(f"wrote {harness.write_json('speed_gp_ucb', results, quick=args.quick)} and {plot(results, args.quick)}")
+    console.print(f"wrote {harness.write_json('speed_gp_ucb', results, quick=args.quick)} and "
+                  f"{plot(results, args.quick)}")
 
 
 if __name__ == "__main__":

@@ -56,7 +56,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="pobo curator service", version=__version__, description=DESCRIPTION, lifespan=lifespan,
-        responses=ERROR_RESPONSES, docs_url=None, redoc_url=None,  # /docs comes with the console, vendored (ReDoc would need a CDN)
+        # /docs comes with the console, vendored (ReDoc would need a CDN)
+        responses=ERROR_RESPONSES, docs_url=None, redoc_url=None,
     )
     app.state.settings = settings
     app.state.db = db

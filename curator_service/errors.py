@@ -10,6 +10,7 @@ import errno
 import logging
 import sqlite3
 import traceback
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -73,7 +74,7 @@ REQUEST_MODEL_REFUSAL = "invalid request: "
 from refusals that depend on the data (an offset past the end, an unknown column) by it."""
 
 
-def validation_sentence(errors: list[dict[str, Any]], prefix: str = "") -> str:
+def validation_sentence(errors: Sequence[Mapping[str, Any]], prefix: str = "") -> str:
     """One sentence naming each bad field and what is wrong with it (never echoing the input)."""
     problems = []
     for error in errors[:5]:

@@ -16,10 +16,10 @@ from fastapi.dependencies.models import Dependant
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
-from curator_service.services.job_kinds import KINDS
 from curator_service.routers import ROUTERS
 from curator_service.routers.auth import authenticate, curator_only, modeler_only
 from curator_service.routers.datasets import add_registration_schema
+from curator_service.services.job_kinds import KINDS
 
 ROLE_SENTENCES = {
     ("curator",): "Role: curator (the admin token or a curator key).",

@@ -103,14 +103,20 @@ class Settings(BaseSettings):
     # Queued + running jobs of one API key at a time (the admin token: no limit). However many, a key runs at most
     # all the cluster's worker threads but one at once (curator_service.jobs.worker.running_share).
     job_limit_per_key: PositiveInt = 2
-    job_time_limit_seconds: float = Field(default=6 * 3600.0, gt=0, allow_inf_nan=False)  # each kind may bound its jobs lower
+    # each kind may bound its jobs lower
+    job_time_limit_seconds: float = Field(default=6 * 3600.0, gt=0, allow_inf_nan=False)
     # How long a release POST waits for its job before answering 202 (at most MAX_RELEASE_WAIT_SECONDS).
     release_wait_seconds: float = Field(default=2.0, ge=0, le=MAX_RELEASE_WAIT_SECONDS, allow_inf_nan=False)
     import_root: Path | None = None
 
     @classmethod
     def settings_customise_sources(
-        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, **_: PydanticBaseSettingsSource
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings,)  # the environment is read by from_env only, so a test's Settings(...) is hermetic
 
@@ -143,8 +149,8 @@ class Settings(BaseSettings):
             values["database_url"] = url.render_as_string(hide_password=False)
         token = values.get("admin_token")
         if isinstance(token, str) and len(token) < MIN_ADMIN_TOKEN_LENGTH:
-            raise ValueError(f"the admin token (POBO_ADMIN_TOKEN or POBO_ADMIN_TOKEN_FILE) has {len(token)} characters; "
-                             f"give one of at least {MIN_ADMIN_TOKEN_LENGTH} random characters, e.g. from "
+            raise ValueError(f"the admin token (POBO_ADMIN_TOKEN or POBO_ADMIN_TOKEN_FILE) has {len(token)} "
+                             f"characters; give one of at least {MIN_ADMIN_TOKEN_LENGTH} random characters, e.g. from "
                              "`openssl rand -hex 32`")
         values["data_dir"] = Path(values.get("data_dir") or default_data_dir()).expanduser()
         if not values.get("database_url"):
@@ -152,7 +158,8 @@ class Settings(BaseSettings):
         try:
             make_url(values["database_url"])
         except ArgumentError:
-            raise ValueError("POBO_DATABASE_URL is not a database URL (e.g. postgresql+psycopg://user@host/db)") from None
+            raise ValueError("POBO_DATABASE_URL is not a database URL "
+                             "(e.g. postgresql+psycopg://user@host/db)") from None
         return values
 
     @model_validator(mode="after")

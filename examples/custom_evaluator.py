@@ -29,8 +29,8 @@ def risk_score(row: dict[str, float]) -> float:
 def main() -> None:
     from sklearn.datasets import load_diabetes
 
-    from modeler_client.client import ModelerClient
     from curator_service.testing import LocalCurator
+    from modeler_client.client import ModelerClient
     from modeler_client.loop import RemoteGPUCB
     from modeler_client.runfile import RunSettings
 

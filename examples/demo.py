@@ -21,11 +21,10 @@ import tempfile
 from pathlib import Path
 
 import demo_modeler  # before numpy is loaded: it limits the BLAS threads
-
 import numpy as np
+from demo_curator import set_up
 
 from curator_service.testing import LocalCurator
-from demo_curator import set_up
 
 
 def build_parser() -> argparse.ArgumentParser:

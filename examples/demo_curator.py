@@ -29,11 +29,11 @@ import os
 import uuid
 from pathlib import Path
 
+from demo_handoff import DemoTable, Handoff
 from rich.console import Console
 
 from curator_service.admin_client import CuratorAdmin
 from curator_service.settings import read_secret
-from demo_handoff import DemoTable, Handoff
 from shared.api.http_client import ApiError
 from shared.datasets.diabetes import load_diabetes
 from shared.datasets.synthetic import synthetic_gp_problem

@@ -21,10 +21,10 @@ import argparse  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from demo_handoff import DemoTable, Handoff  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 
-from demo_handoff import DemoTable, Handoff  # noqa: E402
 from modeler_client.client import ModelerClient  # noqa: E402
 from modeler_client.loop import RemoteGPUCB  # noqa: E402
 from modeler_client.plot import plot_runs  # noqa: E402
@@ -34,7 +34,8 @@ from shared.terminal import print_table  # noqa: E402
 console = Console()
 
 
-def run_release(client: ModelerClient, release_id: int, table: DemoTable, out_dir: Path, progress: Progress) -> RunRecord:
+def run_release(client: ModelerClient, release_id: int, table: DemoTable, out_dir: Path,
+                progress: Progress) -> RunRecord:
     settings = RunSettings(iterations=table.iterations, optimum=table.optimum, signal_std=table.signal_std)
     path = out_dir / f"run-release-{release_id}.json"
     path.unlink(missing_ok=True)

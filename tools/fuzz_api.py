@@ -239,8 +239,8 @@ def server_exceptions(log: Path) -> Counter:
 
 
 def figures(result: RoleResult) -> str:
-    return (f"{result.requests} requests, {result.server_errors} 5xx, {result.failures(schema=True)} schema violations, "
-            f"{result.failures(schema=False)} other check failures, {result.refusals} refused for the data")
+    return (f"{result.requests} requests, {result.server_errors} 5xx, {result.failures(schema=True)} schema "
+            f"violations, {result.failures(schema=False)} other check failures, {result.refusals} refused for the data")
 
 
 def write_findings(path: Path, results: list[RoleResult], tracebacks: Counter, header: str) -> None:
@@ -260,7 +260,8 @@ def write_findings(path: Path, results: list[RoleResult], tracebacks: Counter, h
                            f"  → {finding.status} {finding.response}\n  ```\n")
         if result.refused_for_data:
             out.append(f"\n### Not findings: {result.refusals} schema-valid requests refused for what the data says\n\n"
-                       "A sentence and a known code, not the request model's own refusal (see the module's docstring).\n\n")
+                       "A sentence and a known code, not the request model's own refusal (see the module's "
+                       "docstring).\n\n")
             out.extend(f"- `{operation}` → {code} ×{f.count}: {f.response[:200]}\n"
                        for (operation, code), f in sorted(result.refused_for_data.items()))
     if tracebacks:

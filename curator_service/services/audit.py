@@ -6,18 +6,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypedDict
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import ColumnElement, Select, String, func, insert, select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import Prepared
-from curator_service.persistence.models import AuditEvent as AuditRow, utcnow
+from curator_service.persistence.models import AuditEvent as AuditRow
+from curator_service.persistence.models import utcnow
 from curator_service.services.policy import Principal
 from shared.api.schemas import AuditEvent, escaped
 
 
-TARGET_LENGTH = AuditRow.__table__.c.target.type.length
+def _declared_length(column: ColumnElement[Any]) -> int:
+    """The length a string column is declared with."""
+    kind = column.type
+    if not isinstance(kind, String) or kind.length is None:
+        raise TypeError(f"{column} is not a string column of a declared length")
+    return kind.length
+
+
+TARGET_LENGTH = _declared_length(AuditRow.__table__.c.target)
 
 
 def record(session: Session, principal: Principal | str, action: str, target: str | None = None) -> None:
@@ -34,7 +43,7 @@ def record(session: Session, principal: Principal | str, action: str, target: st
                                             "created_at": utcnow()})
 
 
-INSERT_EVENT = Prepared(AuditRow.__table__.insert(), ("actor", "action", "target", "created_at"))
+INSERT_EVENT = Prepared(insert(AuditRow), ("actor", "action", "target", "created_at"))
 
 
 READ_ACTIONS = ("dataset.list", "dataset.read", "dataset.plan", "ledger.read", "release.inputs")
@@ -74,10 +83,21 @@ def list_events(session: Session, which: EventFilter = EventFilter(), *, order: 
     ``last_id`` and ``last_at``), so a thousand page views read as one row."""
     if grouped:
         return _grouped_page(session, which, order, offset, limit)
-    total = session.scalar(select(func.count()).select_from(which.select().subquery()))
+    total = session.execute(select(func.count()).select_from(which.select().subquery())).scalar_one()
     statement = which.select().order_by(AuditRow.id.desc() if order == "newest" else AuditRow.id)
     rows = session.execute(statement.offset(offset).limit(limit)).mappings().all()
     return total, [AuditEvent(**row, count=1, last_id=row["id"], last_at=row["created_at"]) for row in rows]
+
+
+class _Run(TypedDict):
+    """A run of identical consecutive events as the grouped pass collects it (its times are read afterwards)."""
+
+    id: int
+    actor: str
+    action: str
+    target: str | None
+    count: int
+    last_id: int
 
 
 def _grouped_page(session: Session, which: EventFilter, order: Order, offset: int,
@@ -90,7 +110,8 @@ def _grouped_page(session: Session, which: EventFilter, order: Order, offset: in
     newest = order == "newest"
     statement = which.select().with_only_columns(AuditRow.id, AuditRow.actor, AuditRow.action, AuditRow.target)
     statement = statement.order_by(AuditRow.id.desc() if newest else AuditRow.id)
-    total, page, key, shown = 0, [], None, False
+    total, key, shown = 0, None, False
+    page: list[_Run] = []
     rows = session.connection().execution_options(stream_results=True, max_row_buffer=STREAM_ROWS).execute(statement)
     for event_id, actor, action, target in rows:
         if (actor, action, target) != key:
@@ -102,8 +123,11 @@ def _grouped_page(session: Session, which: EventFilter, order: Order, offset: in
         if shown:
             run = page[-1]
             run["count"] += 1
-            run["id" if newest else "last_id"] = event_id  # read backwards, each event is the run's earliest so far
-    ends = {run[end] for run in page for end in ("id", "last_id")}
+            if newest:  # read backwards, each event is the run's earliest so far
+                run["id"] = event_id
+            else:
+                run["last_id"] = event_id
+    ends = {run["id"] for run in page} | {run["last_id"] for run in page}
     times = dict(session.execute(select(AuditRow.id, AuditRow.created_at).where(AuditRow.id.in_(ends))).all())
     return total, [AuditEvent(**run, created_at=times[run["id"]], last_at=times[run["last_id"]]) for run in page]
 

@@ -26,6 +26,7 @@ from curator_service.services.ledger import budget_status
 from curator_service.services.policy import Principal
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
+from shared.api.scaling import neighbouring_step
 from shared.api.schemas import (
     CONTROL_CHARACTER_SENTENCE,
     DatasetOut,
@@ -34,7 +35,6 @@ from shared.api.schemas import (
     ScalingSpec,
     control_character_at,
 )
-from shared.api.scaling import neighbouring_step
 from shared.checks import ascii_decimal
 
 
@@ -229,7 +229,9 @@ def store_dataset(session: Session, principal: Principal, spec: DatasetSpec, tab
         budget_epsilon=spec.budget.epsilon,
         budget_delta=spec.budget.delta,
         table=table.encode(),
-        source_rows=encode_matrix(table.source_rows, dtype=np.int64),
+        # None: the file's own order
+        source_rows=encode_matrix(np.arange(table.n) if table.source_rows is None else table.source_rows,
+                                  dtype=np.int64),
         simulation_key=secrets.token_hex(16),
     )
     try:

@@ -9,6 +9,8 @@ an expiry, governance; :mod:`.key_policy`, whose rules decide who may create, re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -36,7 +38,7 @@ def key_out(key: ApiKey) -> KeyOut:
     return KeyOut.model_validate(key, from_attributes=True)
 
 
-def check_measurements_kinds(scope: list[tuple[int, int, bool]]) -> None:
+def check_measurements_kinds(scope: Sequence[tuple[int, int, bool]]) -> None:
     """Refuses a key that would read one dataset's y both privately and as computed: the plain release's answers
     are the true y_i, so the private release's noise on row i would hide nothing from this key.
 
@@ -68,7 +70,8 @@ def create_key(session: Session, principal: Principal, body: KeyCreate, policy: 
                        f"'release_ids' names releases that do not exist: {missing}; list them with GET /v1/releases")
     if body.role == "modeler":
         check_measurements_kinds(scope)
-    key = ApiKey(name=body.name, role=body.role, token_hash=hash_token(token), release_ids=sorted(set(body.release_ids)),
+    key = ApiKey(name=body.name, role=body.role, token_hash=hash_token(token),
+                 release_ids=sorted(set(body.release_ids)),
                  max_queries=body.max_queries, used_queries=0, revoked=False)
     session.add(key)
     session.flush()

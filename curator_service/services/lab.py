@@ -133,7 +133,7 @@ def identified_pending(session: Session, tables: TableCache, dataset_id: int | N
     pending = pending_queries(session, tables, dataset_id).queries
     identifiers, measurements = {}, {}
     for ds_id in {q.dataset_id for q in pending}:
-        dataset = session.get(Dataset, ds_id)
+        dataset = session.get_one(Dataset, ds_id)
         identifiers[ds_id] = row_identifiers(cached_table(tables, dataset), identifier_column(session, ds_id))
         stored = dataset.measurement  # a JSON dict; model_copy below does not validate, so build the model here
         measurements[ds_id] = None if stored is None else MeasurementSpec.model_validate(stored)
@@ -144,12 +144,13 @@ def identified_pending(session: Session, tables: TableCache, dataset_id: int | N
 
 def session_rows(session: Session, tables: TableCache, session_id: int) -> list[LabQuery]:
     """A session's queries in order, each with the identifier and file row of the row it asked for (curator only)."""
-    release = session.get(Release, get_or_404(session, ModelingSession, session_id).release_id)
-    dataset = session.get(Dataset, release.dataset_id)
+    release = session.get_one(Release, get_or_404(session, ModelingSession, session_id).release_id)
+    dataset = session.get_one(Dataset, release.dataset_id)
     table = cached_table(tables, dataset)
     identifiers = row_identifiers(table, identifier_column(session, dataset.id))
     queries = session.scalars(select(Query).where(Query.session_id == session_id).order_by(Query.id))
-    return [LabQuery(query_id=q.id, index=q.row_index, identifier=identifiers[q.row_index], row=table.file_row(q.row_index),
+    return [LabQuery(query_id=q.id, index=q.row_index, identifier=identifiers[q.row_index],
+                     row=table.file_row(q.row_index),
                      status=q.status, value=q.value) for q in queries]
 
 
@@ -245,11 +246,11 @@ def correct(session: Session, principal: Principal, query_id: int, value: float,
     query = get_or_404(session, Query, query_id, lock=True)
     if query.status == "pending":
         raise ApiError(409, "conflict", f"query {query_id} is still pending; answer it instead of correcting it")
-    release = session.get(Release, session.get(ModelingSession, query.session_id).release_id)
+    release = session.get_one(Release, session.get_one(ModelingSession, query.session_id).release_id)
     if release.measurements is not None:
         raise ApiError(409, "conflict", f"query {query_id} was answered from release {release.id}'s private "
                        "measurements; a true value would undo their noise, so it cannot be corrected")
-    kind = session.get(Dataset, release.dataset_id).evaluator["kind"]
+    kind = session.get_one(Dataset, release.dataset_id).evaluator["kind"]
     if kind != "manual":
         raise ApiError(409, "conflict", f"query {query_id} was measured by the dataset's {kind} evaluator, not by "
                        "hand; only manual answers can be corrected")

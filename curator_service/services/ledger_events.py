@@ -56,8 +56,8 @@ def gaussian_release_event(parameters: ReleaseParameters) -> Event:
 
 
 def job_event(kind: str) -> Event:
-    return unsupported_event(f"job kind {kind!r}: charged the ε and δ it was given; its documentation says how its steps "
-                             "add up to them (no dp-accounting event describes them)")
+    return unsupported_event(f"job kind {kind!r}: charged the ε and δ it was given; its documentation says how its "
+                             "steps add up to them (no dp-accounting event describes them)")
 
 
 def to_dp_accounting(event: Event) -> dp_accounting.DpEvent:

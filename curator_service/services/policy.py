@@ -14,7 +14,8 @@ import secrets
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy import ColumnElement, Row as SqlRow, bindparam, false, select, true
+from sqlalchemy import ColumnElement, bindparam, false, select, true
+from sqlalchemy import Row as SqlRow
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import Prepared, get_or_404, not_found

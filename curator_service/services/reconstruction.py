@@ -30,9 +30,10 @@ def reconstruction_audit(db: Database, tables: TableCache, settings: Settings, p
         if body.known >= release.n:
             raise ApiError(422, "validation_error", f"'known' must be below the number of rows ({release.n}) so that "
                            "some rows are left to reconstruct")
-        dataset = session.get(Dataset, release.dataset_id)
+        dataset = session.get_one(Dataset, release.dataset_id)
         if body.known < dataset.d + 1:
-            raise ApiError(422, "validation_error", f"'known' must be at least d + 1 = {dataset.d + 1} (the attack fits "
+            raise ApiError(422, "validation_error",
+                           f"'known' must be at least d + 1 = {dataset.d + 1} (the attack fits "
                            "an affine map of the d features); ask for more known rows")
         X_used = mechanism_input(cached_table(tables, dataset), dataset.scaling, release.mechanism)
         Z = decode_matrix(release.inputs)

@@ -31,9 +31,9 @@ def request_release(db: Database, settings: Settings, principal: Principal, data
     if created:
         dispatch(job.id)
     finished = jobs.wait_for_job(db, job.id, settings.release_wait_seconds)
-    if finished.status == "succeeded":
+    if finished.status == "succeeded" and finished.result is not None:
         with db.read() as session:
             return releases.stored_release_out(session, settings, finished.result["release_id"]), created
     if finished.status == "failed" and (error := (finished.result or {}).get("error")) is not None:
-        raise ApiError(error["status"], error["code"], finished.message)
+        raise ApiError(error["status"], error["code"], finished.message or "the release failed")
     return jobs.job_out(finished), created

@@ -28,6 +28,7 @@ from curator_service.services.ledger_events import NON_PRIVATE, gaussian_release
 from curator_service.services.policy import Principal, visible, visible_or_404
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
+from shared.api.scaling import apply_scaling, neighbouring_step, scaling_warning
 from shared.api.schemas import (
     CERTIFIED_MECHANISMS,
     FILE_ORDER_WARNING,
@@ -50,7 +51,6 @@ from shared.dp.noise import NoiseSource
 from shared.releases import gaussian_release, largest_r, po_gp_ucb_release
 from shared.releases.gaussian import MapFn, PcaOption
 from shared.releases.measurements import MeasurementOption
-from shared.api.scaling import apply_scaling, neighbouring_step, scaling_warning
 
 AUTO_DIM_CAP = 10
 """``dim: "auto"`` for ``po-gp-ucb`` when the paper's guideline admits no r: min(d, 10)."""
@@ -84,7 +84,7 @@ def gaussian_options(body: ReleaseOptions) -> dict:
     plain options here (shared.api imports no maths). The options check themselves (ValueError with a sentence)."""
     pca = None if body.pca is None else PcaOption(body.pca.share, body.pca.clip_norm)
     measurements = (None if body.measurements is None
-                    else MeasurementOption(tuple(body.measurements.clip), body.measurements.share))
+                    else MeasurementOption(body.measurements.clip, body.measurements.share))
     return dict(projection=body.projection, pca=pca, measurements=measurements)
 
 
@@ -130,15 +130,16 @@ def compute_release(X: np.ndarray, body: ReleaseCreate, y: np.ndarray | None, no
     try:  # it centres and decomposes the raw features: values near 1e300 overflow
         with np.errstate(over="raise"):
             r = body.dim if body.dim != "auto" else (largest_r(X, body.epsilon, body.delta, d) or min(d, AUTO_DIM_CAP))
-            out = po_gp_ucb_release(X, body.epsilon, body.delta, r, np.random.default_rng(body.seed))
-        if not np.all(np.isfinite(out.Z)):
+            po = po_gp_ucb_release(X, body.epsilon, body.delta, r, np.random.default_rng(body.seed))
+        if not np.all(np.isfinite(po.Z)):
             raise FloatingPointError
     except (ArithmeticError, np.linalg.LinAlgError):
-        raise ApiError(422, "validation_error", "po-gp-ucb works on the raw features (it ignores the scaling), and this "
+        raise ApiError(422, "validation_error",
+                       "po-gp-ucb works on the raw features (it ignores the scaling), and this "
                        "table's values are too large for its arithmetic (it overflowed); rescale the features to "
                        "moderate units and register the table again, or use the 'gaussian' mechanism") from None
     return ComputedRelease(
-        Z=out.Z, dim=r, omega=float(out.omega), sigma_min=float(out.sigma_min), lifted=bool(out.lifted)
+        Z=po.Z, dim=r, omega=float(po.omega), sigma_min=float(po.sigma_min), lifted=bool(po.lifted)
     )
 
 
@@ -302,8 +303,8 @@ def store_release(session: Session, principal: Principal, dataset_id: int, body:
 
 def stored_release_out(session: Session, settings: Settings, release_id: int) -> ReleaseOut:
     """A stored release as its creator sees it (after its job committed it)."""
-    release = session.get(Release, release_id)
-    return release_out(release, session.get(Dataset, release.dataset_id), settings)
+    release = session.get_one(Release, release_id)
+    return release_out(release, session.get_one(Dataset, release.dataset_id), settings)
 
 
 def list_releases(session: Session, settings: Settings, principal: Principal,
@@ -318,7 +319,7 @@ def list_releases(session: Session, settings: Settings, principal: Principal,
 
 def get_release(session: Session, settings: Settings, principal: Principal, release_id: int) -> ReleaseOut:
     release = visible_or_404(session, principal, Release, release_id)
-    return release_out(release, session.get(Dataset, release.dataset_id), settings)
+    return release_out(release, session.get_one(Dataset, release.dataset_id), settings)
 
 
 def release_inputs_blob(session: Session, settings: Settings, principal: Principal, release_id: int) -> bytes:
@@ -333,5 +334,6 @@ def inputs_page(blob: bytes, offset: int, limit: int) -> InputsPage:
     Z = decode_matrix(blob)
     if offset > Z.shape[0]:
         raise ApiError(422, "validation_error",
-                       f"'offset' {offset} is past the end; the release has {Z.shape[0]} rows (offset 0 to {Z.shape[0]})")
+                       f"'offset' {offset} is past the end; the release has {Z.shape[0]} rows (offset 0 to "
+                       f"{Z.shape[0]})")
     return InputsPage(n=Z.shape[0], dim=Z.shape[1], offset=offset, rows=Z[offset : offset + limit].tolist())

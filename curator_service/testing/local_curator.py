@@ -52,7 +52,8 @@ class LocalCurator(CuratorAdmin):
         *,
         port: int | None = None,
         env: Mapping[str, str] | None = None,
-        startup_timeout: float = 300.0,  # a poll, so it costs nothing when the server is up: a start took 34 s at load 18
+        # a poll, so it costs nothing when the server is up: a start took 34 s at load 18
+        startup_timeout: float = 300.0,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()

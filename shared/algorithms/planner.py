@@ -39,13 +39,13 @@ import numpy as np
 from scipy.special import gammaln
 from scipy.stats import norm
 
-from shared.gp.kernels import SquaredExponential
-from shared.releases.measurements import MeasurementOption
 from shared.dp.noise import SeededNoise
+from shared.gp.kernels import SquaredExponential
 from shared.gp.noisy_inputs import ExpectedSquaredExponential
-from shared.releases import PcaOption, gaussian_release
-from shared.releases.gaussian import Projection
 from shared.gp.ucb import run_gp_ucb
+from shared.releases import GaussianRelease, PcaOption, gaussian_release
+from shared.releases.gaussian import Projection
+from shared.releases.measurements import MeasurementOption
 
 UCB_DELTA = 0.025
 REFIT_EVERY = 5
@@ -80,7 +80,7 @@ class ReleaseSetting:
     def dim(self) -> int:
         return self.r or self.d
 
-    def release(self, X: np.ndarray, epsilon: float, seed: int, y: np.ndarray | None = None):
+    def release(self, X: np.ndarray, epsilon: float, seed: int, y: np.ndarray | None = None) -> GaussianRelease:
         """The release of ``X`` (stand-in data only) with seeded, reproducible noise."""
         noise_rng, projection_rng = np.random.default_rng(seed).spawn(2)
         return gaussian_release(
@@ -172,10 +172,11 @@ class Plan:
     @property
     def half_gap_epsilon(self) -> float | None:
         """Where the simulated curve reaches half the gap (:func:`half_gap_epsilon`)."""
-        if self.random_search_regret is None:
+        regrets = [r.regret for r in self.rows if r.regret is not None]
+        if self.random_search_regret is None or self.non_private_regret is None or len(regrets) < len(self.rows):
             return None
-        return half_gap_epsilon([r.epsilon for r in self.rows], [r.regret for r in self.rows],
-                                self.random_search_regret, self.non_private_regret)
+        return half_gap_epsilon([r.epsilon for r in self.rows], regrets, self.random_search_regret,
+                                self.non_private_regret)
 
 
 def half_gap_epsilon(epsilons: list[float], regrets: list[float], random: float, non_private: float) -> float | None:

@@ -200,19 +200,17 @@ def _json_integer(value: Any) -> Any:
     return value
 
 
-def _bounded_integer(low: int, high: int) -> Any:
-    """A JSON integer from ``low`` to ``high`` (the bounds come before the type check so that the JSON schema shows
-    them as ``minimum`` and ``maximum``)."""
-    return Annotated[int, Field(ge=low, le=high), BeforeValidator(_json_integer)]
-
+_JSON_INTEGER = BeforeValidator(_json_integer)
+"""The JSON-integer check of a bounded integer type. In ``Annotated[int, Field(ge=low, le=high), _JSON_INTEGER]``
+the bounds come before the check so that the JSON schema shows them as ``minimum`` and ``maximum``."""
 
 Number = Annotated[float, BeforeValidator(_json_number)]
 """A float field that accepts only JSON numbers (integers included)."""
-Integer = Annotated[int, BeforeValidator(_json_integer)]
-Id = _bounded_integer(1, DB_INT_MAX)
+Integer = Annotated[int, _JSON_INTEGER]
+Id = Annotated[int, Field(ge=1, le=DB_INT_MAX), _JSON_INTEGER]
 """An object id: 1 to 2^31 − 1."""
-Count = _bounded_integer(1, DB_INT_MAX)
-RowIndex = _bounded_integer(0, DB_INT_MAX)
+Count = Annotated[int, Field(ge=1, le=DB_INT_MAX), _JSON_INTEGER]
+RowIndex = Annotated[int, Field(ge=0, le=DB_INT_MAX), _JSON_INTEGER]
 
 
 def _dim(value: Any) -> int | str:
@@ -226,7 +224,7 @@ def _dim(value: Any) -> int | str:
 Dim = Annotated[int | Literal["auto"], PlainValidator(_dim), WithJsonSchema({"anyOf": [
     {"type": "integer", "minimum": 1, "maximum": MAX_RELEASE_DIM}, {"type": "string", "enum": ["auto"]}]})]
 """A projection dimension: an integer r from 1 to :data:`MAX_RELEASE_DIM`, or ``"auto"`` (one error, no union noise)."""
-Seed = _bounded_integer(0, SEED_MAX)
+Seed = Annotated[int, Field(ge=0, le=SEED_MAX), _JSON_INTEGER]
 """A seed (research mode only; refused in production mode)."""
 
 

@@ -24,8 +24,9 @@ experiments; the certified ``gaussian`` mechanism uses the table's public ``scal
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -83,12 +84,12 @@ def fit_paper_preprocessing(
     m = min(fit_rows, len(X))
     rows = np.sort(rng.choice(len(X), size=m, replace=False))
     bounds = default_bounds(X[rows], y[rows], ard=True)
-    fitted = fit_hyperparameters(X[rows], y[rows], kernel="se", ard=True, bounds=bounds, n_restarts=n_restarts, rng=rng)
+    fitted = fit_hyperparameters(X[rows], y[rows], kernel="se", ard=True, bounds=bounds, n_restarts=n_restarts,
+                                 rng=rng)
     lengthscales = np.asarray(fitted.kernel.lengthscale, dtype=float)
-    at_bound = tuple(
-        "lower" if np.isclose(l, low, rtol=1e-6) else "upper" if np.isclose(l, high, rtol=1e-6) else ""
-        for l, (low, high) in zip(lengthscales, bounds.lengthscale)
-    )
+    per_dimension = cast(Sequence[tuple[float, float]], bounds.lengthscale)  # ard=True: one (low, high) a column
+    at_bound = tuple(_bound_reached(lengthscale, low, high)
+                     for lengthscale, (low, high) in zip(lengthscales, per_dimension))
     isotropic = X / lengthscales
     centre = isotropic.mean(axis=0)
     largest = float(np.linalg.norm(isotropic - centre, axis=1).max())
@@ -104,3 +105,10 @@ def fit_paper_preprocessing(
         prior_mean=fitted.prior_mean,
         at_bound=at_bound,
     )
+
+
+def _bound_reached(value: float, low: float, high: float) -> Literal["lower", "upper", ""]:
+    """Which end of [low, high] a fitted ``value`` stopped at ("" for neither)."""
+    if np.isclose(value, low, rtol=1e-6):
+        return "lower"
+    return "upper" if np.isclose(value, high, rtol=1e-6) else ""

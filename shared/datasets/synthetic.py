@@ -105,7 +105,8 @@ def kronecker_factor_error(size: int = 100, lengthscale: float = 1.25) -> float:
 
 
 @lru_cache(maxsize=64)
-def synthetic_gp_values(seed: int, size: int = 100, lengthscale: float = 1.25, signal_variance: float = 1.0) -> np.ndarray:
+def synthetic_gp_values(seed: int, size: int = 100, lengthscale: float = 1.25,
+                        signal_variance: float = 1.0) -> np.ndarray:
     """f ~ GP(0, σ_y² SE(l)) on the size × size grid of [−5, 5]² in ``grid`` row order (read-only, cached)."""
     A, _ = _axis_factor(size, *SYNTHETIC_DOMAIN, lengthscale)
     w = np.random.default_rng(seed).standard_normal((size, size))

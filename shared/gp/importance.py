@@ -10,13 +10,15 @@ a lengthscale at its bound and ranks the wrong coordinate first.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from shared.gp.regression import HyperparameterPrior, fit_hyperparameters
 
 
-def ard_importance(X: ArrayLike, y: ArrayLike, extent: ArrayLike, *, kernel: str = "se",
+def ard_importance(X: ArrayLike, y: ArrayLike, extent: ArrayLike, *, kernel: Literal["se", "matern52"] = "se",
                    seed: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
     """``(lengthscales, relative)`` of an ARD fit on the measured rows ``X`` and values ``y``; ``extent`` is the
     released rows' range per coordinate (the unit of each lengthscale; a zero range counts as 1)."""

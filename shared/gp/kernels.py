@@ -34,7 +34,8 @@ class Kernel(Protocol):
 
 @runtime_checkable
 class FittableKernel(Kernel, Protocol):
-    """A kernel whose hyperparameters marginal-likelihood fitting can adjust (:func:`shared.gp.regression.fit_hyperparameters`)."""
+    """A kernel whose hyperparameters marginal-likelihood fitting can adjust
+    (:func:`shared.gp.regression.fit_hyperparameters`)."""
 
     lengthscale: float | NDArray
     variance: float
@@ -103,7 +104,8 @@ class StationaryKernel:
         return np.ndim(self.lengthscale) == 1
 
     def __repr__(self) -> str:
-        ls = np.array2string(self.lengthscale, precision=4) if self.ard else f"{self.lengthscale:.4g}"
+        ls = (np.array2string(self.lengthscale, precision=4) if isinstance(self.lengthscale, np.ndarray)
+              else f"{self.lengthscale:.4g}")
         return f"{type(self).__name__}(lengthscale={ls}, variance={self.variance:.4g})"
 
     def with_parameters(self, lengthscale: float | ArrayLike, variance: float) -> StationaryKernel:
@@ -120,7 +122,7 @@ class StationaryKernel:
         A = np.asarray(A, dtype=float)
         if A.ndim != 2:
             raise ValueError("kernel inputs must be 2-D arrays (points × dimensions)")
-        if self.ard and A.shape[1] != self.lengthscale.size:
+        if isinstance(self.lengthscale, np.ndarray) and A.shape[1] != self.lengthscale.size:
             raise ValueError(
                 f"ARD lengthscale has {self.lengthscale.size} entries but inputs have {A.shape[1]} columns"
             )

@@ -36,12 +36,14 @@ class ExpectedSquaredExponential(StationaryKernel):
 
     name = "expected-se"
 
-    def __init__(self, lengthscale: float | ArrayLike, variance: float = 1.0, *, input_noise_std: float, dim: int) -> None:
+    def __init__(self, lengthscale: float | ArrayLike, variance: float = 1.0, *, input_noise_std: float,
+                 dim: int) -> None:
         super().__init__(lengthscale, variance)
         if not (np.isfinite(input_noise_std) and input_noise_std >= 0):
             raise ValueError("input_noise_std (the release's public noise std) must be a finite number ≥ 0")
         if self.ard and np.size(self.lengthscale) != dim:
-            raise ValueError(f"ARD lengthscale has {np.size(self.lengthscale)} entries but the inputs have {dim} columns")
+            raise ValueError(f"ARD lengthscale has {np.size(self.lengthscale)} entries but the inputs have {dim} "
+                             "columns")
         self.input_noise_std = float(input_noise_std)
         self.dim = int(dim)
         widened = np.asarray(self.lengthscale) ** 2 + 2.0 * self.input_noise_std**2
@@ -76,7 +78,8 @@ class ExpectedSquaredExponential(StationaryKernel):
         return K, g, u, self.ratio if self.ard else float(self.ratio)
 
     def __repr__(self) -> str:
-        return f"{super().__repr__()[:-1]}, input_noise_std={self.input_noise_std:.4g}, attenuation={self.attenuation:.3g})"
+        return (f"{super().__repr__()[:-1]}, input_noise_std={self.input_noise_std:.4g}, "
+                f"attenuation={self.attenuation:.3g})")
 
 
 def box_posterior(Z: ArrayLike, noise_std: float, width: float) -> tuple[NDArray, NDArray]:

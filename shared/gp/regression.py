@@ -15,9 +15,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from functools import cache
 from dataclasses import dataclass
-from typing import Literal
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -28,10 +28,19 @@ from threadpoolctl import ThreadpoolController
 
 from shared.checks import positive_int
 from shared.gp.fused_step import (
-    GIVEN_COLUMN, MATERN52, SQUARED_EXPONENTIAL, append_block, best_upper_confidence_bound, fused_step, new_block_list,
+    GIVEN_COLUMN,
+    MATERN52,
+    SQUARED_EXPONENTIAL,
+    append_block,
+    best_upper_confidence_bound,
+    fused_step,
+    new_block_list,
     stored_column,
 )
 from shared.gp.kernels import KERNELS, FittableKernel, Kernel, Matern52, SquaredExponential, StationaryKernel
+
+if TYPE_CHECKING:
+    from shared.gp.noisy_inputs import ExpectedSquaredExponential
 
 LOG_2PI = np.log(2.0 * np.pi)
 _NONE, _NO_INDICES = np.zeros(0), np.zeros(0, dtype=np.int64)  # for the compiled pass's unused arguments
@@ -120,9 +129,9 @@ class CandidatePosterior:
     kernel column plus O(n·t) for one pass over V, never a refit. V's rows live in preallocated blocks of
     ``block_rows`` full-length rows (default: ``reserve``, else 32) so appending never copies it; ``reserve``
     allocates and touches the blocks for that many observations up front, so no step pays for fresh memory
-    (the OS zeroes and maps a page on its first write: 0.3–1.2 GB/s on the VM we measured, against ~20 GB/s for a read). Repeated
-    indices are fine when σ_n² > 0; the pivot is floored at ``jitter`` · k(c_i, c_i) so even σ_n² = 0 stays
-    finite (exact only when that floor is not hit).
+    (the OS zeroes and maps a page on its first write: 0.3–1.2 GB/s on the VM we measured, against ~20 GB/s for a
+    read). Repeated indices are fine when σ_n² > 0; the pivot is floored at ``jitter`` · k(c_i, c_i) so even σ_n² = 0
+    stays finite (exact only when that floor is not hit).
 
     A step is memory-bound at large n, so :meth:`observe` is one compiled pass over the candidates
     (:func:`shared.gp.fused_step.fused_step`), tile by tile of ``chunk`` candidates (small enough to stay in
@@ -160,13 +169,16 @@ class CandidatePosterior:
         self.chunk = chunk
         self.workers = workers
         self.prior_variance = np.asarray(kernel.diag(C), dtype=float).copy()
-        self._profile, self._kernel_scale, *self._coincident = _compiled_profile(kernel)
+        self._profile, self._kernel_scale, coincident_exponent, coincident_value = _compiled_profile(kernel)
+        self._coincident = (coincident_exponent, coincident_value)
         self.ucb_argmax: tuple[float, int] | None = None  # (β, argmax of μ + √β σ) after the last observe
         self._L_storage = np.zeros((max(reserve, 8),) * 2)  # L grows in place (doubling): no t² copy a step
         self._w: list[float] = []
         self._indices: list[int] = []
         self._values: list[float] = []
-        scaled = scaled_candidates(C, kernel) if self._profile != GIVEN_COLUMN else np.zeros((1, 0))
+        # a compiled profile belongs to one of the stationary kernels of _compiled_profile
+        scaled = (scaled_candidates(C, cast(StationaryKernel, kernel)) if self._profile != GIVEN_COLUMN
+                  else np.zeros((1, 0)))
         self._allocate(scaled, reserve)
 
     def _allocate(self, scaled: NDArray, reserve: int) -> None:
@@ -262,18 +274,18 @@ class CandidatePosterior:
         if not np.isfinite(y):
             raise ValueError("observed value must be finite")
         t = self.n_observations
-        l = self._stored_column(index)  # the new row of L
+        l_row = self._stored_column(index)  # the new row of L
         pivot = np.sqrt(max(self.variance_at(index) + self.noise_variance, self.jitter * self.prior_variance[index]))
         w = (y - self.mean_at(index)) / pivot
         excluded = _NO_INDICES if excluded is None else np.asarray(excluded, dtype=np.int64)
-        best_index = self._step(index, l, pivot, w, next_beta, excluded)
+        best_index = self._step(index, l_row, pivot, w, next_beta, excluded)
         self.ucb_argmax = None if next_beta is None else (float(next_beta), best_index)
 
         if t == len(self._L_storage):
             grown = np.zeros((2 * t, 2 * t))
             grown[:t, :t] = self._L_storage
             self._L_storage = grown
-        self._L_storage[t, :t] = l
+        self._L_storage[t, :t] = l_row
         self._L_storage[t, t] = pivot
         self._w.append(w)
         self._indices.append(index)
@@ -283,7 +295,8 @@ class CandidatePosterior:
         """V[:t, index] as float64."""
         return stored_column(self._blocks, self.n_observations, index)
 
-    def _step(self, index: int, l: NDArray, pivot: float, w: float, next_beta: float | None, excluded: NDArray) -> int:
+    def _step(self, index: int, l_row: NDArray, pivot: float, w: float, next_beta: float | None,
+              excluded: NDArray) -> int:
         """V's row t, μ and σ² for an observation at ``index`` (module docstring) and, with ``next_beta``, the
         argmax of the updated μ + √β σ outside ``excluded`` (−1 without ``next_beta`` or when all are excluded)."""
         t = self.n_observations
@@ -297,7 +310,7 @@ class CandidatePosterior:
             query[:-1] = self._scaled[:-1, index]
         kernel_weight = self._kernel_scale / pivot
         sqrt_beta = 0.0 if next_beta is None else math.sqrt(next_beta)
-        new_row, coefficients = self._row(t), -l / pivot
+        new_row, coefficients = self._row(t), -l_row / pivot
 
         def step(bounds: tuple[int, int]) -> tuple[float, int]:
             return fused_step(
@@ -313,11 +326,13 @@ class CandidatePosterior:
         index, −1 when every candidate is excluded: one compiled pass, no length-n temporary."""
         sqrt_beta, excluded = float(np.sqrt(beta)), np.asarray(excluded, dtype=np.int64)
         return self._best_of_ranges(
-            lambda bounds: best_upper_confidence_bound(*bounds, self.chunk, self._mean, self._variance, sqrt_beta, excluded)
+            lambda bounds: best_upper_confidence_bound(*bounds, self.chunk, self._mean, self._variance, sqrt_beta,
+                                                       excluded)
         )
 
     def _best_of_ranges(self, range_best: Callable[[tuple[int, int]], tuple[float, int]]) -> int:
-        """Runs ``range_best`` on every candidate range (one per worker thread) and returns the best index, −1 if none."""
+        """Runs ``range_best`` on every candidate range (one per worker thread) and returns the best index, −1 if
+        none."""
         best_index, best_score = -1, -np.inf
         if len(self._ranges) == 1:
             return range_best(self._ranges[0])[1]
@@ -337,7 +352,7 @@ class CandidatePosterior:
             del self._w[t:], self._indices[t:], self._values[t:]  # rows past t in V are simply reused
 
 
-def _copy(array):
+def _copy(array: Any) -> Any:
     """A copy of a numpy array or a torch tensor (the device engine's μ and σ²)."""
     return array.clone() if hasattr(array, "clone") else array.copy()
 
@@ -366,8 +381,10 @@ def _compiled_profile(kernel: Kernel) -> tuple[int, float, float, float]:
     # An instance implies its module is loaded: not imported here (its scipy.stats costs 0.6 s an import).
     noisy_inputs = sys.modules.get("shared.gp.noisy_inputs")
     if noisy_inputs is not None and type(kernel) is noisy_inputs.ExpectedSquaredExponential:
+        expected = cast("ExpectedSquaredExponential", kernel)
         # σ² a e^e off a row's own position, σ² on it (d² ≤ SAME_ROW)
-        return SQUARED_EXPONENTIAL, kernel.variance * kernel.attenuation, -0.5 * noisy_inputs.SAME_ROW, 1.0 / kernel.attenuation
+        return (SQUARED_EXPONENTIAL, expected.variance * expected.attenuation, -0.5 * noisy_inputs.SAME_ROW,
+                1.0 / expected.attenuation)
     return GIVEN_COLUMN, 1.0, 1.0, 0.0
 
 
@@ -399,7 +416,7 @@ class HyperparameterBounds:
 def default_bounds(X: ArrayLike, y: ArrayLike, *, ard: bool = False) -> HyperparameterBounds:
     """Data-driven bounds: lengthscales in [0.01, 10] × the extent of X (per dimension for ARD, the
     bounding-box diagonal otherwise); σ² in [0.01, 100] × var(y); σ_n² in [1e-8, 1] × var(y)."""
-    X = _as_inputs(X)
+    X, y = _as_inputs(X), np.asarray(y, dtype=float)
     extent = np.ptp(X, axis=0)
     diagonal = float(np.linalg.norm(extent)) or 1.0
     vy = float(np.var(y)) if len(np.atleast_1d(y)) > 1 and np.var(y) > 0 else 1.0
@@ -521,7 +538,8 @@ def _log_starts(
     return [np.clip(x0, *log_bounds.T) for x0 in starts]
 
 
-def _minimise(objective: Callable, starts: list[NDArray], log_bounds: NDArray, args: tuple, ftol: float):
+def _minimise(objective: Callable, starts: list[NDArray], log_bounds: NDArray, args: tuple,
+              ftol: float) -> Any:  # scipy's OptimizeResult (scipy ships no types)
     """The best L-BFGS-B result over ``starts`` (scipy's ``minimize`` with the analytic gradient)."""
     best = None
     # The matrices are small (t × t): extra BLAS threads only add synchronisation, which on a busy
@@ -680,7 +698,8 @@ def _fit_map(
     nlml, _ = _negative_lml_and_gradient(theta, prototype, ard, X, residual)
     return FittedHyperparameters(
         kernel=prototype.with_parameters(ls, scale_y**2),
-        noise_variance=max(float(np.exp(phi[-1])) * scale_y**2, noise_variance_floor),  # exp(log(floor)) may round below
+        # exp(log(floor)) may round below
+        noise_variance=max(float(np.exp(phi[-1])) * scale_y**2, noise_variance_floor),
         prior_mean=mean,
         log_marginal_likelihood=float(-nlml) - t * math.log(scale_y),
         at_bound=_at_bound(phi, log_bounds, ["lengthscale"] * n_ls + ["noise_variance"]),

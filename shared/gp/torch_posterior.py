@@ -34,7 +34,15 @@ import torch
 from numpy.typing import ArrayLike, NDArray
 
 from shared.gp.fused_step import (
-    EXP_TAYLOR, GIVEN_COLUMN, LN2_HI, LN2_LO, LOG2E, MATERN52, NORMAL_EXPONENT, ROUNDING_SHIFT, SQRT5,
+    EXP_TAYLOR,
+    GIVEN_COLUMN,
+    LN2_HI,
+    LN2_LO,
+    LOG2E,
+    MATERN52,
+    NORMAL_EXPONENT,
+    ROUNDING_SHIFT,
+    SQRT5,
 )
 from shared.gp.kernels import Kernel
 from shared.gp.regression import CandidatePosterior
@@ -69,7 +77,7 @@ def describe_device(device: str) -> str:
     return f"cpu (torch {torch.__version__})"
 
 
-def ordered_sum(first: torch.Tensor, rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+def ordered_sum(first: torch.Tensor | float, rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """first + Σ_k weights[k] · rows[k] (rows: k × m), rounded as :func:`shared.gp.fused_step._add_rows` rounds
     it: each group of four rows ((w₀r₀ + w₁r₁) + w₂r₂) + w₃r₃, then ``first`` plus the groups and the leftover
     rows' products one after another. ``first``: a length-m tensor or a float."""
@@ -120,11 +128,17 @@ class TorchCandidatePosterior(CandidatePosterior):
 
     ``precision``: ``"float64"`` (bitwise the Numba engine) or ``"float32"`` (half the memory and traffic; the
     picks differ; warns). ``chunk``: candidates a tile (default 65,536 on the CPU, 4,194,304 on a GPU, where each
-    operation is a kernel launch); a step's temporaries take about (t/2 + 30) · chunk numbers. ``reserve`` allocates V for that many
-    observations up front (then no step copies V to grow it; without it V grows by ``block_rows`` rows, each
-    growth a copy). The host keeps the caller's candidates (refits read the observed rows) and L, w, the
-    observed indices and values (t numbers each).
+    operation is a kernel launch); a step's temporaries take about (t/2 + 30) · chunk numbers. ``reserve``
+    allocates V for that many observations up front (then no step copies V to grow it; without it V grows by
+    ``block_rows`` rows, each growth a copy). The host keeps the caller's candidates (refits read the observed
+    rows) and L, w, the observed indices and values (t numbers each).
     """
+
+    # The candidate-sized state lives on the device as tensors: every method of the base that reads it is
+    # overridden here, so these narrow the base's host arrays only in type.
+    _scaled: torch.Tensor  # type: ignore[assignment]
+    _mean: torch.Tensor  # type: ignore[assignment]
+    _variance: torch.Tensor  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -152,11 +166,13 @@ class TorchCandidatePosterior(CandidatePosterior):
                          chunk=chunk or DEFAULT_CHUNK[self.device.type], reserve=reserve)
 
     def _allocate(self, scaled: NDArray, reserve: int) -> None:
-        n, on = self.n_candidates, dict(dtype=self.dtype, device=self.device)
-        self._scaled = torch.as_tensor(scaled, **on)  # built on the host as the CPU engine builds it: same bits
-        self._variance = torch.as_tensor(self.prior_variance, **on).clone()  # unclipped
-        self._mean = torch.full((n,), self.prior_mean, **on)
-        self._factor = torch.zeros((max(reserve, self.block_rows), n), **on)  # V's rows; zeroed: the memory is touched
+        n, dtype, device = self.n_candidates, self.dtype, self.device
+        # built on the host as the CPU engine builds it: same bits
+        self._scaled = torch.as_tensor(scaled, dtype=dtype, device=device)
+        self._variance = torch.as_tensor(self.prior_variance, dtype=dtype, device=device).clone()  # unclipped
+        self._mean = torch.full((n,), self.prior_mean, dtype=dtype, device=device)
+        # V's rows; zeroed: the memory is touched
+        self._factor = torch.zeros((max(reserve, self.block_rows), n), dtype=dtype, device=device)
 
     def _tensor(self, values: ArrayLike) -> torch.Tensor:
         return torch.as_tensor(np.asarray(values, dtype=float), dtype=self.dtype, device=self.device)
@@ -208,7 +224,8 @@ class TorchCandidatePosterior(CandidatePosterior):
             column *= factors
         return column
 
-    def _step(self, index: int, l: NDArray, pivot: float, w: float, next_beta: float | None, excluded: NDArray) -> int:
+    def _step(self, index: int, l_row: NDArray, pivot: float, w: float, next_beta: float | None,
+              excluded: NDArray) -> int:
         t, n = self.n_observations, self.n_candidates
         if t == len(self._factor):  # grow V by block_rows rows (a copy: ``reserve`` avoids it)
             grown = torch.zeros((t + self.block_rows, n), dtype=self.dtype, device=self.device)
@@ -221,22 +238,23 @@ class TorchCandidatePosterior(CandidatePosterior):
             query[:-1] = self._scaled[:-1, index]
             query_offset = float(self._scaled[-1, index])
         kernel_weight = float(self._kernel_scale / pivot)
-        coefficients = self._tensor(-l / pivot)
-        excluded = torch.as_tensor(excluded, dtype=torch.int64, device=self.device)
+        coefficients = self._tensor(-l_row / pivot)
+        skipped = torch.as_tensor(excluded, dtype=torch.int64, device=self.device)
         sqrt_beta = None if next_beta is None else math.sqrt(next_beta)
         bests = []
         for a in range(0, n, self.chunk):
             b = min(a + self.chunk, n)
-            column = given[a:b] if self._profile == GIVEN_COLUMN else self._kernel_column(index, a, b, query, query_offset)
+            column = (given[a:b] if self._profile == GIVEN_COLUMN
+                      else self._kernel_column(index, a, b, query, query_offset))
             v = ordered_sum(column * kernel_weight, self._factor[:t, a:b], coefficients)
             self._factor[t, a:b] = v
             self._mean[a:b] += v * float(w)
             self._variance[a:b] -= v * v
             if sqrt_beta is not None:
-                bests.append(self._tile_best(a, b, sqrt_beta, excluded))
+                bests.append(self._tile_best(a, b, sqrt_beta, skipped))
         return self._first_best(bests) if bests else -1
 
-    def _tile_best(self, a: int, b: int, sqrt_beta: float, excluded: torch.Tensor) -> tuple[torch.Tensor, int]:
+    def _tile_best(self, a: int, b: int, sqrt_beta: float, excluded: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(best score, its index from a) over [a, b) outside ``excluded`` (sorted), ties to the lowest index;
         left on the device (no synchronisation per tile)."""
         scores = self._scores(a, b, sqrt_beta)
@@ -254,6 +272,6 @@ class TorchCandidatePosterior(CandidatePosterior):
 
     def best_upper_confidence_bound(self, beta: float, excluded: NDArray) -> int:
         sqrt_beta = float(np.sqrt(beta))
-        excluded = torch.as_tensor(np.asarray(excluded, dtype=np.int64), device=self.device)
-        return self._first_best([self._tile_best(a, min(a + self.chunk, self.n_candidates), sqrt_beta, excluded)
+        skipped = torch.as_tensor(np.asarray(excluded, dtype=np.int64), device=self.device)
+        return self._first_best([self._tile_best(a, min(a + self.chunk, self.n_candidates), sqrt_beta, skipped)
                                  for a in range(0, self.n_candidates, self.chunk)])

@@ -13,17 +13,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shared.checks import open_unit, positive_int
+from shared.gp.kernels import FittableKernel, Kernel, SquaredExponential
 from shared.gp.regression import (
-    CandidatePosterior, FittedHyperparameters, HyperparameterBounds, HyperparameterPrior, default_bounds, fit_hyperparameters,
+    CandidatePosterior,
+    FittedHyperparameters,
+    HyperparameterBounds,
+    HyperparameterPrior,
+    default_bounds,
+    fit_hyperparameters,
     kernel_prototype,
 )
-from shared.gp.kernels import FittableKernel, Kernel, SquaredExponential
 
 
 def engine_device(device: str | None) -> str | None:
@@ -157,13 +162,13 @@ class GPUCB:
 
     def _new_posterior(self, candidates: ArrayLike, kernel: Kernel, noise_variance: float,
                        prior_mean: float) -> CandidatePosterior:
-        options = dict(jitter=self.jitter, reserve=self.reserve)
         if self.device is None:
-            return CandidatePosterior(candidates, kernel, noise_variance, prior_mean, workers=self.workers, **options)
+            return CandidatePosterior(candidates, kernel, noise_variance, prior_mean, workers=self.workers,
+                                      jitter=self.jitter, reserve=self.reserve)
         from shared.gp.torch_posterior import TorchCandidatePosterior
 
         return TorchCandidatePosterior(candidates, kernel, noise_variance, prior_mean, device=self.device,
-                                       precision=self.precision, **options)
+                                       precision=self.precision, jitter=self.jitter, reserve=self.reserve)
 
     @property
     def engine(self) -> str:
@@ -267,7 +272,8 @@ class GPUCB:
         indices, values = post.observed_indices, post.observed_values
         current = post.kernel
         same_kind = type(current) is type(self.refit_kernel) and current.ard == self.ard
-        bounds = None if self.prior is not None else self.bounds or default_bounds(post.candidates, values, ard=self.ard)
+        bounds = (None if self.prior is not None
+                  else self.bounds or default_bounds(post.candidates, values, ard=self.ard))
         self.last_fit = fitted = fit_hyperparameters(
             post.candidates[indices],
             values,
@@ -276,7 +282,8 @@ class GPUCB:
             bounds=bounds,
             n_restarts=self.n_restarts,
             rng=self.rng,
-            initial=(current, post.noise_variance) if same_kind else None,
+            # same_kind: the current kernel is of refit_kernel's (fittable) type
+            initial=(cast(FittableKernel, current), post.noise_variance) if same_kind else None,
             warm_start_only=warm_start_only,
             prior=self.prior,
             input_scale=self.input_scale,
@@ -314,7 +321,7 @@ def run_gp_ucb(
     noise_std: float = 0.0,
     answers: ArrayLike | None = None,
     rng: np.random.Generator | int | None = None,
-    **gpucb_options,
+    **gpucb_options: Any,
 ) -> GPUCBRun:
     """Run GP-UCB for ``iterations`` steps against a table of values: observing index i yields
     values[i] + N(0, noise_std²) (simulation noise from ``rng``, which also draws the initial points), or
@@ -322,6 +329,7 @@ def run_gp_ucb(
     ``gpucb_options`` go to ``GPUCB`` (lengthscale, signal_variance, noise_variance, delta, …; ``reserve``
     defaults to ``iterations``)."""
     values = np.asarray(values, dtype=float).ravel()
+    answers = None if answers is None else np.asarray(answers, dtype=float)
     rng = np.random.default_rng(rng)
     engine = GPUCB(candidates, rng=rng, **{"reserve": iterations, **gpucb_options})  # the budget is known
     if len(values) != engine.n_candidates or (answers is not None and np.shape(answers) != values.shape):

@@ -33,7 +33,7 @@ is one more parameter whose gradient is clipped together with w's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -181,11 +181,11 @@ class DPSGDClassifier:
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
-def DPLogisticRegression(**hyperparameters) -> DPSGDClassifier:
+def DPLogisticRegression(**hyperparameters: Any) -> DPSGDClassifier:
     """Logistic regression trained by DP-SGD (``optimizer="sgd"``) or DP-Adam (``optimizer="adam"``)."""
     return DPSGDClassifier(loss="logistic", **hyperparameters)
 
 
-def DPLinearSVM(**hyperparameters) -> DPSGDClassifier:
+def DPLinearSVM(**hyperparameters: Any) -> DPSGDClassifier:
     """Linear SVM (hinge loss) trained by DP-SGD or DP-Adam."""
     return DPSGDClassifier(loss="hinge", **hyperparameters)

@@ -25,8 +25,8 @@ by the top right-singular direction). The projection P (``projection=``):
 
 One release, one charge (ε, δ). Every part is a Gaussian mechanism with its own noise σ_i and ℓ2 sensitivity
 Δ_i, i.e. μ_i-GDP with μ_i = Δ_i/σ_i, and the adaptive composition of Gaussian mechanisms is exactly
-√(Σ μ_i²)-GDP (Dong, Roth & Su, "Gaussian differential privacy", 2019/2022). μ-GDP is (ε, δ)-DP for δ = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2),
-the analytic Gaussian curve (Balle & Wang 2018) at σ/Δ = 1/μ. So the release takes the μ the analytic
+√(Σ μ_i²)-GDP (Dong, Roth & Su, "Gaussian differential privacy", 2019/2022). μ-GDP is (ε, δ)-DP for δ = Φ(−ε/μ + μ/2) −
+e^ε Φ(−ε/μ − μ/2), the analytic Gaussian curve (Balle & Wang 2018) at σ/Δ = 1/μ. So the release takes the μ the analytic
 Gaussian σ allows for (ε, δ) and gives each part a public share of μ² (μ_i² = share_i · μ²): the PCA step
 ``pca.share``, private measurements ``measurements.share`` (:mod:`shared.releases.measurements`), the inputs the rest.
 With one part this is the plain analytic Gaussian σ for (ε, δ, Δ).
@@ -64,9 +64,14 @@ from typing import Literal
 import numpy as np
 
 from shared.checks import open_unit, positive
-from shared.releases.measurements import MeasurementOption, PrivateMeasurements, checked_measurements, release_measurements
 from shared.dp.mechanisms import analytic_gaussian_sigma, gaussian_delta, l2_sensitivity_with_grid, summation_error
 from shared.dp.noise import NoiseSource, OpenDPNoise, SeededNoise
+from shared.releases.measurements import (
+    MeasurementOption,
+    PrivateMeasurements,
+    checked_measurements,
+    release_measurements,
+)
 
 Unit = Literal["bounded-change", "replace-one"]
 Projection = Literal["auto", "identity", "haar", "jl", "pca"]
@@ -197,13 +202,14 @@ def gaussian_release(
         row_change = 1.0
     else:
         raise ValueError(f"unknown neighbouring unit {unit!r}; use 'bounded-change' or 'replace-one'")
-    if measurements is not None:
-        y = checked_measurements(y, n)
-    pca_share = pca.share if kind == "pca" else 0.0
+    measured = checked_measurements(y, n) if measurements is not None else None
+    pca_used = pca if kind == "pca" else None
+    pca_share = pca_used.share if pca_used is not None else 0.0
     measurement_share = measurements.share if measurements is not None else 0.0
     input_share = 1.0 - pca_share - measurement_share
     if not input_share > 0:
-        raise ValueError("the pca and measurement shares must leave the inputs a positive share (their sum must be < 1)")
+        raise ValueError("the pca and measurement shares must leave the inputs a positive share "
+                         "(their sum must be < 1)")
     noise = OpenDPNoise() if noise is None else noise
     mu = gdp_mu(epsilon, delta)
     rng = np.random.default_rng(rng)
@@ -224,22 +230,23 @@ def gaussian_release(
     parts = [(sensitivity, input_share)]
     if measurements is not None:
         parts.append((measurements.sensitivity(noise), measurement_share))
-    if kind == "pca":
-        gram_sensitivity = _gram_sensitivity(n, row_change, pca.clip_norm)
+    if pca_used is not None:
+        gram_sensitivity = _gram_sensitivity(n, row_change, pca_used.clip_norm)
         parts.append((l2_sensitivity_with_grid(gram_sensitivity, d * (d + 1) // 2 + d, noise), pca_share))
     stds = split_noise_stds(epsilon, delta, [s for s, _ in parts], [w for _, w in parts])
 
     pca_step = None
     if kind != "identity":
         X = clip_rows(X, MAX_ROW_NORM)
-    if kind == "pca":
-        P = _dp_pca_subspace(X, r, pca.clip_norm, stds[-1], noise.grid(gram_sensitivity), noise)
-        pca_step = PcaStep(pca.share, pca.clip_norm, stds[-1], parts[-1][0])
+    if pca_used is not None:
+        P = _dp_pca_subspace(X, r, pca_used.clip_norm, stds[-1], noise.grid(gram_sensitivity), noise)
+        pca_step = PcaStep(pca_used.share, pca_used.clip_norm, stds[-1], parts[-1][0])
         if np.linalg.norm(P, ord=2) > operator_norm:
             raise ArithmeticError("the computed principal directions are not orthonormal to working precision")
     Z = add_input_noise(X, P, stds[0], noise.grid(projection_sensitivity), noise, map_fn)
     del P  # used once: never stored, returned or logged
-    private_y = release_measurements(y, measurements, stds[1], noise) if measurements is not None else None
+    private_y = (release_measurements(measured, measurements, stds[1], noise)
+                 if measurements is not None and measured is not None else None)
     return GaussianRelease(
         Z=Z,
         noise_std=stds[0],

@@ -73,7 +73,8 @@ class PrivateMeasurements:
         return float(self.values[index])
 
     def public_parameters(self) -> dict:
-        return {"clip": list(self.clip), "share": self.share, "noise_std": self.noise_std, "sensitivity": self.sensitivity}
+        return {"clip": list(self.clip), "share": self.share, "noise_std": self.noise_std,
+                "sensitivity": self.sensitivity}
 
 
 def checked_measurements(y: np.ndarray | None, n: int) -> np.ndarray:
@@ -88,7 +89,8 @@ def checked_measurements(y: np.ndarray | None, n: int) -> np.ndarray:
     return y
 
 
-def release_measurements(y: np.ndarray, option: MeasurementOption, noise_std: float, noise: NoiseSource) -> PrivateMeasurements:
+def release_measurements(y: np.ndarray, option: MeasurementOption, noise_std: float,
+                         noise: NoiseSource) -> PrivateMeasurements:
     """ỹ = clip(y, a, b) + N(0, ``noise_std``²), drawn once per row by the sampler on the rounded value.
 
     ``noise_std`` comes from the release's joint calibration (σ_y above); this function only draws.

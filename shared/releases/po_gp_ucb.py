@@ -41,7 +41,8 @@ SVD routine: U₀ uniformly distributed (Haar) on the orthonormal p-frames of th
 the polar factor of a Gaussian n × p matrix projected onto it. This needs a second streaming pass and
 O(d p + p²) extra memory; the Gaussian rows are drawn in fixed blocks so that Z does not depend on the
 chunk size. Eigenvalues below ``λ_max · max(n, d) · machine-ε`` (the accuracy of a Gram matrix's
-eigenvalues, plus the rounding floor of the centring) count as zero: the Gram route cannot resolve singular values below about
+eigenvalues, plus the rounding floor of the centring) count as zero: the Gram route cannot resolve singular values
+below about
 1.5e-8 σ_max · √max(n, d), and treating such a direction as exactly null changes X̃ by at most that σᵢ.
 
 **Randomness contract.** M is the first d·r standard normals drawn from ``rng`` (row-major), so a test
@@ -53,6 +54,7 @@ as for any basis, and the result does not hinge on which null-space basis the ei
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -133,7 +135,7 @@ def _as_data(X: np.ndarray) -> np.ndarray:
     return X
 
 
-def _row_chunks(n: int, chunk_rows: int):
+def _row_chunks(n: int, chunk_rows: int) -> Iterator[tuple[int, int]]:
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be positive, got {chunk_rows}")
     for start in range(0, n, chunk_rows):

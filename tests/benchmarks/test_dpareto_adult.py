@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shared.dp.accounting import dpsgd_epsilon
 from shared.algorithms.dpareto.optimizer import ParetoProblem
 from shared.algorithms.dpareto.problems import DPSGD_SPACE, table4_sampler
+from shared.dp.accounting import dpsgd_epsilon
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 dpareto_adult = pytest.importorskip("dpareto_adult")

@@ -49,7 +49,8 @@ def test_one_run_over_http_matches_the_in_process_loop(tmp_path, shared_data_fil
     # po-gp-ucb runs on the preprocessing's own ML fit, held fixed; a certified release's modeler fits its own
     fixed, fitted = ctx.run_settings("po-gp-ucb"), ctx.run_settings("gaussian")
     assert (fixed.hyperparameters, fixed.lengthscale) == ("fixed", ctx.preprocessing.isotropic_lengthscale)
-    assert (fixed.signal_variance, fixed.noise_variance) == (ctx.preprocessing.signal_variance, ctx.preprocessing.noise_variance)
+    assert (fixed.signal_variance, fixed.noise_variance) == (ctx.preprocessing.signal_variance,
+                                                             ctx.preprocessing.noise_variance)
     assert fitted.hyperparameters == "fit" and fitted.lengthscale is None
     # both registrations name their scaling (the service requires it): identity for the paper's inputs
     assert (ctx.paper_dataset.scaling_kind, ctx.public_dataset.scaling_kind) == ("identity", "bounds")
@@ -59,7 +60,8 @@ def test_one_run_over_http_matches_the_in_process_loop(tmp_path, shared_data_fil
     regret = np.array(summary["mean"])
     assert regret.shape == (9,) and np.all(regret >= 0) and np.all(np.diff(regret) <= 0)  # best-so-far never worsens
     assert summary["releases"] == [release]
-    assert release["dim"] == 3 and release["omega"] > 0 and release["lifted"] == (release["sigma_min"] < release["omega"])
+    assert release["dim"] == 3 and release["omega"] > 0
+    assert release["lifted"] == (release["sigma_min"] < release["omega"])
     # The same release and seed give the same rows over HTTP and in-process; both were timed.
     assert release["same_rows"] is True
     assert release["http_seconds_per_iteration"] > 0 and release["in_process_seconds_per_iteration"] > 0

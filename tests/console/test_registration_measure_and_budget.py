@@ -1,7 +1,7 @@
 """The registration's measurement and label columns, the raise-the-budget form and the mechanism menu, in a real
 browser on a real server: the quantity and unit typed at registration are what every worklist row asks the lab to
-measure and what the session's page says its queries measure; a refused form keeps its values with the sentence beside its field; a server that refuses uncertified
-mechanisms does not offer them."""
+measure and what the session's page says its queries measure; a refused form keeps its values with the sentence beside
+its field; a server that refuses uncertified mechanisms does not offer them."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ def value(console, element_id: str) -> str:
     return console.by_id(element_id).get_attribute("value")
 
 
-def test_the_registrations_quantity_unit_and_label_columns_reach_every_worklist_row_and_the_session_page(admin_console, tmp_path):
+def test_the_registrations_quantity_unit_and_label_columns_reach_every_worklist_row_and_the_session_page(
+        admin_console, tmp_path):
     console, curator = admin_console, admin_console.curator
     rng = np.random.default_rng(4)
     X = rng.uniform(0.05, 0.95, size=(12, 2))

@@ -1,6 +1,6 @@
 """The console's release confirmation is idempotent: the same confirmation posted twice (a double click, a browser's
-resubmit after a slow answer) makes and charges one release. Plain HTTP against the real server (no browser needed): the console's
-cookies are ``Secure``, so they are carried by hand over loopback."""
+resubmit after a slow answer) makes and charges one release. Plain HTTP against the real server (no browser needed):
+the console's cookies are ``Secure``, so they are carried by hand over loopback."""
 
 from __future__ import annotations
 
@@ -65,7 +65,8 @@ def test_the_same_release_form_posted_twice_makes_and_charges_one_release(consol
             time.sleep(0.2)
             job = admin.get(f"/v1/jobs/{job['id']}").json()
         assert job["status"] == "succeeded", job
-        charges = [e for e in admin.get("/v1/ledger", params={"dataset_id": dataset.id}).json() if e["kind"] == "charge"]
+        ledger = admin.get("/v1/ledger", params={"dataset_id": dataset.id}).json()
+        charges = [e for e in ledger if e["kind"] == "charge"]
         assert [(e["epsilon"], e["release_id"]) for e in charges] == [(1.0, job["result"]["release_id"])]
         assert [r["id"] for r in admin.get("/v1/releases", params={"dataset_id": dataset.id}).json()] == [
             job["result"]["release_id"]]

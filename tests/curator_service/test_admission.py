@@ -121,7 +121,8 @@ def test_repeated_bad_tokens_make_the_client_wait_and_the_wait_is_audited_once(m
     events = client.get("/v1/audit", headers=bearer(ADMIN)).json()
     assert sum(e["action"] == "auth.failed" for e in events) == 5  # each 401, none of the 429s
     assert [e["target"] for e in events if e["action"] == "auth.throttled"] == [
-        "client testclient: 4 failed authentications; waits 1 s", "client testclient: 5 failed authentications; waits 2 s"]
+        "client testclient: 4 failed authentications; waits 1 s",
+        "client testclient: 5 failed authentications; waits 2 s"]
 
 
 def console_form(client) -> tuple[str, str]:

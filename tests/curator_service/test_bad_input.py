@@ -186,8 +186,8 @@ def test_an_infinite_epsilon_is_a_validation_error_everywhere(client):
     release_body = '{"mechanism": "gaussian", "epsilon": Infinity, "delta": 1e-5, "dim": 2}'
     assert_error(client.post(f"/v1/datasets/{dataset['id']}/releases", content=release_body, headers=headers),
                  422, "validation_error", "'epsilon'")
-    job_body = ('{"kind": "dp-mean", "dataset_id": %d, "params": {"column": "y", "lower": 0, "upper": 1, '
-                '"epsilon": Infinity}}' % dataset["id"])
+    job_body = (f'{{"kind": "dp-mean", "dataset_id": {dataset["id"]}, "params": {{"column": "y", "lower": 0, '
+                '"upper": 1, "epsilon": Infinity}}')
     assert_error(client.post("/v1/jobs", content=job_body, headers=headers), 422, "validation_error", "epsilon")
     assert [d["name"] for d in client.get("/v1/datasets").json()] == ["synthetic"]
     assert client.get("/v1/ledger").json() == [] and client.get("/v1/jobs").json() == []

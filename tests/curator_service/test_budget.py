@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tests.curator_service.conftest import assert_error, bearer, flat, modeler_key, register, release
 
 

@@ -13,8 +13,8 @@ from sqlalchemy import create_engine
 from curator_service import __version__
 from curator_service.jobs import JobKind
 from curator_service.jobs.outcomes import JobCancelled
-from curator_service.services.job_kinds import KINDS
 from curator_service.persistence.db import schema_revision
+from curator_service.services.job_kinds import KINDS
 from tests.curator_service.conftest import ADMIN_HEADERS, UNCANCELLED_LIMIT_SECONDS, bearer, flat
 
 
@@ -107,7 +107,8 @@ def test_the_audit_log_filters_by_actor_and_action(curator_cli):
     with httpx.Client(base_url=run.url, headers=bearer(key["token"])) as modeler:
         modeler.post("/v1/releases/1/sessions")
     actions = [e["action"] for e in as_json(run, "audit", "log", "--oldest-first")]
-    assert actions == ["dataset.create", "job.submit", "release.create", "key.create", "session.open"]  # a release is a job
+    # a release is a job
+    assert actions == ["dataset.create", "job.submit", "release.create", "key.create", "session.open"]
     assert [e["action"] for e in as_json(run, "audit", "log")] == actions[::-1]  # newest first by default
     mine = as_json(run, "audit", "log", "--actor", f"key:{key['id']}:acme")
     assert [e["action"] for e in mine] == ["session.open"]

@@ -88,7 +88,8 @@ def test_an_answered_query_points_to_the_correct_command(curator_cli, tmp_path):
     assert pending["identifier"] == str(pending["row"])  # no identifier column: the file row
     run("queries", "answer", str(query["query_id"]), "1.5")
     again = run.invoke("queries", "answer", str(query["query_id"]), "2")
-    assert again.exit_code == 1 and f"pobo-curator queries correct {query['query_id']} VALUE --reason" in flat(again.stderr)
+    assert again.exit_code == 1
+    assert f"pobo-curator queries correct {query['query_id']} VALUE --reason" in flat(again.stderr)
 
 
 def test_dataset_add_piped_at_80_columns_is_one_line_per_row_and_no_column_is_squeezed(curator_cli, tmp_path):
@@ -134,7 +135,8 @@ def test_a_command_without_a_token_names_the_variable_and_the_file_serve_wrote(t
 
     from curator_service.cli import app
 
-    result = CliRunner().invoke(app, ["queries", "pending"], env={"POBO_ADMIN_TOKEN": "", "XDG_DATA_HOME": str(tmp_path),
+    result = CliRunner().invoke(app, ["queries", "pending"],
+                                env={"POBO_ADMIN_TOKEN": "", "XDG_DATA_HOME": str(tmp_path),
                                                                    "COLUMNS": "200"})
     assert result.exit_code == 2
     said = flat(result.stderr)

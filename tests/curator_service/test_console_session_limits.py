@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import time
 
-from curator_service.app import create_app
 from fastapi.testclient import TestClient
+
+from curator_service.app import create_app
 from tests.curator_service.conftest import ADMIN, assert_error, bearer
 from tests.curator_service.test_admission import console_login
 

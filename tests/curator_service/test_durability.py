@@ -56,7 +56,8 @@ def test_sigkill_loses_nothing(tmp_path):
                        for k, i in enumerate((3, 1, 4, 1, 5))]
             lab_session = modeler.post(f"/v1/releases/{lab['id']}/sessions").json()
             pending = modeler.post(f"/v1/sessions/{lab_session['id']}/queries", json={"indices": [9, 2]}).json()
-            answered = admin.post(f"/v1/queries/{pending['results'][0]['query_id']}/answer", json={"value": 7.25}).json()
+            answered = admin.post(f"/v1/queries/{pending['results'][0]['query_id']}/answer",
+                                  json={"value": 7.25}).json()
             ledger = admin.get("/v1/ledger").json()
             modeler.close()
     finally:

@@ -10,8 +10,8 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import text
 
-from curator_service.persistence.db import MIGRATIONS_DIR, make_engine
 from curator_service.persistence.blobs import RawTable
+from curator_service.persistence.db import MIGRATIONS_DIR, make_engine
 from shared.api.schemas import FILE_ORDER_WARNING, ScalingSpec
 from tests.curator_service.conftest import assert_error, dataset_spec, register, release, synthetic_table
 
@@ -34,7 +34,8 @@ def old_dataset(database: str) -> int:
             ' budget_delta, "table", created_at) VALUES (1, \'old\', 30, 3, :columns, :features, :evaluator,'
             ' :scaling, \'maximize\', 10, 0.001, :table, \'2026-01-01 00:00:00\')'),
             {"columns": json.dumps(["a", "b", "c", "y"]), "features": json.dumps(["a", "b", "c"]),
-             "evaluator": json.dumps(spec["evaluator"]), "scaling": ScalingSpec.model_validate(spec["scaling"]).model_dump_json(),
+             "evaluator": json.dumps(spec["evaluator"]),
+             "scaling": ScalingSpec.model_validate(spec["scaling"]).model_dump_json(),
              "table": table.encode()})
     engine.dispose()
     return 1

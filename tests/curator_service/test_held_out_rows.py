@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from curator_service.services.job_kinds.inputs import held_out_rows
 from curator_service.persistence.blobs import RawTable
+from curator_service.services.job_kinds.inputs import held_out_rows
 
 N = 57
 

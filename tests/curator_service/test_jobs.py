@@ -8,9 +8,16 @@ import numpy as np
 import pytest
 
 from curator_service.jobs import JobKind
-from curator_service.services.job_kinds import KINDS
 from curator_service.jobs.runner import JobRunner
-from tests.curator_service.conftest import UNCANCELLED_LIMIT_SECONDS, assert_error, bearer, modeler_key, register, release
+from curator_service.services.job_kinds import KINDS
+from tests.curator_service.conftest import (
+    UNCANCELLED_LIMIT_SECONDS,
+    assert_error,
+    bearer,
+    modeler_key,
+    register,
+    release,
+)
 
 
 def _wait(client, job_id, headers=None, timeout=20.0):
@@ -209,8 +216,8 @@ def test_dp_bo_progress_and_fitting_do_not_depend_on_the_data(monkeypatch):
 
 def test_labels_other_than_one_count_as_zero_so_no_row_value_can_fail_a_job():
     """A failure on one row's label value would tell a modeler that such a row exists."""
-    from curator_service.services.job_kinds.inputs import binary_labels
     from curator_service.persistence.blobs import RawTable
+    from curator_service.services.job_kinds.inputs import binary_labels
 
     table = RawTable(columns={"y": np.array([0.0, 1.0, 2.0, -1.0, 1.0])}, feature_columns=())
     np.testing.assert_array_equal(binary_labels(table, "y"), [0, 1, 0, 0, 1])

@@ -109,15 +109,16 @@ def test_migration_0006_fills_old_entries_with_what_is_known(tmp_path):
         command.upgrade(config, "0005")
         run = lambda sql, **values: connection.execute(text(sql), {"now": now, **values})  # noqa: E731
         run('INSERT INTO datasets (id, name, n, d, columns, feature_columns, evaluator, scaling, goal, budget_epsilon, '
-            'budget_delta, "table", created_at) VALUES (1, \'old\', 2, 1, \'["a"]\', \'["a"]\', \'{"kind": "manual"}\', '
+            'budget_delta, "table", created_at) VALUES (1, \'old\', 2, 1, \'["a"]\', \'["a"]\', \'{"kind": '
+            '"manual"}\', '
             '\'{"kind": "identity"}\', \'maximize\', 10, 0.001, x\'00\', :now)')
         for release_id, mechanism, std, sensitivity in ((1, "gaussian", 3.0, 1.5), (2, "po-gp-ucb", None, None),
                                                          (3, "gaussian", 2.0, 1.0)):
             run("INSERT INTO releases (id, dataset_id, mechanism, certified, seeded, epsilon, delta, n, dim, noise_std,"
                 " sensitivity, inputs, created_at) VALUES (:id, 1, :mechanism, 1, 0, 0.5, 1e-5, 2, 1, :std, :sens,"
                 " x'00', :now)", id=release_id, mechanism=mechanism, std=std, sens=sensitivity)
-        run("INSERT INTO jobs (id, kind, dataset_id, key_id, params, status, progress, epsilon, delta, cancel_requested,"
-            " created_at) VALUES (1, 'dp-mean', 1, NULL, '{}', 'succeeded', 1, 0.2, 0, 0, :now)")
+        run("INSERT INTO jobs (id, kind, dataset_id, key_id, params, status, progress, epsilon, delta, "
+            "cancel_requested, created_at) VALUES (1, 'dp-mean', 1, NULL, '{}', 'succeeded', 1, 0.2, 0, 0, :now)")
         for entry_id, kind, release_id, job_id in ((1, "charge", 1, None), (2, "charge", 2, None),
                                                    (3, "charge", None, 1), (4, "raise", None, None),
                                                    (5, "charge", 3, None)):

@@ -17,10 +17,10 @@ from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import MIGRATIONS_DIR, make_engine, migrate
 from curator_service.persistence.models import Dataset, Release
-from shared.releases import gaussian_release
-from shared.releases.measurements import MeasurementOption
-from shared.releases.gaussian import PcaOption
 from shared.api.schemas import ReleaseParameters
+from shared.releases import gaussian_release
+from shared.releases.gaussian import PcaOption
+from shared.releases.measurements import MeasurementOption
 from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
 
 THIS = "tests.curator_service.test_measured_releases"

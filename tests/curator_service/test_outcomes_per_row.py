@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import pytest
 
 from tests.curator_service.conftest import assert_error, bearer, dataset_spec, modeler_key, release, upload
 

@@ -14,7 +14,8 @@ from sqlalchemy import text
 from curator_service.persistence.db import Database, WriteLockBusy, migrate
 from tests.curator_service.conftest import bearer, modeler_key, register, release
 
-WAIT = int(__import__("os").environ.get("Q_WAIT", "300"))  # seconds: generous, for a loaded machine; the waits below end as soon as their condition holds
+# seconds: generous, for a loaded machine; the waits below end as soon as their condition holds
+WAIT = int(__import__("os").environ.get("Q_WAIT", "300"))
 
 
 INSERT_EVENT = "INSERT INTO audit_events (actor, action, created_at) VALUES ('t', ?, '2026-01-01')"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from curator_service.persistence.db import Database, Prepared, migrate
 from curator_service.persistence.models import ApiKey, Dataset, KeyPolicy, ModelingSession, Query, QueryBatch, Release
 from curator_service.services.policy import LIVE_KEY, hash_token

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from curator_service.app import create_app
 from curator_service.cli import app as cli_app
 from curator_service.jobs import DatasetInfo, JobContext
-from curator_service.services.job_kinds import release as release_kind
 from curator_service.persistence.blobs import RawTable
+from curator_service.services.job_kinds import release as release_kind
 from shared.api.schemas import UNCERTIFIED_WARNING, ScalingSpec
 from shared.dp.noise import seeded_streams
 from shared.releases import gaussian
@@ -189,7 +189,8 @@ def test_the_console_form_sends_a_release_past_the_wait_to_its_job_page(make_set
     app = create_app(make_settings(release_wait_seconds=0))
     with TestClient(app, base_url="https://testserver", headers=ADMIN_HEADERS) as browser:
         dataset = register(browser)
-        login = browser.post("/console/login", data={"token": ADMIN, "csrf": form_csrf(browser.get("/console/login").text)},
+        login = browser.post("/console/login",
+                             data={"token": ADMIN, "csrf": form_csrf(browser.get("/console/login").text)},
                              follow_redirects=False)
         assert login.status_code == 303, login.text
         page = browser.get(f"/console/datasets/{dataset['id']}").text

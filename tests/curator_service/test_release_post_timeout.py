@@ -13,7 +13,8 @@ import pytest
 
 from curator_service import admin_client
 from curator_service.admin_client import CuratorAdmin
-from curator_service.services.job_kinds import KINDS, release as release_kind
+from curator_service.services.job_kinds import KINDS
+from curator_service.services.job_kinds import release as release_kind
 from curator_service.settings import MAX_RELEASE_WAIT_SECONDS, Settings
 from shared.api.http_client import ApiClient
 from shared.api.schemas import DatasetSpec, ReleaseCreate, ReleaseOut

@@ -7,7 +7,6 @@ import io
 import numpy as np
 import pytest
 
-from shared.releases import omega
 from shared.api.schemas import (
     MEASUREMENTS_NOTE,
     PRIVATE_MEASUREMENTS_NOTE,
@@ -15,6 +14,7 @@ from shared.api.schemas import (
     UNCERTIFIED_MEASUREMENTS_NOTE,
     UNCERTIFIED_WARNING,
 )
+from shared.releases import omega
 from tests.curator_service.conftest import (
     assert_error,
     bearer,

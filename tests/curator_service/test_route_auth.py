@@ -48,7 +48,8 @@ def test_the_walk_finds_a_route_without_one(client):
     assert unguarded_routes(client.app) == ["GET /v1/forgotten"]
 
 
-# The console's own doors: the redirect to a page, the login form and its POST, and logout (which only drops the cookie).
+# The console's own doors: the redirect to a page, the login form and its POST, and logout (which only drops the
+# cookie).
 CONSOLE_PUBLIC = {"GET /console", "GET /console/login", "POST /console/login", "POST /console/logout"}
 
 

@@ -12,9 +12,9 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from curator_service.cli.serve import serve
-from curator_service.services.job_kinds import KINDS
 from curator_service.persistence.db import MIGRATIONS_DIR, make_engine, migrate
 from curator_service.persistence.models import Job, Release
+from curator_service.services.job_kinds import KINDS
 from curator_service.settings import Settings
 from shared.api.schemas import SEEDED_JOB_WARNING, UNCHARGED_JOB_WARNING, UNKNOWN_SEED_WARNING
 from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
@@ -47,7 +47,8 @@ def test_modeler_kinds_exist():
 def test_a_modeler_key_can_never_send_a_job_seed(make_client, mode, kind):
     client = make_client(mode=mode)
     dataset = register(client)
-    key = modeler_key(client, [release(client, dataset["id"], seed=None)["id"]], jobs=[kind])  # allowed: the seed is the refusal
+    # allowed: the seed is the refusal
+    key = modeler_key(client, [release(client, dataset["id"], seed=None)["id"]], jobs=[kind])
     entries_before = client.get("/v1/ledger").json()
     response = client.post("/v1/jobs", json={"kind": kind, "dataset_id": dataset["id"], "params": {"seed": 1}},
                            headers=bearer(key["token"]))

@@ -17,16 +17,24 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from curator_service.jobs.worker import JobTask, run_job
 from curator_service.persistence.blobs import TableCache
 from curator_service.persistence.db import Database, migrate
-from curator_service.services.job_kinds import KINDS
-from curator_service.jobs.worker import JobTask, run_job
-from curator_service.services import datasets, keys, ledger, queries, release_requests, releases
 from curator_service.persistence.models import Job, ModelingSession, Release
+from curator_service.services import datasets, keys, ledger, queries, release_requests, releases
+from curator_service.services.job_kinds import KINDS
 from curator_service.services.policy import ADMIN, Principal, may_see, principal_for_token, visible
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
-from shared.api.schemas import DatasetOut, DatasetSpec, KeyCreate, QueryRequest, QueryResponse, ReleaseCreate, ReleaseOut
+from shared.api.schemas import (
+    DatasetOut,
+    DatasetSpec,
+    KeyCreate,
+    QueryRequest,
+    QueryResponse,
+    ReleaseCreate,
+    ReleaseOut,
+)
 from tests.curator_service.conftest import (
     ADMIN_HEADERS,
     assert_error,

@@ -11,8 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Top-level modules of the `curator` extra's distributions.
-SERVER_MODULES = ["fastapi", "starlette", "distributed", "dask", "uvicorn", "multipart", "jinja2", "sqlalchemy", "alembic",
-                  "pydantic_settings", "dp_accounting", "opendp", "sklearn", "psycopg"]
+SERVER_MODULES = ["fastapi", "starlette", "distributed", "dask", "uvicorn", "multipart", "jinja2", "sqlalchemy",
+                  "alembic", "pydantic_settings", "dp_accounting", "opendp", "sklearn", "psycopg"]
 
 # Imports every module of modeler_client with the server modules made unimportable (None in sys.modules
 # makes `import x` raise ImportError), then lists the modules that failed for want of one of them. A module

@@ -25,7 +25,8 @@ def test_every_container_is_hardened():
         assert re.fullmatch(r"\d+[mg]", str(service.get("mem_limit", ""))), name
     assert set(services()["postgres"].get("cap_add", [])) <= {"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID"}
     assert services()["tls-front"]["cap_add"] == ["NET_BIND_SERVICE"]  # the caddy binary's file capability
-    assert all("cap_add" not in service for name, service in services().items() if name not in {"postgres", "tls-front"})
+    assert all("cap_add" not in service
+               for name, service in services().items() if name not in {"postgres", "tls-front"})
 
 
 def test_images_are_the_built_one_or_pinned_by_digest():

@@ -69,7 +69,8 @@ def test_the_modeler_side_runs_the_demo_with_only_the_hand_off(tmp_path):
     handoff, out = tmp_path / "handoff" / "demo.json", tmp_path / "out"
     token_file = tmp_path / "admin_token"
     # Production mode, uncertified mechanisms off: what compose runs (no seeds; po-gp-ucb skipped).
-    with LocalCurator(tmp_path / "curator", env={"POBO_MODE": "production", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "false"},
+    with LocalCurator(tmp_path / "curator",
+                      env={"POBO_MODE": "production", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "false"},
                       startup_timeout=180) as curator:
         token_file.write_text(curator.admin_token + "\n")
         base = {k: v for k, v in os.environ.items() if not k.startswith("POBO_")}

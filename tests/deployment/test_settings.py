@@ -30,7 +30,8 @@ def test_every_variable_is_read_and_parsed(tmp_path):
         "POBO_DATA_DIR": str(tmp_path), "POBO_DATABASE_URL": PG, "POBO_ADMIN_TOKEN": TOKEN,
         "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "yes", "POBO_MODE": "research", "POBO_MAX_UPLOAD_BYTES": "1024",
         "POBO_JOB_WORKERS": "3", "POBO_IMPORT_ROOT": str(tmp_path / "imports"),
-        "POBO_DASK_SCHEDULER": "tcp://scheduler:8786", "POBO_DASK_ALLOW_PLAINTEXT": "true", "POBO_JOB_LIMIT_PER_KEY": "5",
+        "POBO_DASK_SCHEDULER": "tcp://scheduler:8786", "POBO_DASK_ALLOW_PLAINTEXT": "true",
+        "POBO_JOB_LIMIT_PER_KEY": "5",
         "POBO_JOB_TIME_LIMIT_SECONDS": "60.5", "POBO_RELEASE_WAIT_SECONDS": "0",
     })
     assert settings.dask_scheduler == "tcp://scheduler:8786" and settings.dask_allow_plaintext
@@ -42,7 +43,8 @@ def test_every_variable_is_read_and_parsed(tmp_path):
 
 
 def test_empty_variables_count_as_unset_and_overrides_win(tmp_path):
-    env = {"POBO_DATABASE_URL": "", "POBO_ADMIN_TOKEN": "", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "", "POBO_MODE": "research"}
+    env = {"POBO_DATABASE_URL": "", "POBO_ADMIN_TOKEN": "", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "",
+           "POBO_MODE": "research"}
     settings = Settings.from_env(env, data_dir=tmp_path, mode="production", database_url=None)
     assert settings.database_url == sqlite_url(tmp_path) and settings.admin_token is None
     assert settings.mode == "production" and not settings.allow_uncertified_mechanisms
@@ -75,7 +77,8 @@ def test_admin_token_from_a_file_without_its_trailing_newline(tmp_path):
     settings = Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path)
     assert settings.admin_token == TOKEN
     # An explicit override (the CLI's generated token) wins over the file.
-    assert Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path, admin_token="x" * 32).admin_token == "x" * 32
+    overridden = Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path, admin_token="x" * 32)
+    assert overridden.admin_token == "x" * 32
 
 
 @pytest.mark.parametrize("content, message", [(None, "cannot read"), ("\n", "is empty")])

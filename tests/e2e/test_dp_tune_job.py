@@ -3,7 +3,8 @@ selection, the held-out accuracy beside the majority baseline and the charge spl
 charged cap·ϵ + final ε + evaluation ε whatever the number of candidates (also when nothing is selected). On
 Adult registered as a new user would (raw continuous columns, one-hot categories, public bounds) the
 released model beats the majority-class baseline, in the job's own private held-out numbers and on
-adult.test; trained on the raw columns (before the raw columns were scaled) it could predict ">50K" for everyone (0.24)."""
+adult.test; trained on the raw columns (before the raw columns were scaled) it could predict ">50K" for everyone
+(0.24)."""
 
 from __future__ import annotations
 
@@ -18,16 +19,16 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import MinMaxScaler
 
-from modeler_client.commands.common import connect
-from modeler_client.commands.jobs import run_job
 from curator_service.admin_client import CuratorAdmin
 from curator_service.services.job_kinds.inputs import TRAINING_ROW_NORM
-from shared.releases.gaussian import clip_rows
-from shared.datasets.adult import CATEGORIES, COLUMNS, SPLIT_FILES
-from shared.datasets.paths import data_file
+from modeler_client.commands.common import connect
+from modeler_client.commands.jobs import run_job
 from shared.api.http_client import ApiClient
 from shared.api.scaling import apply_scaling
 from shared.api.schemas import DatasetOut, JobOut, ScalingSpec
+from shared.datasets.adult import CATEGORIES, COLUMNS, SPLIT_FILES
+from shared.datasets.paths import data_file
+from shared.releases.gaussian import clip_rows
 from tests.modeler_client.test_cli_and_plot import flat
 
 UNIT_BOX = {"kind": "bounds", "lower": [0.0] * 5, "upper": [1.0] * 5}  # the features are min-max scaled
@@ -74,9 +75,10 @@ def register_adult(curator, shared_data_file, rows: int | None) -> DatasetOut:
     """The first ``rows`` of adult.data (all when None), raw, with its public bounds scaling."""
     shared_data_file("adult.data")
     X, y, names, scaling = adult_table("train", rows)
-    return PatientAdmin(curator.url, curator.admin_token).register_table(f"adult-{uuid.uuid4().hex[:8]}", X, names, budget=(50.0, 1e-3),
-                                  evaluator={"kind": "column", "column": "label"}, extra_columns={"label": y},
-                                  scaling=scaling)
+    admin = PatientAdmin(curator.url, curator.admin_token)
+    return admin.register_table(f"adult-{uuid.uuid4().hex[:8]}", X, names, budget=(50.0, 1e-3),
+                                evaluator={"kind": "column", "column": "label"}, extra_columns={"label": y},
+                                scaling=scaling)
 
 
 def adult_test_accuracy(model: dict) -> float:

@@ -9,8 +9,8 @@ import httpx
 import numpy as np
 import pytest
 
-from shared.releases.measurements import MeasurementOption
 from shared.algorithms.planner import ReleaseSetting, plan
+from shared.releases.measurements import MeasurementOption
 from tests.e2e.test_sessions import D, N, raw_table, register
 
 

@@ -18,10 +18,10 @@ from modeler_client.cli import app as modeler_app
 from modeler_client.client import ModelerClient
 from modeler_client.loop import RemoteGPUCB
 from modeler_client.runfile import RunSettings
-from shared.dp.mechanisms import gaussian_delta
 from shared.algorithms.planner import release_mu
-from shared.releases import gdp_mu
 from shared.api.schemas import MEASUREMENTS_NOTE, PRIVATE_MEASUREMENTS_NOTE, ReleaseOut
+from shared.dp.mechanisms import gaussian_delta
+from shared.releases import gdp_mu
 from tests.e2e.test_sessions import measurements_by_index, raw_table, register
 
 CLIP = [-60.0, 0.0]

@@ -17,8 +17,8 @@ import httpx
 import numpy as np
 import pytest
 
-from modeler_client.client import ModelerClient
 from curator_service.testing import curator_command
+from modeler_client.client import ModelerClient
 from modeler_client.loop import RemoteGPUCB
 from modeler_client.runfile import RunRecord, RunSettings
 from shared.api.http_client import ApiClient, ServerUnreachable

@@ -29,7 +29,8 @@ def body(detail, code="validation_error") -> str:
 def test_data_dependent_refusals_are_told_apart_by_their_code(fuzz_api):
     refused = fuzz_api.refused_for_data
     assert refused(422, body("'offset' 2147483646 is past the end; the release has 40 rows")) == "validation_error"
-    assert refused(409, body("the release would overdraw the budget of dataset 1", "budget_exceeded")) == "budget_exceeded"
+    overdraw = body("the release would overdraw the budget of dataset 1", "budget_exceeded")
+    assert refused(409, overdraw) == "budget_exceeded"
     # The request model refusing what the OpenAPI allows: the OpenAPI is wrong, a finding.
     assert refused(422, body("invalid request: 'epsilons.0': input should be greater than 0; fix the field")) is None
     assert refused(422, body("past the end", "no_such_code")) is None  # an unknown code

@@ -13,8 +13,8 @@ import httpx
 import numpy as np
 import pytest
 
-from modeler_client.client import ModelerClient
 from curator_service.testing import LocalCurator
+from modeler_client.client import ModelerClient
 from modeler_client.loop import RemoteGPUCB
 from modeler_client.runfile import RunSettings
 from shared.api.http_client import ApiClient, ServerUnreachable
@@ -155,7 +155,8 @@ def test_sigkill_loop_loses_nothing_acknowledged_and_the_run_completes(curator, 
     stored_run = curator.session_queries(record.session_id).queries
     stored_writer = curator.session_queries(outcome["writer_session"]).queries
     keys = {key.id: key for key in curator.keys()}
-    assert [(q.query_id, q.index, q.value) for q in stored_run] == [(q.query_id, q.index, q.value) for q in record.done()]
+    assert ([(q.query_id, q.index, q.value) for q in stored_run]
+            == [(q.query_id, q.index, q.value) for q in record.done()])
     stored_by_id = {q.query_id: q for q in stored_writer}
     for request_id, results in acknowledged_answers.items():
         for result in results:

@@ -169,6 +169,12 @@ def test_a_capped_curator_key_can_neither_lift_its_own_cap_nor_mint_keys(lab, ta
         assert lifted.status_code == 200 and lifted.json()["epsilon_cap"] == 2.0, lifted.text
 
 
+def _charge_at_once(lab, token: str, dataset_id: int, start: threading.Barrier, statuses: list[int]) -> None:
+    """A 0.6 dp-mean charge submitted once every thread has reached ``start``; its status code goes to ``statuses``."""
+    start.wait()
+    statuses.append(submit(lab, token, dataset_id, "dp-mean", dp_mean(0.6)).status_code)
+
+
 def test_concurrent_charges_of_one_key_on_two_datasets_cannot_both_pass_its_cap(lab, table):
     """Each charge locks its own dataset; only the key's row lock stops two of them from both reading the key's
     spend as 0 (PostgreSQL, READ COMMITTED). Five rounds of two simultaneous 0.6 charges under a cap of 1."""
@@ -178,12 +184,8 @@ def test_concurrent_charges_of_one_key_on_two_datasets_cannot_both_pass_its_cap(
         token = create_key(lab, [release["id"], make_release(lab, second["id"], epsilon=0.01)["id"]],
                            epsilon_cap=1.0, jobs=["dp-mean"])["token"]
         start, statuses = threading.Barrier(2), []
-
-        def charge(dataset_id: int) -> None:
-            start.wait()
-            statuses.append(submit(lab, token, dataset_id, "dp-mean", dp_mean(0.6)).status_code)
-
-        workers = [threading.Thread(target=charge, args=(d["id"],)) for d in (first, second)]
+        workers = [threading.Thread(target=_charge_at_once, args=(lab, token, d["id"], start, statuses))
+                   for d in (first, second)]
         for worker in workers:
             worker.start()
         for worker in workers:

@@ -1,5 +1,6 @@
 """The lab flow: the curator's own row identifier (an MRN) on pending manual queries, answers by
-identifier (one or many, from a CSV), "cannot measure", and corrections with a reason kept in the session's lab notes (never in the audit log).
+identifier (one or many, from a CSV), "cannot measure", and corrections with a reason kept in the session's lab notes
+(never in the audit log).
 
 The identifier column never reaches a modeler; it is checked in every response a modeler's key gets.
 """
@@ -13,7 +14,6 @@ import time
 
 import httpx
 import numpy as np
-import pytest
 
 from curator_service.testing import curator_command
 from modeler_client.client import ModelerClient

@@ -5,7 +5,6 @@ audit target's VARCHAR(240), SQLite stores any length (the divergence that hid F
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 

@@ -72,7 +72,8 @@ def heads() -> list[tuple[str, bytes, bool]]:
                    "Content-Type: multipart/form-data; boundary=b\r\n")
     return [("JSON, no token, declared length", f"{json_head}Content-Length: {BODY_BYTES}\r\n\r\n".encode(), False),
             ("JSON, no token, chunked", f"{json_head}Transfer-Encoding: chunked\r\n\r\n".encode(), True),
-            ("upload, bad token, declared length", f"{upload_head}Content-Length: {BODY_BYTES}\r\n\r\n".encode(), False)]
+            ("upload, bad token, declared length", f"{upload_head}Content-Length: {BODY_BYTES}\r\n\r\n".encode(),
+             False)]
 
 
 @pytest.mark.slow
@@ -101,7 +102,8 @@ def test_200_mb_bodies_without_a_valid_token_are_refused_at_once_while_health_st
         peak[0] = max(peak[0], rss_mib(pid))
         p99 = statistics.quantiles(latencies, n=100, method="inclusive")[98]
         for name, status, seconds, sent in results:
-            print(f"{name}: {status.decode()} after {seconds * 1000:.0f} ms, {sent / 1e6:.0f} MB of the body sent by then")
+            print(f"{name}: {status.decode()} after {seconds * 1000:.0f} ms, {sent / 1e6:.0f} MB of the body sent by "
+                  "then")
         print(f"/health: {len(latencies)} requests, p50 {statistics.median(latencies) * 1000:.1f} ms, p99 "
               f"{p99 * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms; server RSS {before:.0f} MiB before, "
               f"{peak[0]:.0f} MiB at most (+{peak[0] - before:.1f} MiB)")

@@ -8,8 +8,8 @@ import pytest
 
 from curator_service.jobs import DatasetInfo, JobContext
 from curator_service.jobs.outcomes import JobCancelled
-from curator_service.services.job_kinds import KINDS, dp_bo
 from curator_service.persistence.blobs import RawTable
+from curator_service.services.job_kinds import KINDS, dp_bo
 from shared.api.schemas import ScalingSpec
 from shared.dp.noise import SeededNoise
 

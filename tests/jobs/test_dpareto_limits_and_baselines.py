@@ -15,9 +15,9 @@ import pytest
 from curator_service.jobs import DatasetInfo, JobKind
 from curator_service.services.job_kinds import KINDS, dpareto
 from shared.algorithms.dpareto.optimizer import random_search
+from shared.algorithms.dpareto.pareto import hypervolume_2d
 from shared.algorithms.dpareto.problems import svt_problem
 from shared.api.schemas import ScalingSpec
-from shared.algorithms.dpareto.pareto import hypervolume_2d
 from tests.curator_service.conftest import assert_error, dataset_spec, table_csv, upload
 from tests.jobs.test_engine import wait
 

@@ -30,7 +30,15 @@ from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import ADMIN
 from shared.algorithms.ding.dptune import PartTrainer, PrivateLogisticRegression, partition_utilities
 from tests.curator_service.conftest import (
-    assert_error, bearer, dataset_spec, modeler_key, register, release, reset_postgres, synthetic_table, table_csv,
+    assert_error,
+    bearer,
+    dataset_spec,
+    modeler_key,
+    register,
+    release,
+    reset_postgres,
+    synthetic_table,
+    table_csv,
     upload,
 )
 
@@ -213,7 +221,8 @@ def dp_tune_utilities(ctx):
 def part_trainer(rng, candidate):
     """A noise-free part trainer (its generator still orders the SGD batches; calibrating DP-SGD's noise would cost
     each worker seconds)."""
-    return PartTrainer(candidate, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(rng.integers(2**63)), private=False)
+    return PartTrainer(candidate, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(rng.integers(2**63)),
+                       private=False)
 
 
 def test_dp_tune_cells_on_the_cluster_are_the_cells_computed_in_one_process(client, monkeypatch):
@@ -437,7 +446,8 @@ def test_unfinished_committing_jobs_reserve_their_cost(client, monkeypatch, tmp_
     dataset = register(client, budget={"epsilon": 1.2, "delta": 1e-4})
     go = tmp_path / "go"
     answers = [submit(client, "committed", dataset["id"], {"go": str(go)}) for _ in range(5)]
-    assert [a.status_code for a in answers] == [202, 202, 409, 409, 409]  # 2 × 0.5 of 1.2 reserved; the admin is not limited
+    # 2 × 0.5 of 1.2 reserved; the admin is not limited
+    assert [a.status_code for a in answers] == [202, 202, 409, 409, 409]
     assert_error(answers[2], 409, "budget_exceeded", "releases still running hold (epsilon=1, delta=0)")
     client.post(f"/v1/jobs/{answers[0].json()['id']}/cancel")  # a cancelled one frees its reservation
     assert submit(client, "committed", dataset["id"], {"go": str(go)}).status_code == 202

@@ -19,8 +19,8 @@ def test_a_keys_releases_beyond_its_share_wait_while_another_keys_release_runs(m
     """On the suite's two-worker cluster curator key A asks for two releases that run until cancelled: one runs, the
     other waits queued (A's share: every worker but one), so key B's release starts on the worker left free; when
     A's running release ends, A's next one starts. Before releases were limited, A's two held both workers and B's
-    waited for one of them to end (hours for a 10⁶-row release); a third of A's was accepted. The kind keeps the real release's flags; only its
-    run is held."""
+    waited for one of them to end (hours for a 10⁶-row release); a third of A's was accepted. The kind keeps the real
+    release's flags; only its run is held."""
     client = make_client(database_url=database_url, release_wait_seconds=0)
     dataset = register(client)
     made = finished(client, client.post(releases_url(dataset), json=BODY).json()["id"])

@@ -29,8 +29,8 @@ def _start_worker(scheduler: str, *, spilling: bool) -> subprocess.Popen:
 
 @pytest.mark.filterwarnings("ignore:Port 8787 is already in use")  # the bare scheduler's HTTP endpoint
 def test_a_worker_that_would_spill_exits_before_joining_and_one_that_would_not_joins():
-    with LocalCluster(n_workers=0, processes=True, host="127.0.0.1", scheduler_port=0, dashboard_address=None) as bare, \
-            Client(bare) as client:
+    with (LocalCluster(n_workers=0, processes=True, host="127.0.0.1", scheduler_port=0, dashboard_address=None) as bare,
+          Client(bare) as client):
         spilling = _start_worker(bare.scheduler_address, spilling=True)
         try:
             _, stderr = spilling.communicate(timeout=DEADLINE_SECONDS)

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from modeler_client.batch import run_batched
 from modeler_client.client import ModelerClient
@@ -34,7 +33,8 @@ def require(module: str) -> None:
 def run_example(name: str, bowl, curator, tmp_path, *args: str) -> tuple[RunRecord, str]:
     out = tmp_path / f"{name}.json"
     env = {**os.environ, "POBO_URL": curator.url, "POBO_TOKEN": bowl["token"], "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, str(EXAMPLES / f"{name}.py"), "--release", str(bowl["release"].id), "--out", str(out), *args]
+    command = [sys.executable, str(EXAMPLES / f"{name}.py"), "--release", str(bowl["release"].id), "--out", str(out),
+               *args]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "best" in result.stdout and bowl["token"] not in out.read_text()

@@ -59,7 +59,8 @@ def test_run_resume_plot_and_info(bowl, curator, tmp_path):
 
 def test_device_says_where_the_posterior_runs(bowl, curator, tmp_path):
     env = {"POBO_URL": curator.url, "POBO_TOKEN": bowl["token"]}
-    command = ["run", "--release", str(bowl["release"].id), "-T", "3", "--batch", "2", "--out", str(tmp_path / "run.json")]
+    command = ["run", "--release", str(bowl["release"].id), "-T", "3", "--batch", "2", "--out",
+               str(tmp_path / "run.json")]
     refused = runner.invoke(app, [*command, "--device", "gpu0"], env=env)
     assert refused.exit_code == 2 and not (tmp_path / "run.json").exists()  # refused before a session opens
     assert "Invalid value for --device" in flat(refused.output)
@@ -79,7 +80,8 @@ def test_api_errors_end_with_the_servers_sentence_and_exit_code_1(bowl, curator,
 def test_plot_without_a_known_optimum_has_one_panel(bowl, curator, tmp_path):
     env = {"POBO_URL": curator.url, "POBO_TOKEN": bowl["token"]}
     out = tmp_path / "run.json"
-    assert runner.invoke(app, ["run", "--release", str(bowl["release"].id), "-T", "3", "--out", str(out)], env=env).exit_code == 0
+    command = ["run", "--release", str(bowl["release"].id), "-T", "3", "--out", str(out)]
+    assert runner.invoke(app, command, env=env).exit_code == 0
     one = plot_runs([RunRecord.load(out)], tmp_path / "one.png")
     width, _ = png_size(one)
     assert width < 1000

@@ -35,7 +35,8 @@ def test_the_demo_table_piped_is_plain_aligned_and_no_column_is_narrower_than_it
     monkeypatch.setattr(demo_modeler, "console", Console(file=out, width=80))
     synthetic = DemoTable(name="synthetic-gp", optimum=3.0, signal_std=1.5, iterations=2)
     diabetes = DemoTable(name="diabetes", optimum=None, signal_std=None, iterations=2)
-    demo_modeler.show_table([(synthetic, run_of(1, "gaussian", 1.0, 2.5)), (synthetic, run_of(2, "po-gp-ucb", 2.0, 2.9)),
+    demo_modeler.show_table([(synthetic, run_of(1, "gaussian", 1.0, 2.5)),
+                             (synthetic, run_of(2, "po-gp-ucb", 2.0, 2.9)),
                              (diabetes, run_of(3, "gaussian", 4.0, 310.0, optimum=None))])
     text = out.getvalue()
     rows = aligned_table(text, ["dataset", "mechanism", "certified", "seeded", "ε", "r", "best", "optimum", "regret",

@@ -35,7 +35,8 @@ def test_dp_tune_offers_the_held_out_evaluation_settings():
 
 
 def test_a_bad_candidates_file_is_refused_with_a_sentence(tmp_path):
-    for content, expected in (("{not json", "Expecting property name"), ('{"learning_rate": 1}', "non-empty JSON list")):
+    for content, expected in (("{not json", "Expecting property name"),
+                              ('{"learning_rate": 1}', "non-empty JSON list")):
         path = tmp_path / "candidates.json"
         path.write_text(content)
         result = runner.invoke(app, ["dp-tune", *OFFLINE, "--candidates", str(path)])

@@ -68,7 +68,8 @@ def test_a_resumed_run_makes_exactly_the_choices_of_an_uninterrupted_one(bowl, c
     settings = RunSettings(iterations=10, refit_every=3)
     charged_before = charged(client, curator, bowl)
     whole = RemoteGPUCB.start(client, bowl["release"].id, settings, tmp_path / "whole.json").run()
-    broken = RemoteGPUCB.start(client, bowl["release"].id, settings, tmp_path / "broken.json", on_event=crash_after(crash_at))
+    broken = RemoteGPUCB.start(client, bowl["release"].id, settings, tmp_path / "broken.json",
+                               on_event=crash_after(crash_at))
     with pytest.raises(Crash):
         broken.run()
     assert len(RunRecord.load(tmp_path / "broken.json").done()) == crash_at

@@ -9,8 +9,8 @@ import pytest
 
 from modeler_client.runfile import RunSettings
 from modeler_client.surrogate import Surrogate, median_distance, refit_due, release_options, uses_expected_kernel
-from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE
 from shared.api.schemas import MeasurementParameters, ReleaseOut, ReleaseParameters
+from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE
 
 
 def release(noise_std: float | None, dim: int = 3, n: int = 40) -> ReleaseOut:
@@ -117,7 +117,8 @@ def test_a_public_box_gives_every_row_its_box_posterior_through_refits():
     for _ in range(10):
         surrogate.update(indices, values[indices])
         indices.append(surrogate.suggest())
-    assert isinstance(surrogate.ucb.kernel, PosteriorInputsSE) and surrogate.ucb.kernel.lengthscale != surrogate.start_lengthscale
+    assert isinstance(surrogate.ucb.kernel, PosteriorInputsSE)
+    assert surrogate.ucb.kernel.lengthscale != surrogate.start_lengthscale
     means = surrogate.ucb.posterior.candidates[:, :2]
     assert means.min() > 0 and means.max() < 3.0  # every row's input sits inside the public box
 

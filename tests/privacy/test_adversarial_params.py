@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 
 from curator_service.jobs import DatasetInfo, JobContext
+from curator_service.persistence.blobs import RawTable
 from curator_service.services.job_kinds import KINDS
 from curator_service.services.job_kinds.inputs import held_out_split
-from curator_service.persistence.blobs import RawTable
+from shared.api.schemas import ScalingSpec
 from shared.dp.accounting import dpsgd_epsilon
 from shared.dp.noise import SeededNoise
-from shared.api.schemas import ScalingSpec
 
 N, FEATURES = 80, ("a", "b", "c")
 SLACK = 1 + 1e-9  # float noise in the checks' own arithmetic

@@ -113,7 +113,8 @@ def test_a_seeded_chunked_release_is_the_same_whatever_runs_the_chunks(small_chu
     rows = SMALL_CHUNKS // 3
     streams = np.random.default_rng(9).spawn(math.ceil(len(X) / rows))
     expected = np.vstack([X[i * rows : (i + 1) * rows] @ P + stream.normal(0.0, serial.noise_std, (len(part), 3))
-                          for i, (stream, part) in enumerate(zip(streams, np.array_split(X, range(rows, len(X), rows))))])
+                          for i, (stream, part) in enumerate(zip(streams,
+                                                                 np.array_split(X, range(rows, len(X), rows))))])
     np.testing.assert_allclose(serial.Z, expected, rtol=0, atol=1e-12)
 
 

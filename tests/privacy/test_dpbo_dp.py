@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from shared.algorithms.kusner import dpbo
-from shared.gp.kernels import SquaredExponential
 from shared.dp.mechanisms import exponential_mechanism_probabilities, laplace_mechanism
 from shared.dp.noise import SeededNoise, noise_source
+from shared.gp.kernels import SquaredExponential
 
 GRID = np.linspace(0.0, 1.0, 25)
 PRIOR = dpbo.GPPrior(lengthscale=0.15)

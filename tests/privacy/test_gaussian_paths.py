@@ -32,10 +32,10 @@ from scipy import stats
 from test_dp_mechanisms import ALPHA, Recording, proven_violation
 
 from shared.dp.accounting import gaussian_mechanism_epsilon
-from shared.learners import DPLogisticRegression
-from shared.learners.output_perturbation import OutputPerturbationLogisticRegression
 from shared.dp.mechanisms import analytic_gaussian_sigma, gaussian_mechanism
 from shared.dp.noise import NoiseSource, OpenDPNoise, SeededNoise
+from shared.learners import DPLogisticRegression
+from shared.learners.output_perturbation import OutputPerturbationLogisticRegression
 from shared.releases import gaussian_release
 
 Z_ALPHA = stats.norm.isf(ALPHA)  # ≈ 5.2

@@ -16,14 +16,14 @@ import pytest
 from test_dp_mechanisms import Recording
 
 from curator_service.jobs import JobContext
-from curator_service.services.job_kinds import dp_mean
 from curator_service.persistence.blobs import RawTable
+from curator_service.services.job_kinds import dp_mean
 from shared.algorithms.ding.dptune import calibrate_noise_multiplier, iteration_outputs
-from shared.learners import DPLogisticRegression
-from shared.learners.output_perturbation import OutputPerturbationLogisticRegression
-from shared.dp.sparse_vector import sparse_vector_technique
 from shared.dp.mechanisms import gaussian_mechanism, laplace_mechanism
 from shared.dp.noise import OpenDPNoise
+from shared.dp.sparse_vector import sparse_vector_technique
+from shared.learners import DPLogisticRegression
+from shared.learners.output_perturbation import OutputPerturbationLogisticRegression
 from shared.releases import gaussian_release
 
 

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 from test_dp_mechanisms import Recording, proven_violation
 
-from shared.releases.measurements import MeasurementOption, release_measurements
 from shared.dp.mechanisms import analytic_gaussian_sigma
 from shared.dp.noise import OpenDPNoise, SeededNoise
 from shared.releases import gaussian_release
+from shared.releases.measurements import MeasurementOption, release_measurements
 
 EPSILON, DELTA = 1.0, 0.05
 CLIP = (-1.0, 2.0)
@@ -41,7 +41,8 @@ def _llr_samples(release_pair, samples):
 def _joint(epsilon_used, share, source=SeededNoise):
     def release(X, y, seed):
         noise = source(seed) if source is SeededNoise else source()
-        r = gaussian_release(X, epsilon_used, DELTA, 2, 0, noise=noise, y=y, measurements=MeasurementOption(CLIP, share))
+        r = gaussian_release(X, epsilon_used, DELTA, 2, 0, noise=noise, y=y,
+                             measurements=MeasurementOption(CLIP, share))
         return r.Z, r.measurements.values, r.noise_std, r.measurements.noise_std
 
     return release
@@ -84,7 +85,8 @@ def test_joint_release_with_the_safe_sampler_is_dp():
 def test_measurement_noise_is_drawn_once_on_the_clipped_value_and_repeats_return_it():
     spy = Recording(SeededNoise(3))
     y = np.array([-5.0, 0.5, 9.0, 1.0])
-    release = gaussian_release(np.zeros((4, 2)), 1.0, 1e-5, 2, 0, noise=spy, y=y, measurements=MeasurementOption(CLIP, 0.5))
+    release = gaussian_release(np.zeros((4, 2)), 1.0, 1e-5, 2, 0, noise=spy, y=y,
+                               measurements=MeasurementOption(CLIP, 0.5))
     measured = release.measurements
     noised_values = [values for values, std, _, _ in spy.draws if std == measured.noise_std]
     assert len(noised_values) == 1 and np.array_equal(noised_values[0], np.clip(y, *CLIP))

@@ -143,7 +143,8 @@ def test_a_modeler_key_never_sends_a_seed(research, production, kind):
         assert response.json()["code"] == ("seed_refused" if modeler_may_run else "forbidden")
         with curator.admin() as admin:
             assert admin.get("/v1/ledger") == ledger
-            assert not [job for job in admin.get("/v1/jobs") if job["dataset_id"] == dataset and job["kind"] != "release"]
+            assert not [job for job in admin.get("/v1/jobs")
+                        if job["dataset_id"] == dataset and job["kind"] != "release"]
 
 
 JOB_COSTS = {
@@ -161,7 +162,8 @@ JOB_COSTS = {
 
 def test_every_ledger_charge_equals_its_mechanisms_cost(production):
     # every kind POST /v1/jobs creates; a release's charge is checked below
-    assert set(JOB_COSTS) == {name for name, kind in KINDS.items() if kind.endpoint is None}, "a job kind without a cost check"
+    assert set(JOB_COSTS) == {name for name, kind in KINDS.items() if kind.endpoint is None}, \
+        "a job kind without a cost check"
     X, y = table()
     dataset = register(production, X, y, budget=(50.0, 1e-3))
     for epsilon, delta in ((0.7, 3e-6), (2.5, 1e-7)):

@@ -46,7 +46,8 @@ def test_dpsgd_epsilon_monotone_and_edge_cases():
     assert dpsgd_epsilon(10_000, 100, 2, 2.0, DELTA) < base  # more noise
     assert dpsgd_epsilon(10_000, 100, 2, 1.0, 1e-3) < base  # larger δ
     assert dpsgd_epsilon(10, 10, 1, 1.0, DELTA) == pytest.approx(
-        gaussian_mechanism_epsilon(1.0, 1.0, DELTA), rel=0.3)  # full batch, one step: a Gaussian mechanism (RDP is looser)
+        # full batch, one step: a Gaussian mechanism (RDP is looser)
+        gaussian_mechanism_epsilon(1.0, 1.0, DELTA), rel=0.3)
     assert dpsgd_epsilon(10_000, 100, 1, 0.0, DELTA) == math.inf
     with pytest.raises(ValueError):
         dpsgd_epsilon(100, 200, 1, 1.0, DELTA)

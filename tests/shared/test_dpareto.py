@@ -2,13 +2,20 @@
 
 import numpy as np
 import pytest
+from scipy.optimize._numdiff import approx_derivative
 from threadpoolctl import threadpool_limits
 
-from scipy.optimize._numdiff import approx_derivative
-
-from shared.algorithms.dpareto.optimizer import (Hyperparameter, HVPoIProposer, ParetoProblem, dpareto,
-                                                 estimated_reference, forward_difference_points, grid_search,
-                                                 random_search, surrogate_targets)
+from shared.algorithms.dpareto.optimizer import (
+    HVPoIProposer,
+    Hyperparameter,
+    ParetoProblem,
+    dpareto,
+    estimated_reference,
+    forward_difference_points,
+    grid_search,
+    random_search,
+    surrogate_targets,
+)
 from shared.algorithms.dpareto.pareto import HVPoI, pareto_front
 from shared.algorithms.dpareto.problems import svt_problem, table4_sampler
 
@@ -41,7 +48,9 @@ def test_table4_sampler_stays_in_table1_domain():
 
 def test_dpareto_shares_initial_points_with_random_and_records_everything(svt):
     calls = []
-    progress = lambda method, done, total, evaluation: calls.append((method, done, total))
+    def progress(method, done, total, evaluation):
+        calls.append((method, done, total))
+
     bo = dpareto(svt, initial_points=6, iterations=6, rng=3, progress=progress)
     rs = random_search(svt, evaluations=12, rng=3)
     assert [e.params for e in bo.evaluations[:6]] == [e.params for e in rs.evaluations[:6]]
@@ -74,18 +83,23 @@ def test_map_fn_evaluates_independent_points_and_keeps_the_serial_order(svt):
     rs = random_search(svt, evaluations=4, rng=7, map_fn=reversed_map)
     grid = grid_search(svt, points_per_dimension=2, map_fn=reversed_map)
     assert batches == [5, 4, 4]
-    assert [e.params for e in rs.evaluations] == [e.params for e in random_search(svt, evaluations=4, rng=7).evaluations]
-    assert [e.params for e in grid.evaluations] == [e.params for e in grid_search(svt, points_per_dimension=2).evaluations]
+    serial_random = random_search(svt, evaluations=4, rng=7)
+    serial_grid = grid_search(svt, points_per_dimension=2)
+    assert [e.params for e in rs.evaluations] == [e.params for e in serial_random.evaluations]
+    assert [e.params for e in grid.evaluations] == [e.params for e in serial_grid.evaluations]
 
 
 @pytest.mark.parametrize("u", [np.array([0.3, 0.7, 0.1]), np.array([1.0, 0.0, 1.0 - 1e-9])])
 def test_the_polish_gradient_is_scipys_forward_difference_from_one_batch(u):
     # The polish scores the d + 1 points in one batch; the gradient must be what scipy's own 2-point scheme
     # (one point at a time, stepping backwards at the cube's upper face) gives.
-    f = lambda v: np.sin(3.0 * v).sum() + v[0] * v[1] ** 2
+    def f(v):
+        return np.sin(3.0 * v).sum() + v[0] * v[1] ** 2
+
     points, steps = forward_difference_points(u)
     values = np.array([f(p) for p in points])
-    np.testing.assert_array_equal((values[1:] - values[0]) / steps, approx_derivative(f, u, method="2-point", bounds=(0.0, 1.0)))
+    np.testing.assert_array_equal((values[1:] - values[0]) / steps,
+                                  approx_derivative(f, u, method="2-point", bounds=(0.0, 1.0)))
     assert np.all((points >= 0.0) & (points <= 1.0))
 
 

@@ -7,11 +7,11 @@ import pytest
 from sklearn.neighbors import NearestCentroid
 
 from shared.algorithms.ding.dptune import (
+    ElasticSparseVector,
     GPBatchOptimiser,
     PrivateLogisticRegression,
     RandomBatchOptimiser,
     adaptive_select,
-    ElasticSparseVector,
     constant_overhead_select,
     noiseless_iterations,
     partition,

@@ -53,7 +53,8 @@ def test_the_compiled_kernel_column_equals_the_kernels_own(kernel):
     C = rng.normal(size=(300, 3))
     C[[100, 250]] = C[7]
     compiled, given = (CandidatePosterior(C, k, 0.01, chunk=16, workers=2) for k in (kernel, _Opaque(kernel)))
-    assert (compiled._profile, given._profile) == (SQUARED_EXPONENTIAL if kernel.name != "matern52" else MATERN52, GIVEN_COLUMN)
+    assert (compiled._profile, given._profile) == (SQUARED_EXPONENTIAL if kernel.name != "matern52" else MATERN52,
+                                                   GIVEN_COLUMN)
     for i, value in zip([7, 100, 299, 0, 7, 150], rng.normal(size=6)):
         for posterior in (compiled, given):
             posterior.observe(i, value, next_beta=6.0, excluded=np.array([7]))
@@ -69,8 +70,8 @@ def _in_sweeps(total, rows, weights):
         total = total + (weights[k] * rows[k] + weights[k + 1] * rows[k + 1] + weights[k + 2] * rows[k + 2]
                          + weights[k + 3] * rows[k + 3])
         k += 4
-    for k in range(k, len(weights)):
-        total = total + weights[k] * rows[k]
+    for j in range(k, len(weights)):
+        total = total + weights[j] * rows[j]
     return total
 
 

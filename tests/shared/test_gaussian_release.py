@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from shared.releases.measurements import MeasurementOption
 from shared.dp.mechanisms import analytic_gaussian_sigma, gaussian_delta
 from shared.dp.noise import GRID_BITS, noise_source
 from shared.releases import PcaOption, gaussian_release, gdp_mu
+from shared.releases.measurements import MeasurementOption
 
 
 def _jl_matrix(seed, d, r):
@@ -138,7 +138,8 @@ def test_gram_sensitivity_bounds_every_neighbouring_change(clip_norm):
     assert worst >= 0.6 * release.pca.sensitivity  # and the bound is not loose by much
 
 
-@pytest.mark.parametrize("pca,measurement_share", [(None, 0.5), (PcaOption(0.2, 1.0), None), (PcaOption(0.1, 1.0), 0.8)])
+@pytest.mark.parametrize("pca,measurement_share",
+                         [(None, 0.5), (PcaOption(0.2, 1.0), None), (PcaOption(0.1, 1.0), 0.8)])
 def test_all_parts_compose_into_exactly_the_charged_epsilon_delta(pca, measurement_share):
     """μ-GDP parts compose to √Σμ_i² (Dong, Roth & Su): the release's total equals the μ that (ε, δ) allows."""
     X = np.random.default_rng(0).uniform(size=(30, 4)) / 2
@@ -201,7 +202,8 @@ def test_bad_parameters_are_refused(kwargs):
 
 
 @pytest.mark.parametrize("make", [lambda: PcaOption(0.0, 1.0), lambda: PcaOption(0.2, -1.0),
-                                  lambda: MeasurementOption((1.0, 1.0), 0.5), lambda: MeasurementOption((0.0, 1.0), 1.0)])
+                                  lambda: MeasurementOption((1.0, 1.0), 0.5),
+                                  lambda: MeasurementOption((0.0, 1.0), 1.0)])
 def test_bad_options_are_refused(make):
     with pytest.raises(ValueError):
         make()

@@ -6,6 +6,8 @@ import pytest
 from scipy.optimize import check_grad
 from scipy.stats import multivariate_normal
 
+from shared.gp.kernels import Matern52, SquaredExponential
+from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE
 from shared.gp.regression import (
     CandidatePosterior,
     GPRegressor,
@@ -13,8 +15,6 @@ from shared.gp.regression import (
     fit_hyperparameters,
     kernel_prototype,
 )
-from shared.gp.kernels import Matern52, SquaredExponential
-from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE
 
 NOISY_INPUTS = ExpectedSquaredExponential(1.0, 1.0, input_noise_std=0.3, dim=2)
 
@@ -308,12 +308,15 @@ def test_the_map_objective_has_the_gradient_it_reports():
     rng = np.random.default_rng(3)
     X = rng.uniform(0, 2, size=(15, 3))
     residual = np.sin(X @ [1.0, 2.0, 0.5]) - 0.1
-    for prototype, ard in [(kernel_prototype("se"), True), (kernel_prototype("matern52"), False), (NOISY_INPUTS, False)]:
+    for prototype, ard in [(kernel_prototype("se"), True), (kernel_prototype("matern52"), False),
+                           (NOISY_INPUTS, False)]:
         X_k = X[:, :2] if prototype is NOISY_INPUTS else X
         args = (prototype, ard, X_k, residual, np.log(np.full(X_k.shape[1], 2.0)) if ard else np.log(2.0),
                 HyperparameterPrior.dim_scaled(X_k.shape[1]))
         phi = np.log([*([0.3] * (X_k.shape[1] if ard else 1)), 0.05])
-        error = check_grad(lambda p: _negative_log_posterior(p, *args)[0], lambda p: _negative_log_posterior(p, *args)[1], phi)
+        error = check_grad(lambda p, *a: _negative_log_posterior(p, *a)[0],
+                           lambda p, *a: _negative_log_posterior(p, *a)[1],
+                           phi, *args)
         assert error < 1e-5 * max(1.0, np.linalg.norm(_negative_log_posterior(phi, *args)[1]))
 
 

@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
+from shared.dp.noise import noise_source
+from shared.dp.sparse_vector import f1_scores, sparse_vector_technique, svt_from_unit_noise
 from shared.learners import DPLinearSVM, DPLogisticRegression, DPSGDClassifier
 from shared.learners.output_perturbation import (
     OutputPerturbationLogisticRegression,
     gradient_tolerance,
     regularized_logistic_minimizer,
 )
-from shared.dp.sparse_vector import f1_scores, sparse_vector_technique, svt_from_unit_noise
-from shared.dp.noise import noise_source
 
 
 def test_noise_on_the_summed_gradient_has_std_sigma_times_2L():

@@ -39,10 +39,12 @@ def test_analytic_sigma_is_tight_by_the_pld_delta(epsilon, delta, sensitivity):
 
 
 def test_analytic_sigma_scales_linearly_with_sensitivity():
-    assert analytic_gaussian_sigma(1.0, 1e-5, 7.0) == pytest.approx(7.0 * analytic_gaussian_sigma(1.0, 1e-5, 1.0), rel=1e-12)
+    assert analytic_gaussian_sigma(1.0, 1e-5, 7.0) == pytest.approx(7.0 * analytic_gaussian_sigma(1.0, 1e-5, 1.0),
+                                                                    rel=1e-12)
 
 
-@pytest.mark.parametrize("bad", [dict(epsilon=0.0, delta=1e-5), dict(epsilon=1.0, delta=0.0), dict(epsilon=1.0, delta=1.0)])
+@pytest.mark.parametrize("bad",
+                         [dict(epsilon=0.0, delta=1e-5), dict(epsilon=1.0, delta=0.0), dict(epsilon=1.0, delta=1.0)])
 def test_analytic_sigma_rejects_bad_parameters(bad):
     with pytest.raises(ValueError):
         analytic_gaussian_sigma(sensitivity=1.0, **bad)

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from shared.gp.regression import CandidatePosterior, GPRegressor, fit_hyperparameters
-from shared.gp.kernels import SquaredExponential
 from shared.dp.noise import noise_source
+from shared.gp.kernels import SquaredExponential
 from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE, box_posterior
+from shared.gp.regression import CandidatePosterior, GPRegressor, fit_hyperparameters
 from shared.releases import gaussian_release
 
 

@@ -3,8 +3,15 @@
 import numpy as np
 import pytest
 
-from shared.algorithms.dpareto.pareto import (HVPoI, hvpoi, hypervolume_2d, hypervolume_gain, pareto_front, pareto_mask,
-                           probability_not_dominated)
+from shared.algorithms.dpareto.pareto import (
+    HVPoI,
+    hvpoi,
+    hypervolume_2d,
+    hypervolume_gain,
+    pareto_front,
+    pareto_mask,
+    probability_not_dominated,
+)
 
 
 def brute_front(P):
@@ -76,4 +83,5 @@ def test_hvpoi_is_gain_at_the_back_transformed_mean_times_poi():
     # The acquisition built once and scored many times (DPareto's polish) gives the same numbers.
     acquisition = HVPoI(front_transformed, (10, 1), inverse_transforms=(np.exp, np.exp))
     for row in range(2):
-        np.testing.assert_array_equal(acquisition(mean[row:row + 1], std[row:row + 1]), (alpha[row:row + 1], poi[row:row + 1]))
+        np.testing.assert_array_equal(acquisition(mean[row:row + 1], std[row:row + 1]),
+                                      (alpha[row:row + 1], poi[row:row + 1]))

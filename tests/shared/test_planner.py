@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from shared.releases.measurements import MeasurementOption
-from shared.dp.noise import SeededNoise
 from shared.algorithms.planner import (
     ReleaseSetting,
     half_gap_epsilon,
@@ -17,7 +15,9 @@ from shared.algorithms.planner import (
     random_search_regret,
     release_mu,
 )
+from shared.dp.noise import SeededNoise
 from shared.releases import PcaOption, gaussian_release, gdp_mu
+from shared.releases.measurements import MeasurementOption
 
 
 def test_loans_bound_is_the_issues_1_8_3_7_5_and_34_times_random_search():
@@ -73,7 +73,8 @@ def test_simulated_curve_improves_with_epsilon_and_names_the_half_gap():
     assert low.regret > high.regret
     assert planned.non_private_regret < planned.random_search_regret
     assert "every query" in planned.bound_covers
-    assert planned.half_gap_epsilon == half_gap_epsilon([r.epsilon for r in planned.rows], [r.regret for r in planned.rows],
+    assert planned.half_gap_epsilon == half_gap_epsilon([r.epsilon for r in planned.rows],
+                                                        [r.regret for r in planned.rows],
                                                         planned.random_search_regret, planned.non_private_regret)
     # a box of width 10 in 2-D has diameter 10√2: a whole record is that many neighbouring steps
     assert low.random_search_multiple == pytest.approx(400 * norm.cdf(norm.ppf(1 / 400) + low.mu * 10 * math.sqrt(2)))

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from shared.dp.reconstruction_attack import reconstruction_audit
 from shared.dp.noise import noise_source
+from shared.dp.reconstruction_attack import reconstruction_audit
 from shared.releases import gaussian_release, po_gp_ucb_release
 
 

@@ -9,13 +9,11 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the torch engine needs torch (pip install 'pobo[gpu]'); CI installs it")
 
-from shared.gp.fused_step import _exp_in_place  # noqa: E402
 from shared.gp.kernels import Matern52, SquaredExponential  # noqa: E402
 from shared.gp.noisy_inputs import ExpectedSquaredExponential  # noqa: E402
 from shared.gp.regression import CandidatePosterior  # noqa: E402
 from shared.gp.torch_posterior import TorchCandidatePosterior, exp_as_pass, ordered_sum, sqrt_rounded  # noqa: E402
 from shared.gp.ucb import GPUCB  # noqa: E402
-
 from tests.shared.test_fused_step import _exp, _Opaque  # noqa: E402
 
 N, T = 20_000, 40
@@ -105,7 +103,8 @@ def test_growing_tiled_posteriors_agree_on_other_kernels(kernel):
             post.observe(i, y, next_beta=5.0, excluded=excluded)
         assert numba_post.ucb_argmax == torch_post.ucb_argmax
     _bitwise_equal(numba_post, torch_post)
-    assert numba_post.best_upper_confidence_bound(2.0, excluded) == torch_post.best_upper_confidence_bound(2.0, excluded)
+    best = numba_post.best_upper_confidence_bound(2.0, excluded)
+    assert best == torch_post.best_upper_confidence_bound(2.0, excluded)
     np.testing.assert_array_equal(numba_post.upper_confidence_bound(2.0), torch_post.upper_confidence_bound(2.0))
     everything = np.arange(len(C))
     assert torch_post.best_upper_confidence_bound(2.0, everything) == -1

@@ -7,9 +7,9 @@ import pytest
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from shared.gp.regression import CandidatePosterior
 from shared.gp.kernels import Matern52, SquaredExponential
 from shared.gp.noisy_inputs import ExpectedSquaredExponential
+from shared.gp.regression import CandidatePosterior
 from shared.gp.ucb import GPUCB, gp_ucb_beta, run_gp_ucb
 
 

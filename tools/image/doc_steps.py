@@ -45,7 +45,8 @@ def checked(lines: list[str]) -> list[str]:
             raise StepsError(f"the documented step {line.strip()!r} is a Docker command check_image.sh cannot stand in "
                              "for: it runs `docker compose [--profile P]... up --build` only")
     if not any(COMPOSE_UP.match(line.strip()) for line in lines):
-        raise StepsError("the documented steps never run `docker compose ... up --build`: the check would start nothing")
+        raise StepsError("the documented steps never run `docker compose ... up --build`: "
+                         "the check would start nothing")
     return lines
 
 

@@ -36,7 +36,7 @@ from shared.dp.accounting import dpsgd_epsilon
 from shared.dp.mechanisms import summation_error
 from shared.dp.noise import NoiseSource, noise_source
 from shared.gp.ucb import GPUCB
-from shared.learners import DPLogisticRegression
+from shared.learners import DPLogisticRegression, DPSGDClassifier
 from shared.learners.stopping import check_stop
 
 NO_SELECTION = -1  # how :func:`iteration_outputs` encodes "no candidate passed the threshold"
@@ -429,13 +429,13 @@ class PrivateLogisticRegression:
     clip_norm: float
     optimizer: str = "sgd"
 
-    def learner(self, n: int, noise_multiplier: float):
+    def learner(self, n: int, noise_multiplier: float) -> DPSGDClassifier:
         """The DP-SGD learner for n rows with this noise multiplier (0: plain clipped SGD)."""
         return DPLogisticRegression(learning_rate=self.learning_rate, batch_size=min(self.batch_size, n),
                                     epochs=self.epochs, noise_multiplier=noise_multiplier,
                                     clip_norm=self.clip_norm, optimizer=self.optimizer)
 
-    def private_learner(self, n: int, epsilon: float, delta: float):
+    def private_learner(self, n: int, epsilon: float, delta: float) -> DPSGDClassifier:
         """The DP-SGD learner on n rows whose training is (ε, δ)-DP (replace-one neighbours)."""
         sigma = calibrate_noise_multiplier(n, min(self.batch_size, n), self.epochs, epsilon, delta)
         return self.learner(n, sigma)

@@ -44,15 +44,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 
 from shared.checks import open_unit, positive
-from shared.gp.regression import CandidatePosterior
-from shared.gp.kernels import Matern52, SquaredExponential
 from shared.dp.mechanisms import laplace_mechanism
 from shared.dp.noise import NoiseSource
+from shared.gp.kernels import Kernel, Matern52, SquaredExponential, StationaryKernel
+from shared.gp.regression import CandidatePosterior
 from shared.gp.ucb import GPUCB, gp_ucb_beta
 
 Objective = Callable[[int], float]
@@ -115,10 +115,12 @@ def mean_sensitivity(iterations: int, n_candidates: int, delta: float, dataset_k
 
 
 def average_regret_bound(iterations: int, n_candidates: int, delta: float, noise_std: float, info_gain: float) -> float:
-    """Ω/T = √(C₁ β_T γ_T / T): GP-UCB's average-regret bound R_T/T (Srinivas et al. 2010, Theorem 1), unit signal variance."""
+    """Ω/T = √(C₁ β_T γ_T / T): GP-UCB's average-regret bound R_T/T (Srinivas et al. 2010, Theorem 1), unit signal
+    variance."""
     if info_gain < 0:
         raise ValueError(f"the information gain bound gamma_T must be non-negative, got {info_gain}")
-    return math.sqrt(regret_constant(noise_std**2) * kusner_beta(iterations, n_candidates, delta) * info_gain / iterations)
+    beta = kusner_beta(iterations, n_candidates, delta)
+    return math.sqrt(regret_constant(noise_std**2) * beta * info_gain / iterations)
 
 
 def max_value_sensitivity(
@@ -137,7 +139,8 @@ def max_value_sensitivity(
     Unit signal variance: ``noise_std`` is σ in units of the prior standard deviation.
     """
     regret = average_regret_bound(iterations, n_candidates, delta, noise_std, info_gain)
-    return regret + dataset_shift_bound(dataset_kernel, n_candidates, delta, parts=3) + noise_max_bound(noise_std, delta)
+    return (regret + dataset_shift_bound(dataset_kernel, n_candidates, delta, parts=3)
+            + noise_max_bound(noise_std, delta))
 
 
 def noise_free_sensitivity(
@@ -201,13 +204,17 @@ def range_floor(paper_sensitivity: float, value_range: tuple[float, float]) -> f
     return max(paper_sensitivity, high - low)
 
 
+@overload
+def clip_to_range(values: float, value_range: tuple[float, float]) -> float: ...
+@overload
+def clip_to_range(values: np.ndarray, value_range: tuple[float, float]) -> np.ndarray: ...
 def clip_to_range(values: float | np.ndarray, value_range: tuple[float, float]) -> float | np.ndarray:
     """The values a mechanism sees, clipped to the objective's public range [lo, hi]."""
     return np.clip(values, *value_range)
 
 
 def information_gain_bound(
-    candidates: np.ndarray, kernel: object, noise_variance: float, iterations: int
+    candidates: np.ndarray, kernel: Kernel, noise_variance: float, iterations: int
 ) -> float:
     """An upper bound on γ_T = max_{|A| = T} ½ log det(I + σ⁻² K_A) over the finite grid Λ.
 
@@ -245,7 +252,7 @@ class GPPrior:
         if self.lengthscale <= 0 or self.signal_std <= 0:
             raise ValueError("lengthscale and signal_std must be positive")
 
-    def covariance(self) -> object:
+    def covariance(self) -> StationaryKernel:
         """k(λ, λ′) = s² k₂(λ, λ′)."""
         kind = SquaredExponential if self.kernel == "se" else Matern52
         return kind(self.lengthscale, variance=self.signal_std**2)
@@ -448,9 +455,9 @@ def dp_bo_noise_free(
     :func:`range_floor`).
 
     (ε, δ)-DP under Assumption 1 and de Freitas et al.'s assumptions, ε-DP for any data. The paper
-    samples with de Freitas et al.'s branch-and-bound UCB; we use GP-UCB with a practically noise-free likelihood (σ² = ``jitter`` · s²,
-    for numerical stability), so A and τ must be valid for that sampler. The last sample is released as the
-    algorithm states (not the maximum).
+    samples with de Freitas et al.'s branch-and-bound UCB; we use GP-UCB with a practically noise-free likelihood (σ² =
+    ``jitter`` · s², for numerical stability), so A and τ must be valid for that sampler. The last sample is released
+    as the algorithm states (not the maximum).
     """
     candidates = _as_grid(candidates)
     n, s = len(candidates), prior.signal_std

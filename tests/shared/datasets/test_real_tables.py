@@ -3,9 +3,9 @@ import csv
 import numpy as np
 import pytest
 
+from shared.api.scaling import apply_scaling, unit_diameter_bounds
 from shared.datasets.lendingclub import ROI_FLOOR, load_lendingclub
 from shared.datasets.sg_property import load_sg_property
-from shared.api.scaling import apply_scaling, unit_diameter_bounds
 
 
 def test_lendingclub_keeps_finished_policy_loans(shared_data_file):
