@@ -1,7 +1,7 @@
 """A key's ``jobs`` list governs the kinds submitted through ``POST /v1/jobs``, not releases.
 
 Releases are jobs of kind ``release`` created only by their own endpoint; a curator key whose policy lists other kinds
-still releases, as before releases were jobs, and its ε/δ cap still counts them. A modeler key still runs only its list.
+still releases, and its ε/δ cap counts them. A modeler key runs only its list.
 """
 
 from __future__ import annotations

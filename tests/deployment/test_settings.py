@@ -1,4 +1,4 @@
-"""The service's configuration: the same variables and defaults as before pydantic-settings, secrets from
+"""The service's configuration: the documented POBO_* variables and defaults, secrets from
 files, and nothing secret in a repr or a validation error."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A DP-SGD training calls the installed stop check every few hundred steps (a cancelled job's training
-ran to its last epoch), stops at the check that raises, and trains exactly as before when nothing stops it."""
+"""A DP-SGD training calls the installed stop check every few hundred steps (otherwise a cancelled job's training
+runs to its last epoch), stops at the check that raises, and trains the same weights when nothing stops it."""
 
 from __future__ import annotations
 
