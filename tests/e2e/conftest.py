@@ -8,7 +8,7 @@ from curator_service.testing import LocalCurator
 
 
 @pytest.fixture(scope="session")
-def curator(tmp_path_factory) -> LocalCurator:
+def curator(tmp_path_factory, job_cluster) -> LocalCurator:
     """One server for the session; the SIGKILL test kills and restarts it on the same port and data."""
     server = LocalCurator(tmp_path_factory.mktemp("e2e-curator")).start()
     yield server

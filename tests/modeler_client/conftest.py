@@ -9,7 +9,7 @@ from curator_service.testing import LocalCurator
 
 
 @pytest.fixture(scope="session")
-def curator(tmp_path_factory) -> LocalCurator:
+def curator(tmp_path_factory, job_cluster) -> LocalCurator:
     server = LocalCurator(tmp_path_factory.mktemp("client-curator")).start()
     yield server
     server.stop()
