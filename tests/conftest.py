@@ -1,15 +1,23 @@
 """Fixtures shared by the whole suite, and the suite's one Dask cluster for jobs (started on first use)."""
 
+from __future__ import annotations
+
+import asyncio
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy.engine import make_url
 
 from shared.datasets.paths import DatasetUnavailable, data_file
+
+if TYPE_CHECKING:
+    from curator_service.testing import LocalCurator
 
 JOB_WORKERS = 2
 WORKER_STOP_SECONDS = 120.0  # Dask gives a worker 5 s to stop, which a loaded machine exceeded (an error at teardown)
@@ -46,9 +54,26 @@ def job_cluster():
     for variable in (*exported, "POBO_RELEASE_WAIT_SECONDS"):
         os.environ.pop(variable, None)
     shutil.rmtree(credentials)
-    for nanny in list(cluster.workers.values()):  # stopped first, each with time to spare; close() then finds none
-        cluster.sync(nanny.kill, timeout=WORKER_STOP_SECONDS)
+    cluster.sync(stop_workers, list(cluster.workers.values()))  # stopped first, with time to spare; close() finds none
     cluster.close()
+
+
+async def stop_workers(nannies) -> None:
+    """Stops the workers together: each asks its worker to close and waits for it (one at a time, a loaded machine
+    took 30-40 s for two)."""
+    await asyncio.gather(*(nanny.kill(timeout=WORKER_STOP_SECONDS) for nanny in nannies))
+
+
+@pytest.fixture(scope="session")
+def curator(tmp_path_factory, job_cluster) -> Iterator[LocalCurator]:
+    """A real curator (``pobo-curator serve`` in a subprocess on a free loopback port) shared by the end-to-end and
+    the modeler client's tests, started by the first that asks. Its tests name their datasets and keys apart and
+    look only at their own rows of the ledger; the SIGKILL test kills and restarts it on the same port and data."""
+    from curator_service.testing import LocalCurator
+
+    server = LocalCurator(tmp_path_factory.mktemp("curator")).start()
+    yield server
+    server.stop()
 
 
 def missing_on_ci(reason: str) -> None:
