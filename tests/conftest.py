@@ -59,8 +59,8 @@ def job_cluster():
 
 
 async def stop_workers(nannies) -> None:
-    """Stops the workers together: each asks its worker to close and waits for it (one at a time, a loaded machine
-    took 30-40 s for two)."""
+    """Stops the workers together: each nanny asks its worker to close and waits for it, and on a loaded machine a
+    close takes tens of seconds, so the waits overlap instead of adding up."""
     await asyncio.gather(*(nanny.kill(timeout=WORKER_STOP_SECONDS) for nanny in nannies))
 
 
