@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[curator,dev,postgres]"
 	@touch $(STAMP)
 
-## A cold compile of the GP's Numba pass took 55 s on a loaded 2-core machine (0.7 s from the cache): done here, once,
-## not in a test, a Dask worker or the modeler's first run.
+## The GP's Numba pass compiled here, once (11 s of CPU on 2 cores; tools/warm_numba.py), not in a test, a Dask
+## worker or the modeler's first run.
 $(NUMBA_STAMP): $(STAMP) shared/gp/fused_step.py tools/warm_numba.py
 	$(PY) tools/warm_numba.py
 	@touch $(NUMBA_STAMP)
