@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# The GP's compiled pass in Numba's on-disk cache (shared/gp/__pycache__), redone when its source changes.
+NUMBA_STAMP := $(VENV)/.numba-warm-stamp
 # Two cores: a threaded BLAS fighting a server subprocess made small GP fits 3-4x slower.
 export OPENBLAS_NUM_THREADS ?= 1
 
@@ -14,7 +16,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[curator,dev,postgres]"
 	@touch $(STAMP)
 
-install: $(STAMP)
+## The GP's Numba pass compiled here, once (11 s of CPU on 2 cores; tools/warm_numba.py), not in a test, a Dask
+## worker or the modeler's first run.
+$(NUMBA_STAMP): $(STAMP) shared/gp/fused_step.py tools/warm_numba.py
+	$(PY) tools/warm_numba.py
+	@touch $(NUMBA_STAMP)
+
+install: $(STAMP) $(NUMBA_STAMP)
 
 ## The BoTorch extra (its example then runs in `make test`): torch's CPU build pinned, since an unpinned torch
 ## pulls a CUDA build of several GB. Optuna is already in the dev extra.
@@ -22,19 +30,19 @@ install-botorch: $(STAMP)
 	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[curator,dev,postgres,botorch]"
 
 ## Starts a curator on embedded SQLite (loopback), runs the modeler on each release, prints a table, writes a plot.
-demo: $(STAMP)
+demo: $(STAMP) $(NUMBA_STAMP)
 	$(PY) examples/demo.py
 
 ## The default suite (about 9 minutes on an idle 2-core VM with PostgreSQL, measured 2026-11-27). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
-test: $(STAMP)
+test: $(STAMP) $(NUMBA_STAMP)
 	$(PY) -m pytest -q
 
 ## Long checks: full reproductions and large-n runs.
-test-slow: $(STAMP)
+test-slow: $(STAMP) $(NUMBA_STAMP)
 	$(PY) -m pytest -q -m slow
 
 ## Benchmarks print tables beside the papers' numbers and write benchmarks/results/.
-bench: $(STAMP)
+bench: $(STAMP) $(NUMBA_STAMP)
 	$(PY) benchmarks/po_gp_ucb_synthetic.py
 	$(PY) benchmarks/speed_gp_ucb.py
 

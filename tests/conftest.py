@@ -1,32 +1,37 @@
-"""Fixtures shared by the whole suite, and the suite's one Dask cluster for jobs."""
+"""Fixtures shared by the whole suite, and the suite's one Dask cluster for jobs (started on first use)."""
 
+from __future__ import annotations
+
+import asyncio
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy.engine import make_url
 
 from shared.datasets.paths import DatasetUnavailable, data_file
 
+if TYPE_CHECKING:
+    from curator_service.testing import LocalCurator
+
 JOB_WORKERS = 2
 WORKER_STOP_SECONDS = 120.0  # Dask gives a worker 5 s to stop, which a loaded machine exceeded (an error at teardown)
-NO_JOBS_UNDER = ("tests/shared/",)  # a run of only these tests starts no cluster
 
 
-@pytest.fixture(scope="session", autouse=True)
-def job_cluster(request):
-    """One Dask cluster of two worker processes for the whole session: every app in this process uses it (it is
-    the process's embedded cluster, :func:`curator_service.jobs.cluster.embedded_cluster`) and so does every
-    ``LocalCurator`` subprocess (``POBO_DASK_SCHEDULER`` and the cluster's client credentials, ``POBO_DASK_TLS_*``,
-    are exported), instead of each starting its own. Workers get the test PostgreSQL password as libpq's
+@pytest.fixture(scope="session")
+def job_cluster():
+    """One Dask cluster of two worker processes, started by the first test that asks for it (any test that runs a
+    job, directly or through a fixture that makes an app or a curator) and shared by the rest of the session: every
+    app in this process uses it (it is the process's embedded cluster,
+    :func:`curator_service.jobs.cluster.embedded_cluster`) and so does every ``pobo-curator serve`` subprocess
+    started after it (``POBO_DASK_SCHEDULER`` and the cluster's client credentials, ``POBO_DASK_TLS_*``, are
+    exported), instead of each starting its own. Workers get the test PostgreSQL password as libpq's
     ``PGPASSWORD`` (only they): tasks carry database URLs without it."""
-    paths = {item.nodeid for item in request.session.items}
-    if all(path.startswith(NO_JOBS_UNDER) for path in paths):
-        yield None
-        return
     from curator_service.jobs.cluster import embedded_cluster
 
     postgres = os.environ.get("POBO_TEST_POSTGRES_URL")
@@ -42,16 +47,33 @@ def job_cluster(request):
         (credentials / f"{name}.pem").write_text(pem)
         exported[f"POBO_DASK_TLS_{name.upper()}_FILE"] = str(credentials / f"{name}.pem")
     os.environ.update(exported)
-    # LocalCurator subprocesses: a release answers 201 once stored even on a loaded machine (tests of the 202 path
+    # Curator subprocesses: a release answers 201 once stored even on a loaded machine (tests of the 202 path
     # set the wait to 0 themselves).
     os.environ["POBO_RELEASE_WAIT_SECONDS"] = "120"
     yield cluster
     for variable in (*exported, "POBO_RELEASE_WAIT_SECONDS"):
         os.environ.pop(variable, None)
     shutil.rmtree(credentials)
-    for nanny in list(cluster.workers.values()):  # stopped first, each with time to spare; close() then finds none
-        cluster.sync(nanny.kill, timeout=WORKER_STOP_SECONDS)
+    cluster.sync(stop_workers, list(cluster.workers.values()))  # stopped first, with time to spare; close() finds none
     cluster.close()
+
+
+async def stop_workers(nannies) -> None:
+    """Stops the workers together: each nanny asks its worker to close and waits for it, and on a loaded machine a
+    close takes tens of seconds, so the waits overlap instead of adding up."""
+    await asyncio.gather(*(nanny.kill(timeout=WORKER_STOP_SECONDS) for nanny in nannies))
+
+
+@pytest.fixture(scope="session")
+def curator(tmp_path_factory, job_cluster) -> Iterator[LocalCurator]:
+    """A real curator (``pobo-curator serve`` in a subprocess on a free loopback port) shared by the end-to-end and
+    the modeler client's tests, started by the first that asks. Its tests name their datasets and keys apart and
+    look only at their own rows of the ledger; the SIGKILL test kills and restarts it on the same port and data."""
+    from curator_service.testing import LocalCurator
+
+    server = LocalCurator(tmp_path_factory.mktemp("curator")).start()
+    yield server
+    server.stop()
 
 
 def missing_on_ci(reason: str) -> None:

@@ -35,7 +35,7 @@ def _browser_missing() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def console_curator(tmp_path_factory) -> Iterator[LocalCurator]:
+def console_curator(tmp_path_factory, job_cluster) -> Iterator[LocalCurator]:
     # The tests refuse bad tokens and replayed cookies from this one address; the back-off has tests of its own.
     server = LocalCurator(tmp_path_factory.mktemp("console-curator"),
                           env={"POBO_AUTH_FAILURES_ALLOWED": "1000"}).start()

@@ -55,7 +55,9 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path) -> Callable[..., Settings]:
+def make_settings(tmp_path: Path, job_cluster) -> Callable[..., Settings]:
+    """Settings for a test app; its jobs run on the session's cluster (``job_cluster``)."""
+
     def make(**overrides: Any) -> Settings:
         # Research mode (seeds accepted from the curator) and po-gp-ucb enabled, explicitly: the service's
         # defaults are production mode with uncertified mechanisms disabled.

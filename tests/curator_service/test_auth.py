@@ -49,7 +49,7 @@ MODELER_ONLY = [("POST", "/v1/releases/{release}/sessions"), ("POST", "/v1/sessi
 
 
 @pytest.fixture(scope="module")
-def shared_client(tmp_path_factory):
+def shared_client(tmp_path_factory, job_cluster):
     """One app for the whole module (these tests change nothing that the others look at)."""
     settings = Settings.from_env({}, data_dir=tmp_path_factory.mktemp("auth"), admin_token=ADMIN,
                                  release_wait_seconds=RELEASE_WAIT_SECONDS, auth_failures_allowed=AUTH_FAILURES_ALLOWED)

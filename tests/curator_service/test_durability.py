@@ -39,7 +39,7 @@ def _serve(data_dir: Path, port: int) -> subprocess.Popen:
         raise
 
 
-def test_sigkill_loses_nothing(tmp_path):
+def test_sigkill_loses_nothing(tmp_path, job_cluster):
     port = free_port()
     server = _serve(tmp_path, port)
     url = f"http://127.0.0.1:{port}"

@@ -75,7 +75,7 @@ def test_a_revoked_key_is_refused_in_the_same_transaction_as_its_charge(client, 
     assert used(client, session) == 1
 
 
-def test_the_modeler_client_splits_a_larger_ask_and_a_repeat_is_not_charged_again(tmp_path):
+def test_the_modeler_client_splits_a_larger_ask_and_a_repeat_is_not_charged_again(tmp_path, job_cluster):
     """Against a real server: 2,500 indices go in three requests, answered in order; repeating the call with its
     request_id repeats every part under its own id, uncharged."""
     with LocalCurator(tmp_path) as curator:

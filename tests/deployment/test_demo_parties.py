@@ -65,7 +65,7 @@ def test_the_setup_holds_the_admin_token_as_a_file_and_hands_over_through_a_volu
 
 
 @pytest.mark.slow  # about 40 s on two busy cores; CI's image step runs the same two parties from the image
-def test_the_modeler_side_runs_the_demo_with_only_the_hand_off(tmp_path):
+def test_the_modeler_side_runs_the_demo_with_only_the_hand_off(tmp_path, job_cluster):
     handoff, out = tmp_path / "handoff" / "demo.json", tmp_path / "out"
     token_file = tmp_path / "admin_token"
     # Production mode, uncertified mechanisms off: what compose runs (no seeds; po-gp-ucb skipped).

@@ -33,7 +33,7 @@ def answers_so_far(path) -> int:
 
 @pytest.mark.slow  # two server starts and a run: 37-57 s on the shared 2-core machine
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
-def test_pobo_modeler_run_finishes_across_a_curator_restart(tmp_path, how):
+def test_pobo_modeler_run_finishes_across_a_curator_restart(tmp_path, how, job_cluster):
     curator = LocalCurator(tmp_path / "curator").start()
     try:
         X, y = raw_table(15)

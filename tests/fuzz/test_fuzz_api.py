@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(7200)]
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_a_long_fuzzing_run_finds_no_server_error_and_no_schema_violation(backend, request, tmp_path):
+def test_a_long_fuzzing_run_finds_no_server_error_and_no_schema_violation(backend, request, tmp_path, job_cluster):
     command = [sys.executable, str(ROOT / "tools" / "fuzz_api.py"), "--examples", "400", "--seed", "1",
                "--min-requests", "20000", "--findings", str(tmp_path / "findings.md")]
     if backend == "postgres":

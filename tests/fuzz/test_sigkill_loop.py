@@ -57,7 +57,7 @@ def post_until_acknowledged(url: str, path: str, token: str, body: dict) -> dict
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def curator(request, tmp_path):
+def curator(request, tmp_path, job_cluster):
     env = {"POBO_MODE": "production", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "false"}
     if request.param == "postgres":
         from tests.curator_service.conftest import reset_postgres

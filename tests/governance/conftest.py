@@ -22,7 +22,7 @@ FEATURES = ["a", "b", "c"]
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def lab(request, tmp_path_factory) -> Iterator[LocalCurator]:
+def lab(request, tmp_path_factory, job_cluster) -> Iterator[LocalCurator]:
     """One server per test module and backend (research mode, as the harness sets it: the curator may seed). On
     PostgreSQL the key's row lock and the lab's ``FOR UPDATE OF queries`` are real; it runs when
     POBO_TEST_POSTGRES_URL is set (.ci/run does), from an empty schema."""

@@ -15,7 +15,7 @@ TARGET_LENGTH = 240  # audit_events.target is String(240)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def rooted(request, tmp_path_factory) -> Iterator[LocalCurator]:
+def rooted(request, tmp_path_factory, job_cluster) -> Iterator[LocalCurator]:
     """A server that may register CSV files found under its import root (POBO_IMPORT_ROOT), on either backend."""
     root = tmp_path_factory.mktemp("imports")
     (root / "table.csv").write_text(lab_csv()[0])

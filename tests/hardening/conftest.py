@@ -47,7 +47,7 @@ def connect(live_server: Callable[..., str]) -> Iterator[Callable[..., httpx.Cli
 
 
 @pytest.fixture(scope="module")
-def curator_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCurator]:
+def curator_process(tmp_path_factory: pytest.TempPathFactory, job_cluster) -> Iterator[LocalCurator]:
     """``pobo-curator serve`` in its own process (an evaluator's SystemExit must not take the test run down with
     it), logging to ``curator.log``; this checkout on its PYTHONPATH so it can import the tests' evaluators."""
     root = str(Path(__file__).resolve().parents[2])

@@ -77,7 +77,7 @@ def heads() -> list[tuple[str, bytes, bool]]:
 
 
 @pytest.mark.slow
-def test_200_mb_bodies_without_a_valid_token_are_refused_at_once_while_health_stays_quick(tmp_path):
+def test_200_mb_bodies_without_a_valid_token_are_refused_at_once_while_health_stays_quick(tmp_path, job_cluster):
     with LocalCurator(tmp_path / "curator", env={"POBO_JOB_WORKERS": "1"}) as server:
         pid = server.process.pid
         before = rss_mib(pid)

@@ -1,19 +1,9 @@
-"""A real curator subprocess for the client tests that need one (started once, on first use)."""
+"""The client tests' table with a known peak, on the suite's curator (``curator``, tests/conftest.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from curator_service.testing import LocalCurator
-
-
-@pytest.fixture(scope="session")
-def curator(tmp_path_factory) -> LocalCurator:
-    server = LocalCurator(tmp_path_factory.mktemp("client-curator")).start()
-    yield server
-    server.stop()
-
 
 @pytest.fixture(scope="session")
 def bowl(curator):

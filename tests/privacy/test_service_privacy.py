@@ -29,14 +29,14 @@ PRODUCTION = {"POBO_MODE": "production", "POBO_ALLOW_UNCERTIFIED_MECHANISMS": "f
 
 
 @pytest.fixture(scope="module")
-def research(tmp_path_factory):
+def research(tmp_path_factory, job_cluster):
     """Research mode, uncertified mechanisms enabled (what the demo and benchmarks opt into)."""
     with LocalCurator(tmp_path_factory.mktemp("research")) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-def production(tmp_path_factory):
+def production(tmp_path_factory, job_cluster):
     """The service's defaults: production mode, uncertified mechanisms disabled."""
     server = LocalCurator(tmp_path_factory.mktemp("production"))
     server.env = {k: v for k, v in server.env.items() if k not in PRODUCTION}  # nothing asked: the defaults
@@ -190,7 +190,7 @@ def _mode(path) -> int:
 
 
 @pytest.mark.slow  # two more server starts; tests/curator_service/test_flags_off.py checks the same in-process
-def test_tightened_settings_stop_serving_laxer_releases_after_a_restart(tmp_path):
+def test_tightened_settings_stop_serving_laxer_releases_after_a_restart(tmp_path, job_cluster):
     server = LocalCurator(tmp_path / "data").start()
     try:
         X, y = table()

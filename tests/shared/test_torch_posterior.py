@@ -7,21 +7,24 @@ import warnings
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="the torch engine needs torch (pip install 'pobo[gpu]'); CI installs it")
-
-from shared.gp.kernels import Matern52, SquaredExponential  # noqa: E402
-from shared.gp.noisy_inputs import ExpectedSquaredExponential  # noqa: E402
-from shared.gp.regression import CandidatePosterior  # noqa: E402
-from shared.gp.torch_posterior import TorchCandidatePosterior, exp_as_pass, ordered_sum, sqrt_rounded  # noqa: E402
-from shared.gp.ucb import GPUCB  # noqa: E402
-from tests.shared.test_fused_step import _exp, _Opaque  # noqa: E402
+from shared.gp.kernels import Matern52, SquaredExponential
+from shared.gp.noisy_inputs import ExpectedSquaredExponential
+from shared.gp.regression import CandidatePosterior
+from shared.gp.ucb import GPUCB
+from tests.shared.test_fused_step import _exp, _Opaque
 
 N, T = 20_000, 40
 DEVICE = os.environ.get("POBO_TORCH_DEVICE", "cpu")
 
 
+@pytest.fixture(scope="module")
+def torch():
+    """torch, imported by the first test here (2-3 s: not at collection), or every test here skipped without it."""
+    return pytest.importorskip("torch", reason="the torch engine needs torch (pip install 'pobo[gpu]'); CI installs it")
+
+
 @pytest.fixture(autouse=True)
-def one_torch_thread():
+def one_torch_thread(torch):
     """One intra-op thread: on a shared 2-core machine torch's thread pool only adds contention at n = 20,000."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -82,6 +85,8 @@ def test_batches_and_refits_pick_as_the_numba_engine():
         for engine in (numba_engine, torch_engine):
             for i in batch:
                 engine.observe(i, f[i])
+    from shared.gp.torch_posterior import TorchCandidatePosterior
+
     assert type(torch_engine.posterior) is TorchCandidatePosterior and type(torch_engine.kernel) is Matern52
     assert np.array_equal(numba_engine.kernel.lengthscale, torch_engine.kernel.lengthscale)
     _bitwise_equal(numba_engine.posterior, torch_engine.posterior)
@@ -95,6 +100,8 @@ def test_growing_tiled_posteriors_agree_on_other_kernels(kernel):
     rng = np.random.default_rng(2)
     C = rng.normal(size=(1000, 3))
     C[[10, 500]] = C[3]
+    from shared.gp.torch_posterior import TorchCandidatePosterior
+
     numba_post = CandidatePosterior(C, kernel, 0.01, chunk=128, block_rows=3)
     torch_post = TorchCandidatePosterior(C, kernel, 0.01, device=DEVICE, chunk=128, block_rows=3)
     excluded = np.array([3, 700])
@@ -110,7 +117,9 @@ def test_growing_tiled_posteriors_agree_on_other_kernels(kernel):
     assert torch_post.best_upper_confidence_bound(2.0, everything) == -1
 
 
-def test_the_pass_arithmetic_rounds_as_the_numba_pass():
+def test_the_pass_arithmetic_rounds_as_the_numba_pass(torch):
+    from shared.gp.torch_posterior import exp_as_pass, ordered_sum, sqrt_rounded
+
     rng = np.random.default_rng(4)
     x = np.concatenate([-np.logspace(-300, np.log10(707.0), 100_001), np.linspace(-707.0, 0.0, 100_001), [0.0, -0.0]])
     on_device = lambda a: torch.as_tensor(a, device=DEVICE)  # noqa: E731
@@ -126,7 +135,7 @@ def test_the_pass_arithmetic_rounds_as_the_numba_pass():
     assert np.array_equal(got, expected)
 
 
-def test_devices_and_precisions():
+def test_devices_and_precisions(torch):
     C = np.random.default_rng(0).normal(size=(50, 2))
     options = dict(lengthscale=1.0, signal_variance=1.0, noise_variance=1e-3, delta=0.1)
     if not torch.cuda.is_available():
