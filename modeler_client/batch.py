@@ -35,12 +35,11 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from shared.api.schemas import ReleaseOut
-from shared.gp.ucb import GPUCB
-
 from modeler_client.remote import RemoteSession
 from modeler_client.runfile import RunRecord, RunSettings
 from modeler_client.surrogate import Surrogate, release_options
+from shared.api.schemas import ReleaseOut
+from shared.gp.ucb import GPUCB
 
 
 class Proposer(Protocol):

@@ -22,10 +22,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from shared.api.schemas import QueryResult, ReleaseOut
-
 from modeler_client.client import ModelerClient, PendingTimeout
 from modeler_client.runfile import InFlight, QueryRecord, RunRecord, RunSettings
+from shared.api.schemas import QueryResult, ReleaseOut
 
 
 class RemoteRelease:

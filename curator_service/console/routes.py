@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from urllib.parse import urlencode
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 from fastapi import APIRouter, Request
@@ -39,14 +39,14 @@ from curator_service.console.pages import (
     render,
     whole_number,
 )
-from curator_service.console.uploads import KeptFile, KeptUploads
 from curator_service.console.reads import list_sessions, live_state
+from curator_service.console.uploads import KeptFile, KeptUploads
 from curator_service.routers.auth import ANONYMOUS
 from curator_service.services import audit, console_sessions
 from curator_service.services.policy import principal_for_token
+from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.api.errors import ApiError
 from shared.api.schemas import UNFINISHED_JOB_STATUSES
-from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.gp.importance import ard_importance
 from shared.regret import best_so_far
 

@@ -42,8 +42,8 @@ from curator_service.jobs.outcomes import JobCancelled
 from curator_service.jobs.parallel import parallel_map
 from curator_service.persistence.blobs import RawTable
 from curator_service.persistence.models import Job
-from shared.dp.noise import NoiseSource
 from shared.api.schemas import ScalingSpec
+from shared.dp.noise import NoiseSource
 
 
 @dataclass(frozen=True)

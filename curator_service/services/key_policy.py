@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from starlette.requests import Request
 from sqlalchemy.orm import Session
+from starlette.requests import Request
 
 from curator_service.persistence.models import ApiKey, utcnow
 from curator_service.persistence.models import KeyPolicy as PolicyRow
@@ -38,6 +38,7 @@ from curator_service.services.ledger import key_spent
 from curator_service.services.policy import Principal
 from shared.api.errors import ApiError
 from shared.api.governance import KeyPolicy, KeyPolicyOut
+
 
 def check_policy(role: str, policy: KeyPolicy) -> None:
     """422 with a sentence for a policy that names unknown job kinds, gives a modeler a curator-only kind, or has

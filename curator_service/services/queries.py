@@ -25,8 +25,15 @@ from curator_service.services.policy import Principal, visible, visible_or_404
 from curator_service.services.releases import check_served
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
-from shared.api.schemas import PendingQuery, PendingQueryList, QueryList, QueryRequest, QueryResponse, QueryResult, SessionOut
-
+from shared.api.schemas import (
+    PendingQuery,
+    PendingQueryList,
+    QueryList,
+    QueryRequest,
+    QueryResponse,
+    QueryResult,
+    SessionOut,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,10 @@ from shared.gp.ucb import gp_ucb_beta
 try:
     import torch
     from botorch.acquisition import (
-        LogExpectedImprovement, UpperConfidenceBound, qLogExpectedImprovement, qUpperConfidenceBound,
+        LogExpectedImprovement,
+        UpperConfidenceBound,
+        qLogExpectedImprovement,
+        qUpperConfidenceBound,
     )
     from botorch.fit import fit_gpytorch_mll
     from botorch.models import SingleTaskGP

@@ -15,9 +15,6 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from shared.api.jobs import DpBoParams, DpBoResult
-from shared.api.schemas import JobOut
-
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import connects, console, err_console, reports_api_errors
 from modeler_client.commands.jobs import (
@@ -32,6 +29,8 @@ from modeler_client.commands.jobs import (
     job_params,
     run_job,
 )
+from shared.api.jobs import DpBoParams, DpBoResult
+from shared.api.schemas import JobOut
 
 
 @reports_api_errors

@@ -18,9 +18,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shared.api.jobs import DpTuneParams, DpTuneResult
-from shared.api.schemas import JobOut
-
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import connects, console, err_console, reports_api_errors
 from modeler_client.commands.jobs import (
@@ -35,6 +32,8 @@ from modeler_client.commands.jobs import (
     job_params,
     run_job,
 )
+from shared.api.jobs import DpTuneParams, DpTuneResult
+from shared.api.schemas import JobOut
 
 
 def _numbers(text: str, kind: type) -> list:

@@ -7,11 +7,10 @@ from typing import Annotated
 
 import typer
 
+from modeler_client.commands.common import OptionalToken, OptionalUrl, connect, console, reports_api_errors
 from modeler_client.importance import parameter_importance
 from modeler_client.plot import figure_importance, plot_runs, run_title
 from modeler_client.runfile import RunRecord
-
-from modeler_client.commands.common import OptionalToken, OptionalUrl, connect, console, reports_api_errors
 
 
 @reports_api_errors

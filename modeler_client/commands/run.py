@@ -8,14 +8,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Column
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-from shared.gp.ucb import describe_engine, engine_device
-
-from modeler_client.loop import LoopEvent, RemoteGPUCB
-from modeler_client.remote import RemoteSession
-from modeler_client.runfile import MAX_BATCH, RunRecord, RunSettings
+from rich.table import Column
 
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import (
@@ -28,6 +22,11 @@ from modeler_client.commands.common import (
     reports_api_errors,
     show_release_warnings,
 )
+from modeler_client.loop import LoopEvent, RemoteGPUCB
+from modeler_client.remote import RemoteSession
+from modeler_client.runfile import MAX_BATCH, RunRecord, RunSettings
+from shared.gp.ucb import describe_engine, engine_device
+
 
 class HyperparameterMode(StrEnum):
     fit = "fit"

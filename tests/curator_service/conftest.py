@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 import uvicorn
+from click.testing import Result
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
-from click.testing import Result
 from typer.testing import CliRunner
 
 from curator_service.app import create_app

@@ -7,8 +7,8 @@ backends); this file adds an HTTP client per caller and the server's captured lo
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,6 @@ import httpx
 import pytest
 
 from curator_service.testing import LocalCurator
-
 from tests.curator_service.conftest import (  # noqa: F401 - fixtures re-exported for this directory
     ADMIN,
     database_url,

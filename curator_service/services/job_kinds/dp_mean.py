@@ -30,6 +30,7 @@ from curator_service.services.ledger_events import Event, laplace_event
 from shared.api.jobs import DpMeanParams, DpMeanResult
 from shared.dp.mechanisms import bounded_mean_sensitivity, laplace_mechanism
 
+
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
     parsed = DpMeanParams.model_validate(params)
     check_numeric_column(dataset, "column", parsed.column)

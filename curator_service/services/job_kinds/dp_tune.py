@@ -54,8 +54,8 @@ from curator_service.services.job_kinds.inputs import (
     training_features,
 )
 from shared.algorithms.ding.dptune import PrivateLogisticRegression, tune_and_train
-from shared.dp.mechanisms import release_held_out_scores
 from shared.api.jobs import DpTuneModel, DpTuneParams, DpTuneResult, HeldOutScores
+from shared.dp.mechanisms import release_held_out_scores
 
 MAX_STEPS = 2_000_000
 

@@ -48,7 +48,13 @@ from curator_service.services.job_kinds.inputs import (
     training_features,
 )
 from shared.algorithms.dpareto.optimizer import (
-    Evaluation, ParetoProblem, ParetoResult, dpareto, grid_search, grid_points_per_dimension, random_search,
+    Evaluation,
+    ParetoProblem,
+    ParetoResult,
+    dpareto,
+    grid_points_per_dimension,
+    grid_search,
+    random_search,
 )
 from shared.algorithms.dpareto.problems import dpsgd_oracle, dpsgd_space, learning_rates_for
 from shared.api.jobs import DparetoParams, DparetoPoint, DparetoResult

@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import Callable, Iterable
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import minimize
 from scipy.special import expit, logit
 
-from shared.gp.regression import FittedHyperparameters, GPRegressor, fit_hyperparameters
 from shared.algorithms.dpareto.pareto import HVPoI, hypervolume_2d, pareto_front, pareto_mask
+from shared.gp.regression import FittedHyperparameters, GPRegressor, fit_hyperparameters
 
 EPSILON_FLOOR = 1e-10
 FIT_FTOL = 1e-6

@@ -19,17 +19,17 @@ same function. That noise is research noise for measuring utility — nothing he
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
-from shared.dp.accounting import dpsgd_epsilon, svt_epsilon
-from shared.datasets.adult import load_adult
 from shared.algorithms.dpareto.optimizer import Hyperparameter, ParetoProblem
+from shared.datasets.adult import load_adult
+from shared.dp.accounting import dpsgd_epsilon, svt_epsilon
+from shared.dp.noise import NoiseSource, OpenDPNoise, noise_source
+from shared.dp.sparse_vector import f1_scores, svt_from_unit_noise
 from shared.learners.dpsgd import DPSGDClassifier
 from shared.learners.output_perturbation import OutputPerturbationLogisticRegression, regularized_logistic_minimizer
-from shared.dp.sparse_vector import f1_scores, svt_from_unit_noise
-from shared.dp.noise import NoiseSource, OpenDPNoise, noise_source
 
 ANTI_IDEAL = (10.0, 1.0)  # the paper's v† (§4.1): ε ≤ 10, any error
 
@@ -61,7 +61,7 @@ def output_perturbation_problem(*, runs: int = 50, delta: float = 1e-6, seed: in
     noise_margins = X_test @ unit  # test margins of the unit noise directions, (n_test, R)
     correct_sign = 2.0 * y_test - 1.0
 
-    @lru_cache(maxsize=None)
+    @cache
     def clean_margins(regularization: float) -> np.ndarray:
         return X_test @ regularized_logistic_minimizer(X, y, regularization)
 
