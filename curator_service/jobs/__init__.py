@@ -10,9 +10,10 @@ The framework runs any :class:`JobKind` it is given and knows no kind by name: t
 * ``run(ctx)`` does the work and returns a JSON-serialisable dict: the job's released result. It runs in a
   Dask worker process (:mod:`.worker`), never in the API process. It reads the raw table from ``ctx.table``
   (a learner reads :func:`~curator_service.services.job_kinds.inputs.training_features`: the dataset's public
-  scaling, rows clipped to the unit ball), reports progress with ``ctx.progress(fraction, message)``, calls ``ctx.check_cancelled()`` between steps
-  (cancel, the time limit and a lost claim all show there; a DP-SGD training checks by itself every few
-  hundred steps, in the job's thread and in its pieces on the cluster: :mod:`shared.learners.stopping`),
+  scaling, rows clipped to the unit ball), reports progress with ``ctx.progress(fraction, message)``, calls
+  ``ctx.check_cancelled()`` between steps (cancel, the time limit and a lost claim all show there; a DP-SGD
+  training checks by itself every few hundred steps, in the job's thread and in its pieces on the cluster:
+  :mod:`shared.learners.stopping`),
   spreads independent pieces over the cluster with ``ctx.map(fn, items)`` and draws every piece of privacy noise
   from ``ctx.noise``. Raise :class:`~.outcomes.JobFailed` with a sentence for a failure the submitter may read; any
   other exception is reported by type only (its message might quote data).

@@ -209,9 +209,9 @@ def check_affordable_with_reservations(session: Session, dataset_id: int, epsilo
 
 def check_job_limit(session: Session, settings: Settings, principal: Principal) -> None:
     """At most ``POBO_JOB_LIMIT_PER_KEY`` queued or running jobs (releases included) per API key, so no key can flood
-    the queue (how many of them run at once is the key's share of the workers: :func:`curator_service.jobs.state.claim`);
-    a job being cancelled no longer counts. The admin token, the operator's own, is not limited. The count and the
-    insert are atomic (:func:`~curator_service.jobs.state.unfinished_jobs`)."""
+    the queue (how many of them run at once is the key's share of the workers:
+    :func:`curator_service.jobs.state.claim`); a job being cancelled no longer counts. The admin token, the operator's
+    own, is not limited. The count and the insert are atomic (:func:`~curator_service.jobs.state.unfinished_jobs`)."""
     if principal.key_id is None:
         return
     unfinished = unfinished_jobs(session, principal.key_id, UNFINISHED_JOB_STATUSES)

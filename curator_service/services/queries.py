@@ -296,8 +296,8 @@ def answer_query(session: Session, principal: Principal, query_id: int, value: f
     query = get_or_404(session, Query, query_id, lock=True)
     if query.status != "pending":
         raise ApiError(409, "conflict", f"query {query_id} is already answered or marked 'cannot measure' (status "
-                       f"{query.status}); correct it with a reason instead (pobo-curator queries correct {query_id} VALUE --reason '…', "
-                       f"or POST /v1/queries/{query_id}/correct)")
+                       f"{query.status}); correct it with a reason instead (pobo-curator queries correct {query_id} "
+                       f"VALUE --reason '…', or POST /v1/queries/{query_id}/correct)")
     return post_answer(session, principal, query, value)
 
 

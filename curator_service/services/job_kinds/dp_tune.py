@@ -2,8 +2,8 @@
 scored on held-out rows beside the majority-class baseline.
 
 The features are the dataset's public scaling with rows clipped to the unit ball
-(:func:`~curator_service.services.job_kinds.inputs.training_features`). A random ``test_fraction`` of the rows is held out. The
-other rows are split into k parts; every candidate (DP-SGD logistic-regression hyperparameters) is
+(:func:`~curator_service.services.job_kinds.inputs.training_features`). A random ``test_fraction`` of the rows is held
+out. The other rows are split into k parts; every candidate (DP-SGD logistic-regression hyperparameters) is
 trained on each part and scored on that part's held-out rows, so each part's utility depends on that
 part alone and the mean over parts moves by at most 1/k when one row is replaced. The capped
 elastic-step sparse vector (``shared.algorithms.ding.dptune``) picks a candidate, which is trained by DP-SGD on all

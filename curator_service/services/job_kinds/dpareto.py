@@ -1,9 +1,9 @@
 """``dpareto``: the privacy–utility Pareto front of DP-SGD / DP-Adam on the curator's table (Avent et al.).
 
 The features are the dataset's public scaling with rows clipped to the unit ball
-(:func:`~curator_service.services.job_kinds.inputs.training_features`), as the paper's Adult rows are; with a 0/1 label column
-they are split (``ctx.rng``) into training and held-out rows. DPareto (``shared.algorithms.dpareto.optimizer``) explores the
-learner's hyperparameters (Table 1 of the paper by default, its learning rates scaled to the table's size:
+(:func:`~curator_service.services.job_kinds.inputs.training_features`), as the paper's Adult rows are; with a 0/1 label
+column they are split (``ctx.rng``) into training and held-out rows. DPareto (``shared.algorithms.dpareto.optimizer``)
+explores the learner's hyperparameters (Table 1 of the paper by default, its learning rates scaled to the table's size:
 :func:`shared.algorithms.dpareto.problems.learning_rates_for`), the privacy oracle is
 ``shared.dp.accounting.dpsgd_epsilon`` on the training rows and the utility is held-out accuracy, reported
 beside the held-out majority-class baseline; when no learner beats it the result's ``diagnosis`` says so and why.
@@ -156,7 +156,8 @@ def run(ctx: JobContext) -> dict[str, Any]:
     majority = max(float(np.mean(y[test])), 1.0 - float(np.mean(y[test])))
     best = 1.0 - min(e.error for e in result.evaluations)
     return DparetoResult(
-        warning="This front is not differentially private (DPareto's threat model): share it with trusted analysts only.",
+        warning="This front is not differentially private (DPareto's threat model): share it with trusted analysts "
+                "only.",
         anti_ideal=list(result.anti_ideal),
         hypervolume=result.hypervolume(),
         delta=p.delta,

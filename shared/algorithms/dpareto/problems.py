@@ -19,7 +19,7 @@ same function. That noise is research noise for measuring utility — nothing he
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import cache, lru_cache
+from functools import cache
 
 import numpy as np
 
