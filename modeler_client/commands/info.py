@@ -45,7 +45,8 @@ def _duration(hours: float) -> str:
 
 def release_table(release: ReleaseOut) -> Table:
     table = Table(title=f"release {release.id}", show_header=False)
-    certified = "[bold green]yes[/]" if release.certified else "[bold red]NO: not certified differentially private (see the warning)[/]"
+    certified = ("[bold green]yes[/]" if release.certified
+                 else "[bold red]NO: not certified differentially private (see the warning)[/]")
     rows = {
         "mechanism": release.mechanism,
         "certified DP": certified,

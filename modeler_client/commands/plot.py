@@ -16,7 +16,8 @@ from modeler_client.runfile import RunRecord
 @reports_api_errors
 def plot(
     paths: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, help="One or more run files.")],
-    out: Annotated[Path | None, typer.Option(help="The PNG to write (default: the first run file's name .png).")] = None,
+    out: Annotated[Path | None, typer.Option(help="The PNG to write (default: the first run file's name "
+                                             ".png).")] = None,
     optimum: Annotated[
         float | None, typer.Option(help="Known best value (overrides the run files') to plot simple regret.")
     ] = None,
