@@ -63,7 +63,8 @@ def reconstruction_audit(
     if known.size and (known[0] < 0 or known[-1] >= n):
         raise ValueError(f"known indices must lie in [0, {n})")
     if known.size < d + 1:
-        raise ValueError(f"the attack needs at least d + 1 = {d + 1} known rows to fit the affine map, got {known.size}")
+        raise ValueError(f"the attack needs at least d + 1 = {d + 1} known rows to fit the affine map, "
+                         f"got {known.size}")
     unknown = np.setdiff1d(np.arange(n), known)
     if unknown.size == 0:
         raise ValueError("every row is known: nothing is left to reconstruct")

@@ -4,8 +4,8 @@ multi-objective Bayesian optimization, with random-sampling and grid baselines.
 The loop: evaluate k₀ random hyperparameter settings λ, then k times — fit independent GPs
 (Matérn-5/2, ARD, hyperparameters by marginal likelihood) to log ε and logit(error) over the
 hyperparameters mapped to the unit cube (log scale where the domain is), and evaluate the oracles at the
-maximiser of HVPoI (:mod:`shared.algorithms.dpareto.pareto`). HVPoI is maximised by a dense uniform random search over the
-cube followed by L-BFGS-B polishing from the best few candidates. When HVPoI is zero at every candidate
+maximiser of HVPoI (:mod:`shared.algorithms.dpareto.pareto`). HVPoI is maximised by a dense uniform random search over
+the cube followed by L-BFGS-B polishing from the best few candidates. When HVPoI is zero at every candidate
 (the predicted mean is dominated everywhere) the candidate with the highest probability of improvement
 is taken instead — a tie-break the paper does not specify. A proposal that rounds to a setting already
 evaluated gives way to the best candidate that does not (the oracle would only repeat its answer).
@@ -237,7 +237,8 @@ class HVPoIProposer:
 
         def scores(X: NDArray) -> tuple[NDArray, NDArray]:
             predictions = [m.predict(X, return_std=True) for m in models]
-            return acquisition(np.column_stack([p[0] for p in predictions]), np.column_stack([p[1] for p in predictions]))
+            return acquisition(np.column_stack([p[0] for p in predictions]),
+                               np.column_stack([p[1] for p in predictions]))
 
         X = self.rng.random((self.candidates, self.dim))
         alpha, poi = scores(X)

@@ -1,4 +1,5 @@
-"""The privacy–utility problems of the DPareto paper, as :class:`shared.algorithms.dpareto.optimizer.ParetoProblem` objects.
+"""The privacy–utility problems of the DPareto paper, as :class:`shared.algorithms.dpareto.optimizer.ParetoProblem`
+objects.
 
 * :func:`svt_problem` (§2.2): Algorithm 1 on m = 100 binary queries with exactly 10 positives;
   λ = (C ∈ [1, 30], b ∈ [1e-2, 1e2] log); ε in closed form; utility = mean F₁ over R = 50 runs, each
