@@ -158,6 +158,16 @@ def assert_error(response, status: int, code: str, *words: str) -> None:
         assert word in body["detail"], (word, body["detail"])
 
 
+@pytest.fixture
+def world(client: TestClient) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A 40-row dataset's release, a modeler key allowed 2,000 queries, and its open session (a module with a
+    ``world`` of its own uses that one)."""
+    rel = release(client, register(client)["id"])
+    key = modeler_key(client, [rel["id"]], max_queries=2000)
+    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
+    return key, session
+
+
 @dataclass(frozen=True)
 class CuratorCli:
     """``pobo-curator`` admin commands against a live server, and a 20-row CSV (``csv``) to register."""
