@@ -28,7 +28,9 @@ from tests.curator_service.conftest import (  # noqa: F401 - fixtures re-exporte
 
 
 @pytest.fixture
-def connect(live_server: Callable[..., str]) -> Iterator[Callable[..., httpx.Client]]:
+def connect(
+    live_server: Callable[..., str],  # noqa: F811 - the fixture imported above, taken as an argument
+) -> Iterator[Callable[..., httpx.Client]]:
     """``connect(**settings)``: an admin httpx client on a fresh live server; ``connect(token, url=...)``: another
     caller's client on a server already started."""
     clients: list[httpx.Client] = []
