@@ -84,6 +84,18 @@ class JobContext:
     cancelled: Callable[[], bool]
     simulation_key: str | None = None  # the column evaluator's simulated-noise key: a secret, on the context only
 
+    def require_dataset(self) -> DatasetInfo:
+        """``dataset``, which the worker loads for every kind that ``needs_dataset``."""
+        if self.dataset is None:
+            raise TypeError(f"job {self.job_id} has no dataset: its kind does not need one")
+        return self.dataset
+
+    def require_table(self) -> RawTable:
+        """``table``, which the worker loads for every kind that ``needs_dataset``."""
+        if self.table is None:
+            raise TypeError(f"job {self.job_id} has no table: its kind does not need a dataset")
+        return self.table
+
     def check_cancelled(self) -> None:
         """Raises :class:`JobCancelled` if the job was cancelled; call it between steps."""
         if self.cancelled():

@@ -75,7 +75,7 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
 
 def run(ctx: JobContext) -> dict[str, Any]:
     params = DpBoParams.model_validate(ctx.params)
-    labels = binary_labels(ctx.table, params.label_column)
+    labels = binary_labels(ctx.require_table(), params.label_column)
     ctx.progress(0.0, f"fitting the learner at the {len(params.log10_lambda)} grid points")
     task = split_task(training_features(ctx), labels, validation_fraction=params.validation_fraction, rng=ctx.rng)
     m, grid = task.validation_size, np.asarray(params.log10_lambda, dtype=float)

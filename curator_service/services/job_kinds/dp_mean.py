@@ -46,7 +46,8 @@ def event(params: dict[str, Any], dataset: DatasetInfo) -> Event:
 
 def run(ctx: JobContext) -> dict[str, Any]:
     params = DpMeanParams.model_validate(ctx.params)
-    values = ctx.table.columns[params.column]  # a numeric column: every cell a finite number (check_numeric_column)
+    # a numeric column: every cell a finite number (check_numeric_column)
+    values = ctx.require_table().columns[params.column]
     n = values.shape[0]
     clipped_mean = float(np.clip(values, params.lower, params.upper).mean())
     delta_mean = bounded_mean_sensitivity(params.lower, params.upper, n)

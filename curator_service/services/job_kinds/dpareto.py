@@ -124,9 +124,9 @@ def evaluate_setting(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarra
 
 def run(ctx: JobContext) -> dict[str, Any]:
     p = DparetoParams.model_validate(ctx.params)
-    labels = binary_labels(ctx.table, p.label_column)
+    labels = binary_labels(ctx.require_table(), p.label_column)
     X, y = training_features(ctx), labels
-    test, train = held_out_rows(ctx.table, p.test_fraction, ctx.rng)
+    test, train = held_out_rows(ctx.require_table(), p.test_fraction, ctx.rng)
     n_test = len(test)
     learning_rate = p.learning_rate or learning_rates_for(len(train))
     lot_size = (p.batch_size[0], min(p.batch_size[1], len(train)))
