@@ -197,7 +197,7 @@ def check_may_run(session: Session, key_id: int, kind: str) -> None:
     A kind created by its own endpoint (``JobKind.endpoint``: releases) is governed by that endpoint's rules and the
     kind's roles, not by the ``jobs`` list: a curator key listing only ``dp-mean`` still makes releases. The ε/δ cap
     applies to their charges all the same (:func:`~curator_service.services.ledger.check_key_cap`)."""
-    key = session.get(ApiKey, key_id)
+    key = session.get_one(ApiKey, key_id)
     job_kind = KINDS.get(kind)
     if job_kind is not None and job_kind.endpoint is not None and key.role in job_kind.roles:
         return
