@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import copy
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -59,6 +59,7 @@ from shared.algorithms.dpareto.optimizer import (
 from shared.algorithms.dpareto.problems import dpsgd_oracle, dpsgd_space, learning_rates_for
 from shared.api.jobs import DparetoParams, DparetoPoint, DparetoResult
 from shared.dp.noise import SeededNoise
+from shared.learners.dpsgd import Loss, Optimizer
 
 MAX_STEPS = 10_000_000
 """DP-SGD steps a job may need at worst. The defaults (24 evaluations × 64 epochs at lots ≥ 8) fit on tables of up
@@ -110,8 +111,8 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
     return 0.0, 0.0
 
 
-def evaluate_setting(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], loss: str,
-                     optimizer: str, delta: float, seed: int, params: dict[str, float]) -> tuple[float, float]:
+def evaluate_setting(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], loss: Loss,
+                     optimizer: Optimizer, delta: float, seed: int, params: dict[str, float]) -> tuple[float, float]:
     """The oracle at one setting: one DP-SGD training whose research generator (its noise and lots) is seeded by the
     job's seed and the setting itself, so evaluations spread over several worker processes (each with its own copy
     of this function) still get distinct streams, and a seeded job is reproducible however they are spread."""
@@ -132,8 +133,9 @@ def run(ctx: JobContext) -> dict[str, Any]:
     lot_size = (p.batch_size[0], min(p.batch_size[1], len(train)))
     space = dpsgd_space(max_epochs=p.max_epochs, lot_size=lot_size, learning_rate=learning_rate,
                         noise_variance=p.noise_variance, clip_norm=p.clip_norm)
-    oracle = partial(evaluate_setting, (X[train], y[train]), (X[test], y[test]), p.loss, p.optimizer, p.delta,
-                     int(ctx.rng.integers(2**63)))
+    # The params' patterns admit only the learner's names.
+    oracle = partial(evaluate_setting, (X[train], y[train]), (X[test], y[test]), cast(Loss, p.loss),
+                     cast(Optimizer, p.optimizer), p.delta, int(ctx.rng.integers(2**63)))
     front_total = p.initial_points + p.iterations
     total = front_total + baseline_evaluations(p)
 

@@ -279,7 +279,7 @@ def dpareto(
     HVPoI steps are sequential by nature. The oracle runs wherever ``map_fn`` sends it: state it mutates
     there does not come back."""
     rng = np.random.default_rng(rng)
-    result = ParetoResult("dpareto", problem.name, tuple(problem.anti_ideal))
+    result = ParetoResult("dpareto", problem.name, problem.anti_ideal)
     total = initial_points + iterations
     initial = np.random.default_rng(rng.integers(2**63))  # the same stream random_search uses first
     _record_all(result, problem, [problem.sample(initial) for _ in range(initial_points)], total, progress, map_fn)
@@ -289,8 +289,11 @@ def dpareto(
         start = time.perf_counter()
         U = np.array([problem.to_unit(e.params) for e in result.evaluations])
         seen = {_setting_key(e.params) for e in result.evaluations}
-        params = problem.from_unit(proposer.propose(U, result.points,
-                                                    lambda u, seen=seen: _setting_key(problem.from_unit(u)) in seen))
+
+        def evaluated(u: NDArray, seen: set[tuple] = seen) -> bool:
+            return _setting_key(problem.from_unit(u)) in seen
+
+        params = problem.from_unit(proposer.propose(U, result.points, evaluated))
         result.overhead_seconds.append(time.perf_counter() - start)
         _record_all(result, problem, [params], total, progress, known=result.evaluations)
     return result
@@ -306,7 +309,7 @@ def random_search(
     function of the setting), which are taken from there."""
     rng = np.random.default_rng(rng)
     initial = np.random.default_rng(rng.integers(2**63))
-    result = ParetoResult("random", problem.name, tuple(problem.anti_ideal))
+    result = ParetoResult("random", problem.name, problem.anti_ideal)
     _record_all(result, problem, [problem.sample(initial) for _ in range(evaluations)], evaluations, progress, map_fn,
                 known)
     return result
@@ -326,6 +329,6 @@ def grid_search(problem: ParetoProblem, *, points_per_dimension: int, progress: 
     on each dimension's scale, ends included), evaluated through ``map_fn``."""
     axes = np.linspace(0.0, 1.0, points_per_dimension) if points_per_dimension > 1 else np.array([0.5])
     grid = np.stack(np.meshgrid(*[axes] * len(problem.space), indexing="ij"), axis=-1).reshape(-1, len(problem.space))
-    result = ParetoResult("grid", problem.name, tuple(problem.anti_ideal))
+    result = ParetoResult("grid", problem.name, problem.anti_ideal)
     _record_all(result, problem, [problem.from_unit(u) for u in grid], len(grid), progress, map_fn)
     return result

@@ -29,7 +29,7 @@ from shared.datasets.adult import load_adult
 from shared.dp.accounting import dpsgd_epsilon, svt_epsilon
 from shared.dp.noise import NoiseSource, OpenDPNoise, noise_source
 from shared.dp.sparse_vector import f1_scores, svt_from_unit_noise
-from shared.learners.dpsgd import DPSGDClassifier
+from shared.learners.dpsgd import DPSGDClassifier, Loss, Optimizer
 from shared.learners.output_perturbation import OutputPerturbationLogisticRegression, regularized_logistic_minimizer
 
 ANTI_IDEAL = (10.0, 1.0)  # the paper's v† (§4.1): ε ≤ 10, any error
@@ -117,7 +117,7 @@ def dpsgd_space(
 DPSGD_SPACE = dpsgd_space()
 
 
-def dpsgd_learner(params: dict[str, float], *, loss: str, optimizer: str) -> DPSGDClassifier:
+def dpsgd_learner(params: dict[str, float], *, loss: Loss, optimizer: Optimizer) -> DPSGDClassifier:
     """λ → the learner. Table 1 tunes the noise *variance* σ²; the learner's noise multiplier is σ."""
     return DPSGDClassifier(learning_rate=params["learning_rate"], batch_size=int(params["lot_size"]),
                            epochs=int(params["epochs"]), noise_multiplier=float(np.sqrt(params["noise_variance"])),
@@ -134,8 +134,8 @@ def dpsgd_oracle(
     train: tuple[np.ndarray, np.ndarray],
     test: tuple[np.ndarray, np.ndarray],
     *,
-    loss: str,
-    optimizer: str,
+    loss: Loss,
+    optimizer: Optimizer,
     delta: float,
     draws: Callable[[], Iterable[tuple[NoiseSource, np.random.Generator]]],
 ) -> Callable[[dict[str, float]], tuple[float, float]]:
@@ -172,7 +172,7 @@ def table4_sampler(rng: np.random.Generator) -> dict[str, float]:
 
 
 def adult_dpsgd_problem(
-    loss: str = "logistic", optimizer: str = "sgd", *, runs: int = 1, delta: float = 1e-5, seed: int = 0,
+    loss: Loss = "logistic", optimizer: Optimizer = "sgd", *, runs: int = 1, delta: float = 1e-5, seed: int = 0,
     train_rows: int | None = None,
 ) -> ParetoProblem:
     """DP-SGD/DP-Adam on Adult: ``loss`` "logistic" (LogReg) or "hinge" (SVM), ``optimizer`` "sgd"/"adam".
