@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class ReconstructionReport:
 
 
 def reconstruction_audit(
-    X: np.ndarray, Z: np.ndarray, known_indices, *, noise_std: float | None = None
+    X: np.ndarray, Z: np.ndarray, known_indices: ArrayLike, *, noise_std: float | None = None
 ) -> ReconstructionReport:
     """Attack release ``Z`` of the (scaled) data ``X`` knowing the rows ``known_indices``; aggregates only.
 
