@@ -46,7 +46,6 @@ from shared.api.schemas import (
     SessionOut,
 )
 
-
 POLL_SECONDS = 1.0
 """How often a followed job is polled: progress moves per chunk (seconds), and a poll is one cheap read."""
 

@@ -35,12 +35,11 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from shared.api.schemas import ReleaseOut
-from shared.gp.ucb import GPUCB
-
 from modeler_client.remote import RemoteSession
 from modeler_client.runfile import RunRecord, RunSettings
 from modeler_client.surrogate import Surrogate, release_options
+from shared.api.schemas import ReleaseOut
+from shared.gp.ucb import GPUCB
 
 
 class Proposer(Protocol):
@@ -113,7 +112,8 @@ def gp_bucb(ucb: GPUCB, q: int, pending: Sequence[int] = (), *, inflate: bool = 
             beta = ucb.beta(t) * (math.exp(min(2.0 * information, 700.0)) if inflate else 1.0)
             pick = post.best_upper_confidence_bound(beta, ucb.never_suggested(post))  # ties to the lowest index
             if pick < 0:
-                raise ValueError("every row is measured, pending or unmeasurable and requery is off: nothing is left to ask")
+                raise ValueError("every row is measured, pending or unmeasurable and requery is off: nothing is left "
+                                 "to ask")
             picks.append(pick)
             if len(picks) < q:
                 hallucinate(picks[-1])

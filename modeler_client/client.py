@@ -139,7 +139,8 @@ class ModelerClient:
         ``request_id`` to get their results back uncharged.
         """
         indices, request_id = [int(i) for i in indices], request_id or uuid.uuid4().hex
-        parts = range(0, max(len(indices), 1), MAX_INDICES_PER_REQUEST)  # no index: one request, which QueryRequest refuses
+        # no index: one request, which QueryRequest refuses
+        parts = range(0, max(len(indices), 1), MAX_INDICES_PER_REQUEST)
         longest = request_id if len(parts) == 1 else f"{request_id}.{len(parts)}"
         if len(longest) > REQUEST_ID_MAX_LENGTH:
             raise ValueError(f"request_id is {len(request_id)} characters; with the suffix '.{len(parts)}' of this "

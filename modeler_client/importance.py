@@ -12,9 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from shared.gp.importance import ard_importance
-
 from modeler_client.runfile import RunRecord
+from shared.gp.importance import ard_importance
 
 MIN_OBSERVATIONS = 3
 

@@ -22,10 +22,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from shared.api.schemas import QueryResult, ReleaseOut
-
 from modeler_client.client import ModelerClient, PendingTimeout
 from modeler_client.runfile import InFlight, QueryRecord, RunRecord, RunSettings
+from shared.api.schemas import QueryResult, ReleaseOut
 
 
 class RemoteRelease:
@@ -75,7 +74,8 @@ class RemoteRelease:
         if self._Z is None:
             Z = self.client.inputs(self.id)
             if Z.shape != (self.n, self.dim):
-                raise RuntimeError(f"the released inputs have shape {Z.shape}, but the release says {self.n} × {self.dim}")
+                raise RuntimeError(f"the released inputs have shape {Z.shape}, but the release says "
+                                   f"{self.n} × {self.dim}")
             Z.setflags(write=False)
             self._Z = Z
         return self._Z
@@ -170,7 +170,8 @@ class RemoteSession:
         self.changes: list[str] = []
 
     @classmethod
-    def start(cls, client: ModelerClient, release_id: int, path: str | Path, settings: RunSettings, **options) -> RemoteSession:
+    def start(cls, client: ModelerClient, release_id: int, path: str | Path, settings: RunSettings,
+              **options) -> RemoteSession:
         """Open a server session on ``release_id`` and write the run file before any query."""
         release = client.release(release_id)
         session = client.open_session(release_id)
@@ -206,13 +207,15 @@ class RemoteSession:
         return cls(client, record, path, **options)
 
     @classmethod
-    def open(cls, client: ModelerClient, release_id: int, path: str | Path, settings: RunSettings, **options) -> RemoteSession:
+    def open(cls, client: ModelerClient, release_id: int, path: str | Path, settings: RunSettings,
+             **options) -> RemoteSession:
         """Resume the run file at ``path`` if there is one (it must be of this release), else start a run."""
         if not Path(path).exists():
             return cls.start(client, release_id, path, settings, **options)
         remote = cls.resume(client, path, **options)
         if remote.record.release_id != release_id:
-            raise ValueError(f"{path} holds a run of release {remote.record.release_id}, not {release_id}; choose another file")
+            raise ValueError(f"{path} holds a run of release {remote.record.release_id}, not {release_id}; "
+                             "choose another file")
         return remote
 
     # --- journal ----------------------------------------------------------------------------------------

@@ -40,7 +40,8 @@ class RunSettings(_Model):
     )
     kernel: Literal["se", "matern52"] = "se"
     hyperparameters: Literal["fit", "fixed"] = Field(
-        default="fit", description="'fit': maximum a posteriori under BoTorch's priors on the observations (docs/gp_engine.md)."
+        default="fit",
+        description="'fit': maximum a posteriori under BoTorch's priors on the observations (docs/gp_engine.md).",
     )
     refit_every: int = Field(
         default=1, ge=1,
@@ -58,7 +59,9 @@ class RunSettings(_Model):
         ),
     )
     seed: int = Field(default=0, description="Seeds the restarts of hyperparameter fitting (client side only).")
-    batch: int = Field(default=1, ge=1, le=MAX_BATCH, description="q: indices per request (GP-BUCB), or pending at once.")
+    batch: int = Field(
+        default=1, ge=1, le=MAX_BATCH, description="q: indices per request (GP-BUCB), or pending at once."
+    )
     asynchronous: bool = Field(
         default=False, description="Keep up to q queries pending and propose a new one whenever an answer arrives."
     )

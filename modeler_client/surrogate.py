@@ -27,12 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from modeler_client.runfile import RunSettings
+from shared.api.schemas import ReleaseOut
 from shared.gp.kernels import KERNELS, FittableKernel, Kernel, squared_distances
 from shared.gp.noisy_inputs import ExpectedSquaredExponential, PosteriorInputsSE, box_posterior
-from shared.api.schemas import ReleaseOut
 from shared.gp.ucb import GPUCB
-
-from modeler_client.runfile import RunSettings
 
 KernelHook = Callable[[Kernel, ReleaseOut], Kernel]
 MIN_OBSERVATIONS_TO_FIT = 2

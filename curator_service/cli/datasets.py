@@ -103,7 +103,8 @@ def dataset_add(
     csv: Annotated[Path, typer.Argument(help="The CSV (uploaded; with --on-server, a path on the curator's host).")],
     name: Annotated[str | None, typer.Option(help="Dataset name.")] = None,
     features: Annotated[str | None, typer.Option(help="Feature columns, comma-separated.")] = None,
-    evaluator: Annotated[str | None, typer.Option(help="'column:<name>', 'python:<module>:<function>' or 'manual'.")] = None,
+    evaluator: Annotated[str | None, typer.Option(help="'column:<name>', 'python:<module>:<function>' "
+                                                   "or 'manual'.")] = None,
     noise_std: Annotated[float, typer.Option(help="Measurement noise for a column evaluator.")] = 0.0,
     epsilon: Annotated[float | None, typer.Option(help="Total privacy budget ε.")] = None,
     delta: Annotated[float, typer.Option(help="Total privacy budget δ.")] = DEFAULT_DATASET_DELTA,
@@ -122,7 +123,8 @@ def dataset_add(
     label_columns: Annotated[str | None, typer.Option(help="0/1 columns jobs may name as labels (public names), "
                                                       "comma-separated.")] = None,
     spec: Annotated[Path | None, typer.Option(help="A JSON DatasetSpec; the options above override it.")] = None,
-    on_server: Annotated[bool, typer.Option(help="CSV is a path on the server: register it without uploading.")] = False,
+    on_server: Annotated[bool, typer.Option(help="CSV is a path on the server: register it without "
+                                              "uploading.")] = False,
     as_json: Json = False,
 ) -> None:
     """Register a dataset."""

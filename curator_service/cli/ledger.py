@@ -12,8 +12,8 @@ from shared.api.schemas import ReconstructionAuditRequest
 audit_app = typer.Typer(help="The audit log (who did what, when), and the reconstruction audit of a release.",
                         no_args_is_help=True)
 
-LEDGER_COLUMNS = ["id", "dataset_id", "kind", "epsilon", "delta", "purpose", "mechanism", "actor", "release_id", "job_id",
-                  "created_at"]
+LEDGER_COLUMNS = ["id", "dataset_id", "kind", "epsilon", "delta", "purpose", "mechanism", "actor", "release_id",
+                  "job_id", "created_at"]
 
 
 @connects

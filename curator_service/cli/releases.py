@@ -71,8 +71,8 @@ def release_create(
     server: Server,
     dataset: Annotated[int, typer.Option(help="Dataset id.")],
     epsilon: Annotated[float, typer.Option(help="ε charged for the release (every part of it, once).")],
-    delta: Annotated[float, typer.Option(help="δ charged for the release (default: a tenth of the default "
-                                          "dataset δ, so one release leaves room for others).")] = DEFAULT_RELEASE_DELTA,
+    delta: Annotated[float, typer.Option(help="δ charged for the release (default: a tenth of the default dataset "
+                                          "δ, so one release leaves room for others).")] = DEFAULT_RELEASE_DELTA,
     mechanism: Annotated[str, typer.Option(help="gaussian (certified) or po-gp-ucb (NOT DP).")] = "gaussian",
     dim: Annotated[str, typer.Option(help="Projection dimension r, or 'auto' (gaussian: r = d).")] = "auto",
     projection: Projection = "auto",

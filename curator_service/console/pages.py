@@ -7,9 +7,9 @@ A page handler takes :data:`Console` (the API as the session's curator sees it);
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request

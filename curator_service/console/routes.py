@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from urllib.parse import urlencode
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 from fastapi import APIRouter, Request
@@ -39,14 +40,14 @@ from curator_service.console.pages import (
     render,
     whole_number,
 )
-from curator_service.console.uploads import KeptFile, KeptUploads
 from curator_service.console.reads import list_sessions, live_state
+from curator_service.console.uploads import KeptFile, KeptUploads
 from curator_service.routers.auth import ANONYMOUS
 from curator_service.services import audit, console_sessions
 from curator_service.services.policy import principal_for_token
+from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.api.errors import ApiError
 from shared.api.schemas import UNFINISHED_JOB_STATUSES
-from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.gp.importance import ard_importance
 from shared.regret import best_so_far
 
@@ -169,8 +170,8 @@ REGISTRATION_FIELDS = {"spec.name": "name", "spec.feature_columns": "feature_col
                        "spec.measurement.expected_delay_hours": "expected_delay_hours",
                        "spec.label_columns": "label_columns"}
 """Where the API's validation sentences (which quote the field: ``'spec.scaling.lower'``) go on the form."""
-REGISTRATION_WORDS = {"a dataset named": "name", "identifier column": "identifier_column", "label column": "label_columns",
-                      "CSV": "file",
+REGISTRATION_WORDS = {"a dataset named": "name", "identifier column": "identifier_column",
+                      "label column": "label_columns", "CSV": "file",
                       "feature column": "feature_columns", "'lower'": "lower", "'upper'": "upper"}
 """…and where its other sentences go, by what they name (first match)."""
 
@@ -358,7 +359,8 @@ async def _dataset_page(request: Request, api: Api, dataset_id: int, form: FormD
                   gauge=charts.gauge(budget["spent_epsilon"], budget["total_epsilon"]),
                   chart=_epsilon_over_time(dataset, ledger), mechanisms=offered_mechanisms(request),
                   values=kept_values(form, RELEASE_DEFAULTS), problems=problems or Problems(), plan=plan,
-                  budget_values=kept_values(budget_form, BUDGET_DEFAULTS), budget_problems=budget_problems or Problems())
+                  budget_values=kept_values(budget_form, BUDGET_DEFAULTS),
+                  budget_problems=budget_problems or Problems())
 
 
 def _release_options(form: FormData, problems: Problems) -> dict[str, Any]:
@@ -418,7 +420,8 @@ async def review_release(request: Request, api: Console, dataset_id: int) -> HTM
     if epsilon > budget["remaining_epsilon"] or options["delta"] > budget["remaining_delta"]:
         problems["epsilon" if epsilon > budget["remaining_epsilon"] else "delta"] = (
             f"This release needs ε {epsilon:g}, δ {options['delta']:g} and the budget has ε "
-            f"{budget['remaining_epsilon']:.6g}, δ {budget['remaining_delta']:.3g} left; lower them or raise the budget.")
+            f"{budget['remaining_epsilon']:.6g}, δ {budget['remaining_delta']:.3g} left; lower them or raise the "
+            "budget.")
         return await _dataset_page(request, api, dataset_id, form, problems, status_code=422)
     planned = None
     if options["mechanism"] == "gaussian":
@@ -533,7 +536,7 @@ def _key_body(form: FormData, problems: Problems) -> dict[str, Any]:
                             "max_queries": problems.check(lambda: whole_number(form, "max_queries", "Max queries"))}
     for name, label in (("epsilon_cap", "The ε cap"), ("delta_cap", "The δ cap")):
         if field(form, name):
-            body[name] = problems.check(lambda: number(form, name, label))
+            body[name] = problems.check(partial(number, form, name, label))
     if jobs := field(form, "jobs"):
         body["jobs"] = [kind.strip() for kind in jobs.split(",") if kind.strip()]
     if expires := field(form, "expires_at"):
@@ -665,7 +668,8 @@ async def cannot_measure(request: Request, api: Console, query_id: int) -> Redir
     form = await checked_form(request)
     return await act("/console/queries",
                      lambda: api.post(f"/v1/queries/{query_id}/cannot-measure", {"reason": field(form, "reason")}),
-                     lambda _: f"Query {query_id} marked 'cannot measure'; the modeler's client is told (no new charge).")
+                     lambda _: f"Query {query_id} marked 'cannot measure'; the modeler's client is told "
+                               "(no new charge).")
 
 
 @router.post("/datasets/{dataset_id}/answers")
@@ -688,7 +692,8 @@ async def correct_answer(request: Request, api: Console, session_id: int, query_
                      lambda: api.post(f"/v1/queries/{query_id}/correct",
                                       {"value": number(form, "value", "The corrected value"),
                                        "reason": field(form, "reason")}),
-                     lambda _: f"Query {query_id} corrected; the session's lab notes keep the old value and the reason.")
+                     lambda _: f"Query {query_id} corrected; the session's lab notes keep the old value and the "
+                               "reason.")
 
 
 # --- jobs and audit ----------------------------------------------------------------------------------------

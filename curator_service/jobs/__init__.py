@@ -10,9 +10,10 @@ The framework runs any :class:`JobKind` it is given and knows no kind by name: t
 * ``run(ctx)`` does the work and returns a JSON-serialisable dict: the job's released result. It runs in a
   Dask worker process (:mod:`.worker`), never in the API process. It reads the raw table from ``ctx.table``
   (a learner reads :func:`~curator_service.services.job_kinds.inputs.training_features`: the dataset's public
-  scaling, rows clipped to the unit ball), reports progress with ``ctx.progress(fraction, message)``, calls ``ctx.check_cancelled()`` between steps
-  (cancel, the time limit and a lost claim all show there; a DP-SGD training checks by itself every few
-  hundred steps, in the job's thread and in its pieces on the cluster: :mod:`shared.learners.stopping`),
+  scaling, rows clipped to the unit ball), reports progress with ``ctx.progress(fraction, message)``, calls
+  ``ctx.check_cancelled()`` between steps (cancel, the time limit and a lost claim all show there; a DP-SGD
+  training checks by itself every few hundred steps, in the job's thread and in its pieces on the cluster:
+  :mod:`shared.learners.stopping`),
   spreads independent pieces over the cluster with ``ctx.map(fn, items)`` and draws every piece of privacy noise
   from ``ctx.noise``. Raise :class:`~.outcomes.JobFailed` with a sentence for a failure the submitter may read; any
   other exception is reported by type only (its message might quote data).
@@ -42,8 +43,8 @@ from curator_service.jobs.outcomes import JobCancelled
 from curator_service.jobs.parallel import parallel_map
 from curator_service.persistence.blobs import RawTable
 from curator_service.persistence.models import Job
-from shared.dp.noise import NoiseSource
 from shared.api.schemas import ScalingSpec
+from shared.dp.noise import NoiseSource
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,18 @@ class JobContext:
     progress: Callable[[float, str | None], None]
     cancelled: Callable[[], bool]
     simulation_key: str | None = None  # the column evaluator's simulated-noise key: a secret, on the context only
+
+    def require_dataset(self) -> DatasetInfo:
+        """``dataset``, which the worker loads for every kind that ``needs_dataset``."""
+        if self.dataset is None:
+            raise TypeError(f"job {self.job_id} has no dataset: its kind does not need one")
+        return self.dataset
+
+    def require_table(self) -> RawTable:
+        """``table``, which the worker loads for every kind that ``needs_dataset``."""
+        if self.table is None:
+            raise TypeError(f"job {self.job_id} has no table: its kind does not need a dataset")
+        return self.table
 
     def check_cancelled(self) -> None:
         """Raises :class:`JobCancelled` if the job was cancelled; call it between steps."""

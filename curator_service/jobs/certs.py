@@ -38,7 +38,7 @@ def write_cluster_certificates(directory: Path, days: int, force: bool = False) 
     directory.chmod(0o700)
     if not force and all((directory / name).is_file() for name in FILES):
         return False
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
 
     def certificate(name: str, key, issuer: x509.Name, signer, ca: bool) -> x509.Certificate:
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])

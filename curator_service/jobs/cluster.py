@@ -119,7 +119,8 @@ def client_security(settings: Settings) -> Security | None:
     ``POBO_DASK_ALLOW_PLAINTEXT``."""
     if settings.dask_scheduler.startswith("tls://"):
         return Security(require_encryption=True, tls_ca_file=str(settings.dask_tls_ca_file),
-                        tls_client_cert=str(settings.dask_tls_cert_file), tls_client_key=str(settings.dask_tls_key_file))
+                        tls_client_cert=str(settings.dask_tls_cert_file),
+                        tls_client_key=str(settings.dask_tls_key_file))
     logging.getLogger(__name__).warning(PLAINTEXT_WARNING, settings.dask_scheduler)
     return None
 

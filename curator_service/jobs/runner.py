@@ -12,16 +12,15 @@ import math
 import threading
 import time
 import uuid
-from datetime import timedelta
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from distributed import Client, Future, fire_and_forget
 from sqlalchemy import select
 
 from curator_service.errors import log_unexpected
-from curator_service.jobs import JobKind, charged_at_submission
-from curator_service.jobs import cluster, state
+from curator_service.jobs import JobKind, charged_at_submission, cluster, state
 from curator_service.jobs.worker import JobTask, run_job, without_password
 from curator_service.persistence.models import Job, utcnow
 from curator_service.settings import refuse_seed_in_production

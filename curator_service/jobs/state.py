@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, func, or_, select, text, update
+from sqlalchemy import CursorResult, Update, and_, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from curator_service.jobs import DatasetInfo
@@ -60,20 +60,27 @@ def claim(session: Session, job_id: int, claimant: str, time_limit_seconds: floa
     if queued is None:
         return Claim.GONE
     if queued.key_id is not None and unfinished_jobs(session, queued.key_id, ("running",)) >= share:
-        waiting = session.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
-                                  .values(heartbeat_at=now).execution_options(synchronize_session=False))
-        return Claim.WAITING if waiting.rowcount == 1 else Claim.GONE
+        waiting = updated(session, update(Job).where(Job.id == job_id, Job.status == "queued")
+                          .values(heartbeat_at=now).execution_options(synchronize_session=False))
+        return Claim.WAITING if waiting == 1 else Claim.GONE
     return _claim(session, job_id, claimant, now, time_limit_seconds)
 
 
+def updated(session: Session, statement: Update) -> int:
+    """How many rows the UPDATE changed. The session types every result as a Result; an UPDATE's is a
+    CursorResult, which has the count."""
+    return cast(CursorResult, session.execute(statement)).rowcount
+
+
 def _claim(session: Session, job_id: int, claimant: str, now, time_limit_seconds: float) -> Claim:
-    claimed = session.execute(
+    claimed = updated(
+        session,
         update(Job).where(Job.id == job_id, Job.status == "queued")
         .values(status="running", claimed_by=claimant, started_at=now, heartbeat_at=now,
                 deadline_at=now + timedelta(seconds=time_limit_seconds))
         .execution_options(synchronize_session=False)
     )
-    return Claim.CLAIMED if claimed.rowcount == 1 else Claim.GONE
+    return Claim.CLAIMED if claimed == 1 else Claim.GONE
 
 
 def waiting_for_turn(stale_seconds: float = STALE_SECONDS):
@@ -92,8 +99,8 @@ def unfinished_jobs(session: Session, key_id: int, statuses: tuple[str, ...]) ->
     claims atomic (SQLite's write transactions are serial already)."""
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:space, :key)"), {"space": KEY_LOCK_SPACE, "key": key_id})
-    return session.scalar(select(func.count()).select_from(Job).where(
-        Job.key_id == key_id, Job.status.in_(statuses), Job.cancel_requested.is_(False)))
+    return session.execute(select(func.count()).select_from(Job).where(
+        Job.key_id == key_id, Job.status.in_(statuses), Job.cancel_requested.is_(False))).scalar_one()
 
 
 def _mine(job_id: int, claimant: str):
@@ -133,8 +140,8 @@ def finish(session: Session, job_id: int, claimant: str | None, status: str, mes
     if status == "succeeded":
         values["progress"] = 1.0
     where = _mine(job_id, claimant) if claimant is not None else (Job.id == job_id, Job.status == "queued")
-    done = session.execute(update(Job).where(*where).values(**values).execution_options(synchronize_session=False))
-    return done.rowcount == 1
+    return updated(session, update(Job).where(*where).values(**values)
+                   .execution_options(synchronize_session=False)) == 1
 
 
 def reap(session: Session, charged_at_submission, stale_seconds: float = STALE_SECONDS) -> list[int]:
@@ -153,10 +160,10 @@ def reap(session: Session, charged_at_submission, stale_seconds: float = STALE_S
                                .where(*stale)).all():
         late = job.deadline_at is not None and job.deadline_at < cutoff and (job.heartbeat_at or cutoff) >= cutoff
         reason = timed_out(job) if late else INTERRUPTED
-        failed = session.execute(update(Job).where(Job.id == job.id, *stale).values(
+        failed = updated(session, update(Job).where(Job.id == job.id, *stale).values(
             status="failed", finished_at=now, message=f"{reason}; {budget_note(charged_at_submission(job.kind))}")
             .execution_options(synchronize_session=False))
-        if failed.rowcount == 1:
+        if failed == 1:
             reaped.append(job.id)
     return reaped
 

@@ -40,7 +40,6 @@ from shared.api.errors import ApiError
 from shared.dp.noise import seeded_streams
 from shared.learners.stopping import stop_check
 
-
 logger = logging.getLogger(__name__)
 
 

@@ -9,9 +9,9 @@ import io
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
@@ -88,25 +88,33 @@ class RawTable:
         return cls(dict(zip(column_names, arrays, strict=True)), tuple(feature_columns), order)
 
 
-class TableCache:
-    """A small thread-safe LRU of decoded tables keyed by dataset id (tables are immutable once stored)."""
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LruCache(Generic[K, V]):
+    """A small thread-safe LRU of decoded values that never change once stored, keyed by what identifies them."""
 
     def __init__(self, capacity: int = 4) -> None:
         self.capacity = capacity
-        self._tables: OrderedDict[int, RawTable] = OrderedDict()
+        self._values: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, dataset_id: int, load: Callable[[], RawTable]) -> RawTable:
+    def get(self, key: K, load: Callable[[], V]) -> V:
         with self._lock:
-            if dataset_id in self._tables:
-                self._tables.move_to_end(dataset_id)
-                return self._tables[dataset_id]
-        table = load()
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        value = load()
         with self._lock:
-            self._tables[dataset_id] = table
-            while len(self._tables) > self.capacity:
-                self._tables.popitem(last=False)
-        return table
+            self._values[key] = value
+            while len(self._values) > self.capacity:
+                self._values.popitem(last=False)
+        return value
+
+
+class TableCache(LruCache[int, RawTable]):
+    """Decoded tables keyed by dataset id (tables are immutable once stored)."""
 
 
 def cached_table(tables: TableCache, dataset: Dataset) -> RawTable:

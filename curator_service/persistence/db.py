@@ -16,7 +16,7 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from alembic import command
 from alembic.config import Config
@@ -214,8 +214,9 @@ class Database:
                         return busy_means
                     raise
                 finally:
-                    if self.is_sqlite and connection.driver_connection.in_transaction:
-                        connection.driver_connection.rollback()
+                    driver = connection.driver_connection  # None once the connection is closed or invalidated
+                    if self.is_sqlite and driver is not None and driver.in_transaction:
+                        driver.rollback()
             finally:
                 connection.close()
         except Exception:  # noqa: BLE001 -- any DBAPI error means not ready
@@ -287,13 +288,13 @@ class Prepared:
         self._sqlite: _CompiledForSqlite | None = None
 
     def run(self, connection: Connection | DriverTransaction, parameters: dict[str, Any]) -> Any:
-        if connection.dialect.name != "sqlite":
-            result = connection.execute(self._core, parameters)
+        if connection.dialect.name != "sqlite":  # a DriverTransaction is SQLite's only
+            result = cast(Connection, connection).execute(self._core, parameters)
             return result.all() if isinstance(self.statement, Select) else (
                 result.scalar_one() if isinstance(self.statement, Insert) else None)
         compiled = self._sqlite or self._compile(connection.dialect)
         driver = (connection.driver_connection if isinstance(connection, DriverTransaction)
-                  else connection.connection.driver_connection)
+                  else cast(sqlite3.Connection, connection.connection.driver_connection))
         cursor = driver.cursor()
         try:
             cursor.execute(compiled.sql, [process(parameters[name]) if process else parameters[name]
@@ -308,8 +309,8 @@ class Prepared:
 
     def run_many(self, connection: Connection | DriverTransaction, rows: list[dict[str, Any]]) -> list[int]:
         """The new ids of an insert of ``rows``, in their order (one statement elsewhere, prepared rows on SQLite)."""
-        if connection.dialect.name != "sqlite":
-            return list(connection.execute(self._core, rows).scalars())
+        if connection.dialect.name != "sqlite":  # a DriverTransaction is SQLite's only
+            return list(cast(Connection, connection).execute(self._core, rows).scalars())
         return [self.run(connection, row) for row in rows]
 
     def _compile(self, dialect: Dialect) -> _CompiledForSqlite:
@@ -322,12 +323,16 @@ class Prepared:
             impl = type_.dialect_impl(dialect)
             return impl.bind_processor(dialect) if kind == "bind" else impl.result_processor(dialect, None)
 
+        if compiled.positiontup is None:  # SQLite's paramstyle (qmark) is positional: never None there
+            raise ValueError(f"a prepared statement needs a positional paramstyle, not {dialect.paramstyle!r}")
         parameters = tuple((name, processor(binds[name].type, "bind")) for name in compiled.positiontup)
-        row, results = None, ()
+        row: type[tuple[Any, ...]] | None = None
+        results: tuple[Callable[[Any], Any] | None, ...] = ()
         if isinstance(self.statement, Select):
             selected = self.statement.selected_columns
-            row = namedtuple("PreparedRow", selected.keys())  # noqa: PYI024 - its fields are the statement's
-            results = tuple(processor(column.type, "result") for column in selected)
+            # One assignment of both: mypy takes a lone ``row = namedtuple(...)`` for a class definition.
+            row, results = (namedtuple("PreparedRow", selected.keys()),  # noqa: PYI024 - its fields are the statement's
+                            tuple(processor(column.type, "result") for column in selected))
         self._sqlite = _CompiledForSqlite(compiled.string, parameters, row, results)
         return self._sqlite
 

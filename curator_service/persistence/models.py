@@ -82,7 +82,7 @@ class Dataset(Base):
     # Stored row i is the file's row source_rows[i] (int64 .npy; the secret permutation). NULL: file order.
     source_rows: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
     # Registered before migration 0003: rows in the file's order. Computed by the database (the blob stays unread).
-    in_file_order: Mapped[bool] = column_property(source_rows.column.is_(None))
+    in_file_order: Mapped[bool] = column_property(source_rows.is_(None))
     # Hex key of the column evaluator's simulated measurement noise (memoised per row; never returned).
     simulation_key: Mapped[str | None] = mapped_column(String(64), nullable=True, deferred=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -30,7 +30,8 @@ def list_audit_events(
     target: Annotated[PlainText | None, Query(max_length=240, description="Only targets containing this "
                                               "('dataset:1', 'query:12').")] = None,
     changes_only: Annotated[bool, Query(description="Hide reads (browsing datasets and the ledger, planning, "
-                                        "released inputs fetched): only what changed something, and refusals.")] = False,
+                                        "released inputs fetched): only what changed something, and "
+                                        "refusals.")] = False,
     order: Annotated[audit.Order, Query(description="'oldest' first (stable pages while events arrive) or 'newest' "
                                         "first.")] = "oldest",
     grouped: Annotated[bool, Query(description="List each run of identical consecutive events (same actor, action "

@@ -69,7 +69,8 @@ async def _read_registration(request: Request) -> tuple[DatasetSpec, bytes]:
         limit = request.app.state.settings.max_upload_bytes
         if path.stat().st_size > limit:
             raise ApiError(413, "payload_too_large",
-                           f"the file at {spec.path!r} is larger than the limit of {limit} bytes; raise POBO_MAX_UPLOAD_BYTES")
+                           f"the file at {spec.path!r} is larger than the limit of {limit} bytes; raise "
+                           "POBO_MAX_UPLOAD_BYTES")
         return DatasetSpec.model_validate(spec.model_dump(exclude={"path"})), path.read_bytes()
     raise ApiError(415, "validation_error",
                    "send the dataset as multipart/form-data ('file' + 'spec') or as JSON with a server-side 'path'")

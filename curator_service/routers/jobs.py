@@ -24,8 +24,8 @@ def submit_job(request: Request, response: Response, principal: AnyRole, body: J
     is charged then, and not at all if cancelled first). With a `request_id`, a retry returns the same job with 200
     and is never charged twice. Each API key may have `POBO_JOB_LIMIT_PER_KEY` jobs queued or running
     (409 beyond; the admin token is not limited) and runs at most all the cluster's worker threads but one at once;
-    the rest wait queued. Who may submit depends on the kind: dpareto is for the curator only; a modeler only on a dataset
-    behind a release its key is scoped to."""
+    the rest wait queued. Who may submit depends on the kind: dpareto is for the curator only; a modeler only on a
+    dataset behind a release its key is scoped to."""
     state = request.app.state
     out, created = jobs.submit_job(state.db, state.settings, principal, body)
     if created:

@@ -104,6 +104,13 @@ def job_cost(kind: JobKind, params: dict, info: DatasetInfo | None, principal: P
     return epsilon, delta
 
 
+def charged_dataset(info: DatasetInfo | None) -> DatasetInfo:
+    """The dataset a job with a positive cost is charged to: :func:`job_cost` refuses such a cost without one."""
+    if info is None:
+        raise RuntimeError("a job with a positive privacy cost has no dataset to charge")
+    return info
+
+
 def submit_job(db: Database, settings: Settings, principal: Principal, body: JobCreate, *,
                own_endpoint: bool = False) -> tuple[JobOut, bool]:
     """Creates a job and says whether it is new (False: a retry of ``body.request_id``, returned as it is).
@@ -141,18 +148,20 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
         with db.write() as session:
             if refused is not None:  # the budget first: a missing column answers as one it may read would
                 if epsilon > 0 or delta > 0:
-                    check_affordable_with_reservations(session, body.dataset_id, epsilon, delta, f"job {kind.name}")
+                    check_affordable_with_reservations(session, charged_dataset(info).id, epsilon, delta,
+                                                       f"job {kind.name}")
                 raise refused
             check_job_limit(session, settings, principal)
             entry = None
             if kind.commit is not None and body.dataset_id is not None:
                 check_affordable_with_reservations(session, body.dataset_id, epsilon, delta, f"job {kind.name}")
             elif epsilon > 0 or delta > 0:
-                check_affordable_with_reservations(session, body.dataset_id, epsilon, delta, f"job {kind.name}")
-                event = kind.event(body.params, info) if kind.event is not None else job_event(kind.name)
-                entry = charge(session, body.dataset_id, Spend(epsilon=epsilon, delta=delta,
-                                                               purpose=f"job {kind.name}", mechanism=f"job:{kind.name}",
-                                                               event=event, actor=principal))
+                charged = charged_dataset(info)
+                check_affordable_with_reservations(session, charged.id, epsilon, delta, f"job {kind.name}")
+                event = kind.event(body.params, charged) if kind.event is not None else job_event(kind.name)
+                entry = charge(session, charged.id, Spend(epsilon=epsilon, delta=delta,
+                                                          purpose=f"job {kind.name}", mechanism=f"job:{kind.name}",
+                                                          event=event, actor=principal))
             job = Job(kind=kind.name, dataset_id=body.dataset_id, key_id=principal.key_id, params=body.params,
                       status="queued", progress=0.0, epsilon=epsilon, delta=delta, request_id=body.request_id)
             session.add(job)
@@ -209,9 +218,9 @@ def check_affordable_with_reservations(session: Session, dataset_id: int, epsilo
 
 def check_job_limit(session: Session, settings: Settings, principal: Principal) -> None:
     """At most ``POBO_JOB_LIMIT_PER_KEY`` queued or running jobs (releases included) per API key, so no key can flood
-    the queue (how many of them run at once is the key's share of the workers: :func:`curator_service.jobs.state.claim`);
-    a job being cancelled no longer counts. The admin token, the operator's own, is not limited. The count and the
-    insert are atomic (:func:`~curator_service.jobs.state.unfinished_jobs`)."""
+    the queue (how many of them run at once is the key's share of the workers:
+    :func:`curator_service.jobs.state.claim`); a job being cancelled no longer counts. The admin token, the operator's
+    own, is not limited. The count and the insert are atomic (:func:`~curator_service.jobs.state.unfinished_jobs`)."""
     if principal.key_id is None:
         return
     unfinished = unfinished_jobs(session, principal.key_id, UNFINISHED_JOB_STATUSES)
@@ -239,7 +248,7 @@ def wait_for_job(db: Database, job_id: int, seconds: float, poll: float = 0.05) 
     deadline = time.monotonic() + seconds
     while True:
         with db.read() as session:
-            job = session.get(Job, job_id)
+            job = session.get_one(Job, job_id)
         if job.status in FINISHED_JOB_STATUSES or time.monotonic() >= deadline:
             return job
         time.sleep(poll)

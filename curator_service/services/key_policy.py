@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from starlette.requests import Request
 from sqlalchemy.orm import Session
+from starlette.requests import Request
 
 from curator_service.persistence.models import ApiKey, utcnow
 from curator_service.persistence.models import KeyPolicy as PolicyRow
@@ -38,6 +38,7 @@ from curator_service.services.ledger import key_spent
 from curator_service.services.policy import Principal
 from shared.api.errors import ApiError
 from shared.api.governance import KeyPolicy, KeyPolicyOut
+
 
 def check_policy(role: str, policy: KeyPolicy) -> None:
     """422 with a sentence for a policy that names unknown job kinds, gives a modeler a curator-only kind, or has
@@ -196,7 +197,7 @@ def check_may_run(session: Session, key_id: int, kind: str) -> None:
     A kind created by its own endpoint (``JobKind.endpoint``: releases) is governed by that endpoint's rules and the
     kind's roles, not by the ``jobs`` list: a curator key listing only ``dp-mean`` still makes releases. The ε/δ cap
     applies to their charges all the same (:func:`~curator_service.services.ledger.check_key_cap`)."""
-    key = session.get(ApiKey, key_id)
+    key = session.get_one(ApiKey, key_id)
     job_kind = KINDS.get(kind)
     if job_kind is not None and job_kind.endpoint is not None and key.role in job_kind.roles:
         return

@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import Any, Literal
+from datetime import datetime
+from typing import Literal, TypeVar, cast
 
-from sqlalchemy import Connection, Row, bindparam, select, update
+import numpy as np
+from sqlalchemy import Connection, Row, Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from curator_service.persistence.blobs import RawTable, TableCache, cached_table, decode_matrix
+from curator_service.persistence.blobs import LruCache, RawTable, TableCache, cached_table, decode_matrix
 from curator_service.persistence.db import Prepared, get_or_404, not_found
 from curator_service.persistence.models import ApiKey, Dataset, ModelingSession, Query, QueryBatch, Release, utcnow
 from curator_service.services.audit import record
@@ -25,10 +27,19 @@ from curator_service.services.policy import Principal, visible, visible_or_404
 from curator_service.services.releases import check_served
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
-from shared.api.schemas import PendingQuery, PendingQueryList, QueryList, QueryRequest, QueryResponse, QueryResult, SessionOut
-
+from shared.api.schemas import (
+    PendingQuery,
+    PendingQueryList,
+    QueryList,
+    QueryRequest,
+    QueryResponse,
+    QueryResult,
+    SessionOut,
+)
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 Answer = tuple[Literal["done", "pending", "unmeasurable"], float | None]
 """A query's status and value as it is stored."""
@@ -36,7 +47,7 @@ Answer = tuple[Literal["done", "pending", "unmeasurable"], float | None]
 
 def session_out(session: Session, modeling: ModelingSession) -> SessionOut:
     """Budget figures are the key's: ``used`` counts every query charged to it, over all its sessions."""
-    key = session.get(ApiKey, modeling.key_id)
+    key = session.get_one(ApiKey, modeling.key_id)
     return SessionOut(
         id=modeling.id, release_id=modeling.release_id, max_queries=key.max_queries, used=key.used_queries,
         status=modeling.status, created_at=modeling.created_at,
@@ -100,9 +111,10 @@ def list_session_queries(session: Session, principal: Principal, session_id: int
 # caller's one write transaction's connection, no ORM objects (the ORM's identity map and unit-of-work flush cost
 # more than the statements).
 
-_sessions, _keys, _releases, _datasets = (ModelingSession.__table__, ApiKey.__table__, Release.__table__,
-                                          Dataset.__table__)
-_batches, _queries = QueryBatch.__table__, Query.__table__
+# Declarative typing says FromClause; a mapped class's __table__ is its Table (insert() and update() need one).
+_sessions, _keys, _releases, _datasets = (cast(Table, ModelingSession.__table__), cast(Table, ApiKey.__table__),
+                                          cast(Table, Release.__table__), cast(Table, Dataset.__table__))
+_batches, _queries = cast(Table, QueryBatch.__table__), cast(Table, Query.__table__)
 
 QUERY_CONTEXT = Prepared(
     select(_sessions.c.key_id, _sessions.c.status, _keys.c.max_queries, _keys.c.used_queries, _releases.c.id,
@@ -123,10 +135,10 @@ STORED_BATCH = Prepared(
     .order_by(_queries.c.id)
 )
 PRIVATE_MEASUREMENTS = select(_releases.c.measurements).where(_releases.c.id == bindparam("release_id"))
-DECODED_PRIVATE_MEASUREMENTS = TableCache(capacity=4)
+DECODED_PRIVATE_MEASUREMENTS: LruCache[tuple[int, datetime, int], np.ndarray] = LruCache(capacity=4)
 """Decoded ỹ of recently queried releases (decoding is O(n) per query otherwise: 8 MB at n = 10⁶). A release never
 changes; the key is its identity (id, creation time, n), not its id alone, so a database replaced behind the same
-URL never serves another release's ỹ. TableCache's bounded, thread-safe LRU, here keyed by that tuple."""
+URL never serves another release's ỹ. The tables' bounded, thread-safe LRU, here keyed by that tuple."""
 INSERT_BATCH = Prepared(_batches.insert(), ("session_id", "request_id", "created_at"))
 INSERT_QUERY = Prepared(_queries.insert(), ("session_id", "batch_id", "row_index", "value", "status", "answered_at",
                                             "created_at"))
@@ -212,8 +224,8 @@ def answers(session: Session, tables: TableCache, context: Row, indices: list[in
     A column evaluator's time does not depend on y (an array lookup); a python evaluator is the curator's code.
     ``on_event_loop``: :class:`NeedsThread` instead of decoding what is not cached or running a python evaluator."""
 
-    def unless_on_event_loop(load: Callable[[], Any]) -> Callable[[], Any]:
-        def checked() -> Any:
+    def unless_on_event_loop(load: Callable[[], T]) -> Callable[[], T]:
+        def checked() -> T:
             if on_event_loop:
                 raise NeedsThread
             return load()
@@ -228,7 +240,7 @@ def answers(session: Session, tables: TableCache, context: Row, indices: list[in
         raise NeedsThread
     # The dataset's ORM row (and its table blob) is read only when the decoded table is not cached.
     table = tables.get(context.dataset_id, unless_on_event_loop(
-        lambda: cached_table(tables, session.get(Dataset, context.dataset_id))))
+        lambda: cached_table(tables, session.get_one(Dataset, context.dataset_id))))
     return [answer_of(context, table, i) for i in indices]
 
 
@@ -274,7 +286,7 @@ def pending_queries(session: Session, tables: TableCache, dataset_id: int | None
     if dataset_id is not None:
         statement = statement.where(Release.dataset_id == dataset_id)
     pending = session.execute(statement).all()
-    tables_by_id = {ds_id: cached_table(tables, session.get(Dataset, ds_id)) for _, _, ds_id in pending}
+    tables_by_id = {ds_id: cached_table(tables, session.get_one(Dataset, ds_id)) for _, _, ds_id in pending}
     return PendingQueryList(queries=[
         PendingQuery(query_id=q.id, session_id=q.session_id, release_id=release_id, dataset_id=ds_id,
                      index=q.row_index, row=tables_by_id[ds_id].file_row(q.row_index), created_at=q.created_at)
@@ -289,8 +301,8 @@ def answer_query(session: Session, principal: Principal, query_id: int, value: f
     query = get_or_404(session, Query, query_id, lock=True)
     if query.status != "pending":
         raise ApiError(409, "conflict", f"query {query_id} is already answered or marked 'cannot measure' (status "
-                       f"{query.status}); correct it with a reason instead (pobo-curator queries correct {query_id} VALUE --reason '…', "
-                       f"or POST /v1/queries/{query_id}/correct)")
+                       f"{query.status}); correct it with a reason instead (pobo-curator queries correct {query_id} "
+                       f"VALUE --reason '…', or POST /v1/queries/{query_id}/correct)")
     return post_answer(session, principal, query, value)
 
 

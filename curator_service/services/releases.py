@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import ConfigDict
-from sqlalchemy import select
+from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.blobs import RawTable, decode_matrix, encode_matrix
@@ -182,8 +182,9 @@ def dataset_warnings(dataset: Dataset) -> list[str]:
     return [FILE_ORDER_WARNING] if dataset.in_file_order else []
 
 
-def not_served(settings: Settings, release: Release) -> ApiError | None:
-    """Why this server no longer serves a release made under laxer settings (None: it does).
+def not_served(settings: Settings, release: Release | Row) -> ApiError | None:
+    """Why this server no longer serves a release made under laxer settings (None: it does). ``release``: the ORM row,
+    or a Core row with its ``id``, ``mechanism`` and ``seeded`` (the query path's).
 
     An uncertified mechanism after ``POBO_ALLOW_UNCERTIFIED_MECHANISMS`` is turned off, or a seeded (or possibly
     seeded) release in production mode: its inputs, sessions and new queries are refused; its metadata stays."""
@@ -200,7 +201,7 @@ def not_served(settings: Settings, release: Release) -> ApiError | None:
     return None
 
 
-def check_served(settings: Settings, release: Release) -> None:
+def check_served(settings: Settings, release: Release | Row) -> None:
     if (refusal := not_served(settings, release)) is not None:
         raise refusal
 

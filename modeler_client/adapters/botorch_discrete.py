@@ -26,7 +26,10 @@ from shared.gp.ucb import gp_ucb_beta
 try:
     import torch
     from botorch.acquisition import (
-        LogExpectedImprovement, UpperConfidenceBound, qLogExpectedImprovement, qUpperConfidenceBound,
+        LogExpectedImprovement,
+        UpperConfidenceBound,
+        qLogExpectedImprovement,
+        qUpperConfidenceBound,
     )
     from botorch.fit import fit_gpytorch_mll
     from botorch.models import SingleTaskGP
@@ -89,9 +92,11 @@ class BoTorchProposer:
             acqf = (UpperConfidenceBound(model, beta=beta) if self.acquisition == "ucb"
                     else LogExpectedImprovement(model, best_f=max(self.values)))
         else:
-            sampler = SobolQMCNormalSampler(sample_shape=torch.Size([self.mc_samples]), seed=self.seed + len(self.values))
+            sampler = SobolQMCNormalSampler(sample_shape=torch.Size([self.mc_samples]),
+                                            seed=self.seed + len(self.values))
             X_pending = self.Z[list(pending)] if len(pending) else None
-            acqf = (qUpperConfidenceBound(model, beta=beta, sampler=sampler, X_pending=X_pending) if self.acquisition == "ucb"
+            acqf = (qUpperConfidenceBound(model, beta=beta, sampler=sampler, X_pending=X_pending)
+                    if self.acquisition == "ucb"
                     else qLogExpectedImprovement(model, best_f=max(self.values), sampler=sampler, X_pending=X_pending))
         choices = self.Z[free]
         candidates, _ = optimize_acqf_discrete(acqf, q=q, choices=choices, unique=True)

@@ -12,11 +12,10 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 
+from modeler_client.client import ModelerClient, PendingTimeout
 from shared.api.http_client import ApiError
 from shared.api.schemas import ReleaseOut
 from shared.command_line import shared_options
-
-from modeler_client.client import ModelerClient, PendingTimeout
 
 console = Console()
 err_console = Console(stderr=True)

@@ -15,9 +15,6 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from shared.api.jobs import DpBoParams, DpBoResult
-from shared.api.schemas import JobOut
-
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import connects, console, err_console, reports_api_errors
 from modeler_client.commands.jobs import (
@@ -32,6 +29,8 @@ from modeler_client.commands.jobs import (
     job_params,
     run_job,
 )
+from shared.api.jobs import DpBoParams, DpBoResult
+from shared.api.schemas import JobOut
 
 
 @reports_api_errors
@@ -54,7 +53,8 @@ def dp_bo(
 ) -> None:
     """Private best regularisation λ̃ and validation accuracy ṽ of logistic regression on the curator's data."""
     if grid_points < 2 or not log10_lambda_max > log10_lambda_min:
-        err_console.print("[bold red]error[/]: the grid needs --grid-points >= 2 and --log10-lambda-max > --log10-lambda-min")
+        err_console.print("[bold red]error[/]: the grid needs --grid-points >= 2 and "
+                          "--log10-lambda-max > --log10-lambda-min")
         raise typer.Exit(2)
     dataset_id = job_dataset(client, release, dataset)
     check_label_column(client, release, label_column)
@@ -78,8 +78,8 @@ def noise_note(result: DpBoResult) -> str | None:
         return None
     return (f"ṽ = {result.validation_accuracy:.3g} is mostly noise: its noise has standard deviation {std:.2g}, "
             f"{'more than the whole' if std > 1 else 'a large part of the'} range of an accuracy (0 to 1), so it says "
-            f"little about the true accuracy. Its noise shrinks as 1/ε: --epsilon {result.epsilon * std / NOISY:.2g} or "
-            f"more brings it under {NOISY}. λ̃ is chosen by a separate mechanism and may still be useful.")
+            f"little about the true accuracy. Its noise shrinks as 1/ε: --epsilon {result.epsilon * std / NOISY:.2g} "
+            f"or more brings it under {NOISY}. λ̃ is chosen by a separate mechanism and may still be useful.")
 
 
 def result_table(job: JobOut) -> Table:

@@ -18,9 +18,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shared.api.jobs import DpTuneParams, DpTuneResult
-from shared.api.schemas import JobOut
-
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import connects, console, err_console, reports_api_errors
 from modeler_client.commands.jobs import (
@@ -35,6 +32,8 @@ from modeler_client.commands.jobs import (
     job_params,
     run_job,
 )
+from shared.api.jobs import DpTuneParams, DpTuneResult
+from shared.api.schemas import JobOut
 
 
 def _numbers(text: str, kind: type) -> list:
@@ -65,7 +64,8 @@ def dp_tune(
     epochs: Annotated[str, typer.Option(help="Comma-separated epoch counts.")] = "2,5",
     clip_norms: Annotated[str, typer.Option(help="Comma-separated per-example clipping norms.")] = "1.0",
     optimizer: Annotated[str, typer.Option(help="sgd or adam.")] = "sgd",
-    candidates: Annotated[Path | None, typer.Option(help="JSON list of candidates (replaces the grid options).")] = None,
+    candidates: Annotated[Path | None, typer.Option(help="JSON list of candidates (replaces the grid "
+                                                    "options).")] = None,
     k: Annotated[int, typer.Option(help="Parts of the training rows (utility sensitivity 1/k).")] = 10,
     epsilon: Annotated[float, typer.Option(help="ϵ of one sparse-vector iteration.")] = 0.1,
     max_iterations: Annotated[int, typer.Option(help="Hard cap: the selection costs max_iterations · ϵ.")] = 20,
@@ -96,7 +96,8 @@ def dp_tune(
                         max_iterations=max_iterations, final_epsilon=final_epsilon, final_delta=final_delta,
                         evaluation_epsilon=evaluation_epsilon, test_fraction=test_fraction)
     console.print(f"{len(grid)} candidates; the selection costs {max_iterations} × {epsilon:g} whatever their number")
-    console.print(result_table(run_job(client, "dp-tune", dataset_id, params, poll=poll, wait=wait, request_id=request_id), params))
+    console.print(result_table(run_job(client, "dp-tune", dataset_id, params, poll=poll, wait=wait,
+                                       request_id=request_id), params))
 
 
 def result_table(job: JobOut, params: DpTuneParams) -> Table:

@@ -17,11 +17,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shared.api.jobs import DparetoParams, DparetoPoint, DparetoResult
-
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import connects, console, reports_api_errors
 from modeler_client.commands.jobs import LabelColumn, Poll, RequestId, Wait, job_params, run_job
+from shared.api.jobs import DparetoParams, DparetoPoint, DparetoResult
 
 
 class Baseline(StrEnum):

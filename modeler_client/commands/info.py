@@ -9,10 +9,6 @@ import typer
 from rich.table import Table
 
 from modeler_client import __version__
-from shared.api.governance import KeyPolicyOut
-from shared.api.scaling import step_line
-from shared.api.schemas import NeighbouringStep, ReleaseOut
-
 from modeler_client.commands.common import (
     OptionalToken,
     OptionalUrl,
@@ -21,6 +17,9 @@ from modeler_client.commands.common import (
     reports_api_errors,
     show_release_warnings,
 )
+from shared.api.governance import KeyPolicyOut
+from shared.api.scaling import step_line
+from shared.api.schemas import NeighbouringStep, ReleaseOut
 
 
 def step_text(step: NeighbouringStep) -> str:
@@ -46,7 +45,8 @@ def _duration(hours: float) -> str:
 
 def release_table(release: ReleaseOut) -> Table:
     table = Table(title=f"release {release.id}", show_header=False)
-    certified = "[bold green]yes[/]" if release.certified else "[bold red]NO: not certified differentially private (see the warning)[/]"
+    certified = ("[bold green]yes[/]" if release.certified
+                 else "[bold red]NO: not certified differentially private (see the warning)[/]")
     rows = {
         "mechanism": release.mechanism,
         "certified DP": certified,

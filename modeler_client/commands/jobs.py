@@ -9,11 +9,10 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from shared.api.job_polling import follow_job
-from shared.api.schemas import JobOut, JobStatus
-
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import console, err_console
+from shared.api.job_polling import follow_job
+from shared.api.schemas import JobOut, JobStatus
 
 Params = TypeVar("Params", bound=BaseModel)
 

@@ -7,17 +7,17 @@ from typing import Annotated
 
 import typer
 
+from modeler_client.commands.common import OptionalToken, OptionalUrl, connect, console, reports_api_errors
 from modeler_client.importance import parameter_importance
 from modeler_client.plot import figure_importance, plot_runs, run_title
 from modeler_client.runfile import RunRecord
-
-from modeler_client.commands.common import OptionalToken, OptionalUrl, connect, console, reports_api_errors
 
 
 @reports_api_errors
 def plot(
     paths: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, help="One or more run files.")],
-    out: Annotated[Path | None, typer.Option(help="The PNG to write (default: the first run file's name .png).")] = None,
+    out: Annotated[Path | None, typer.Option(help="The PNG to write (default: the first run file's name "
+                                             ".png).")] = None,
     optimum: Annotated[
         float | None, typer.Option(help="Known best value (overrides the run files') to plot simple regret.")
     ] = None,

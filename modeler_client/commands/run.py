@@ -8,14 +8,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Column
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-from shared.gp.ucb import describe_engine, engine_device
-
-from modeler_client.loop import LoopEvent, RemoteGPUCB
-from modeler_client.remote import RemoteSession
-from modeler_client.runfile import MAX_BATCH, RunRecord, RunSettings
+from rich.table import Column
 
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import (
@@ -28,6 +22,11 @@ from modeler_client.commands.common import (
     reports_api_errors,
     show_release_warnings,
 )
+from modeler_client.loop import LoopEvent, RemoteGPUCB
+from modeler_client.remote import RemoteSession
+from modeler_client.runfile import MAX_BATCH, RunRecord, RunSettings
+from shared.gp.ucb import describe_engine, engine_device
+
 
 class HyperparameterMode(StrEnum):
     fit = "fit"
@@ -147,7 +146,8 @@ def run(
         int, typer.Option(min=1, help="Refit hyperparameters every this many answers (beyond 100, about every t/100).")
     ] = 1,
     kernel: Annotated[KernelName, typer.Option()] = KernelName.se,
-    lengthscale: Annotated[float | None, typer.Option(help="Fixed lengthscale (default: median distance of Z).")] = None,
+    lengthscale: Annotated[float | None, typer.Option(help="Fixed lengthscale (default: median distance of "
+                                                      "Z).")] = None,
     signal_variance: Annotated[float | None, typer.Option(help="Fixed signal variance (default 1).")] = None,
     noise_variance: Annotated[float | None, typer.Option(help="Fixed noise variance (default 1e-6 × signal).")] = None,
     ucb_delta: Annotated[float, typer.Option(help="δ' of Algorithm 2's β_t.")] = 0.025,
@@ -252,7 +252,8 @@ def resume(
     resolved = chosen_device(device)
     if session is not None:
         if url is None:
-            raise typer.BadParameter("give the server's --url (or POBO_URL) to rebuild a session's run", param_hint="--url")
+            raise typer.BadParameter("give the server's --url (or POBO_URL) to rebuild a session's run",
+                                     param_hint="--url")
         path = path or Path(f"run-session-{session}.json")
         if path.exists():
             raise typer.BadParameter(f"{path} exists; give another PATH for the run of session {session}")

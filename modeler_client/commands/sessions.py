@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from shared.terminal import print_table
-
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import connects, console, reports_api_errors
+from shared.terminal import print_table
 
 
 @reports_api_errors

@@ -114,8 +114,8 @@ class Candidate(_Params):
 class DpTuneParams(_Params):
     label_column: str
     candidates: list[Candidate] = Field(min_length=1, max_length=100)
-    k: Integer = Field(ge=2, le=1000, description="number of parts of the training rows (sensitivity 1/k); candidates × "
-                                                 "parts models are trained")
+    k: Integer = Field(ge=2, le=1000, description="number of parts of the training rows (sensitivity 1/k); "
+                                                 "candidates × parts models are trained")
     epsilon: Number = Field(gt=0, description="ϵ of one iteration of the sparse vector")
     u0: Number = Field(default=0.5, ge=0, lt=1)
     g: Number = Field(default=0.01, gt=0, lt=1)

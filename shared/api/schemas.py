@@ -531,7 +531,8 @@ class ReleaseOptions(_Request):
 
 class ReleaseCreate(ReleaseOptions):
     mechanism: Mechanism
-    epsilon: Number = Field(gt=0, allow_inf_nan=False, description="ε charged for this release; must be finite and > 0.")
+    epsilon: Number = Field(gt=0, allow_inf_nan=False,
+                            description="ε charged for this release; must be finite and > 0.")
     delta: Number = Field(gt=0, lt=1, description="δ charged for this release; must be in (0, 1).")
     seed: Seed | None = Field(default=None, description="Research mode only; refused in production mode.")
     request_id: str | None = Field(
@@ -877,7 +878,8 @@ class LedgerEntry(_Model):
 
 class AuditEvent(_Model):
     """Who did what, when. Never data values. Listed grouped, one row stands for ``count`` identical events in a row
-    (same actor, action and target): ``id`` and ``created_at`` are the first's, ``last_id`` and ``last_at`` the last's."""
+    (same actor, action and target): ``id`` and ``created_at`` are the first's, ``last_id`` and ``last_at`` the
+    last's."""
 
     id: int
     actor: str

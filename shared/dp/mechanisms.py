@@ -71,7 +71,8 @@ def exponential_mechanism_probabilities(scores: np.ndarray, sensitivity: float, 
     return weights / weights.sum()
 
 
-def laplace_mechanism(value: float | np.ndarray, sensitivity: float, epsilon: float, noise: NoiseSource):
+def laplace_mechanism(value: float | np.ndarray, sensitivity: float, epsilon: float,
+                      noise: NoiseSource) -> float | np.ndarray:
     """ε-DP release of ``value`` (a number or array) of ℓ1 sensitivity Δ: value + Laplace(Δ'/ε) noise.
 
     Δ' = Δ + (number of coordinates) · grid: the sampler's rounding can move each coordinate by one step.
@@ -129,7 +130,7 @@ def l2_sensitivity_with_grid(sensitivity: float, coordinates: int, noise: NoiseS
 
 def gaussian_mechanism(
     value: float | np.ndarray, sensitivity: float, epsilon: float, delta: float, noise: NoiseSource
-):
+) -> float | np.ndarray:
     """(ε, δ)-DP release of ``value`` (one record's contribution) of ℓ2 sensitivity Δ with analytic σ."""
     values = np.asarray(value, dtype=float)
     std = analytic_gaussian_sigma(epsilon, delta, l2_sensitivity_with_grid(sensitivity, values.size, noise))

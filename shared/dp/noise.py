@@ -25,10 +25,15 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from functools import lru_cache
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from shared.checks import finite_vector, positive
+
+if TYPE_CHECKING:
+    from opendp.mod import Measurement
 
 GRID_BITS = 45
 """The sampler's grid is ``2**(floor(log2(sensitivity)) - GRID_BITS)``: ~3e-14 of the sensitivity."""
@@ -148,7 +153,7 @@ def _grid_exponent(sensitivity: float) -> int:
     return math.floor(math.log2(positive(sensitivity, "sensitivity"))) - GRID_BITS
 
 
-def _opendp():
+def _opendp() -> ModuleType:
     import opendp.prelude as dp
 
     dp.enable_features("contrib")
@@ -156,7 +161,7 @@ def _opendp():
 
 
 @lru_cache(maxsize=32)
-def _additive(kind: str, size: int, scale: float, k: int):
+def _additive(kind: str, size: int, scale: float, k: int) -> Measurement:
     dp = _opendp()
     domain = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size)
     if kind == "gaussian":
@@ -165,7 +170,7 @@ def _additive(kind: str, size: int, scale: float, k: int):
 
 
 @lru_cache(maxsize=32)
-def _noisy_max(scale: float):
+def _noisy_max(scale: float) -> Measurement:
     dp = _opendp()
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
     return dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=scale)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class ReconstructionReport:
 
 
 def reconstruction_audit(
-    X: np.ndarray, Z: np.ndarray, known_indices, *, noise_std: float | None = None
+    X: np.ndarray, Z: np.ndarray, known_indices: ArrayLike, *, noise_std: float | None = None
 ) -> ReconstructionReport:
     """Attack release ``Z`` of the (scaled) data ``X`` knowing the rows ``known_indices``; aggregates only.
 
@@ -63,7 +64,8 @@ def reconstruction_audit(
     if known.size and (known[0] < 0 or known[-1] >= n):
         raise ValueError(f"known indices must lie in [0, {n})")
     if known.size < d + 1:
-        raise ValueError(f"the attack needs at least d + 1 = {d + 1} known rows to fit the affine map, got {known.size}")
+        raise ValueError(f"the attack needs at least d + 1 = {d + 1} known rows to fit the affine map, "
+                         f"got {known.size}")
     unknown = np.setdiff1d(np.arange(n), known)
     if unknown.size == 0:
         raise ValueError("every row is known: nothing is left to reconstruct")

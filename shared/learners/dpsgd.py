@@ -64,6 +64,10 @@ def loss_derivative(loss: str, margins: NDArray) -> NDArray:
     raise ValueError(f"unknown loss {loss!r}; use 'logistic' or 'hinge'")
 
 
+Loss = Literal["logistic", "hinge"]
+Optimizer = Literal["sgd", "adam"]
+
+
 @dataclass
 class DPSGDClassifier:
     """A linear classifier trained by DP-SGD or DP-Adam (Avent et al., Algorithms 3 and 4).
@@ -80,8 +84,8 @@ class DPSGDClassifier:
     epochs: int
     noise_multiplier: float
     clip_norm: float
-    loss: Literal["logistic", "hinge"] = "logistic"
-    optimizer: Literal["sgd", "adam"] = "sgd"
+    loss: Loss = "logistic"
+    optimizer: Optimizer = "sgd"
     fit_intercept: bool = True
 
     def steps_per_epoch(self, n: int) -> int:

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 import uvicorn
+from click.testing import Result
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
-from click.testing import Result
 from typer.testing import CliRunner
 
 from curator_service.app import create_app
@@ -158,6 +158,16 @@ def assert_error(response, status: int, code: str, *words: str) -> None:
     assert isinstance(body["detail"], str) and len(body["detail"].split()) >= 4, body
     for word in words:
         assert word in body["detail"], (word, body["detail"])
+
+
+@pytest.fixture
+def world(client: TestClient) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A 40-row dataset's release, a modeler key allowed 2,000 queries, and its open session (a module with a
+    ``world`` of its own uses that one)."""
+    rel = release(client, register(client)["id"])
+    key = modeler_key(client, [rel["id"]], max_queries=2000)
+    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
+    return key, session
 
 
 @dataclass(frozen=True)

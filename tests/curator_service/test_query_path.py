@@ -5,21 +5,11 @@ the request fails). Speed is measured by benchmarks/service_latency.py, not here
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from curator_service.testing import LocalCurator
 from modeler_client.client import ModelerClient
 from shared.api.schemas import MAX_INDICES_PER_REQUEST
-from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
-
-
-@pytest.fixture
-def world(client):
-    """A 40-row dataset's release, a modeler key allowed 2,000 queries, and its open session."""
-    rel = release(client, register(client)["id"])
-    key = modeler_key(client, [rel["id"]], max_queries=2000)
-    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
-    return key, session
+from tests.curator_service.conftest import assert_error, bearer
 
 
 def used(client, session) -> int:

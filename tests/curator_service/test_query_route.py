@@ -8,7 +8,6 @@ import fastapi.routing
 import pytest
 
 from tests.curator_service.conftest import assert_error, bearer
-from tests.curator_service.test_query_path import world  # noqa: F401  (a fixture: a key's open session)
 
 
 @pytest.fixture

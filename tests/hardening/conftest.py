@@ -7,8 +7,8 @@ backends); this file adds an HTTP client per caller and the server's captured lo
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,6 @@ import httpx
 import pytest
 
 from curator_service.testing import LocalCurator
-
 from tests.curator_service.conftest import (  # noqa: F401 - fixtures re-exported for this directory
     ADMIN,
     database_url,
@@ -29,7 +28,9 @@ from tests.curator_service.conftest import (  # noqa: F401 - fixtures re-exporte
 
 
 @pytest.fixture
-def connect(live_server: Callable[..., str]) -> Iterator[Callable[..., httpx.Client]]:
+def connect(
+    live_server: Callable[..., str],  # noqa: F811 - the fixture imported above, taken as an argument
+) -> Iterator[Callable[..., httpx.Client]]:
     """``connect(**settings)``: an admin httpx client on a fresh live server; ``connect(token, url=...)``: another
     caller's client on a server already started."""
     clients: list[httpx.Client] = []

@@ -7,7 +7,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def bowl(curator):
-    """A 2-feature table whose measured column is a bowl with a known peak, and an (uncertified, distance-preserving) po-gp-ucb release of it."""
+    """A 2-feature table whose measured column is a bowl with a known peak, and an (uncertified,
+    distance-preserving) po-gp-ucb release of it."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-3, 3, size=(150, 2))
     y = 5.0 - np.sum((X - 1.0) ** 2, axis=1)

@@ -2,11 +2,11 @@
 and a private best validation accuracy ṽ.
 
 The features are the dataset's public scaling with rows clipped to the unit ball
-(:func:`~curator_service.services.job_kinds.inputs.training_features`); the rows are split at random into a training part
-and a validation part V (then prepared for eq. 9 by :func:`shared.algorithms.kusner.validation_tasks.split_task`).
+(:func:`~curator_service.services.job_kinds.inputs.training_features`); the rows are split at random into a training
+part and a validation part V (then prepared for eq. 9 by :func:`shared.algorithms.kusner.validation_tasks.split_task`).
 Logistic regression with regularisation λ (eq. 9) is trained on the training part and scored by
-accuracy on V at every λ of the public grid Λ of log10 λ; then GP-UCB runs T steps over those accuracies. Released: λ̃ (exponential
-mechanism over the GP posterior mean) and ṽ (Laplace), each with the range floor of
+accuracy on V at every λ of the public grid Λ of log10 λ; then GP-UCB runs T steps over those accuracies. Released:
+λ̃ (exponential mechanism over the GP posterior mean) and ṽ (Laplace), each with the range floor of
 :mod:`shared.algorithms.kusner.dpbo`: the accuracies are clipped to [0, 1] and every sensitivity is max(paper's, 1). The
 job is charged (2ε, 2δ) — from the parameters alone. Nothing else of the run leaves the curator.
 
@@ -57,7 +57,8 @@ GUARANTEE = ("lambda and validation_accuracy are each epsilon-DP for every row o
 
 
 def validation_size(n: int, fraction: float) -> int:
-    """m = |V| (public: n and the fraction are); the same rounding as :func:`shared.algorithms.kusner.validation_tasks.split_task`."""
+    """m = |V| (public: n and the fraction are); the same rounding as
+    :func:`shared.algorithms.kusner.validation_tasks.split_task`."""
     return round(fraction * n)
 
 
@@ -74,7 +75,7 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
 
 def run(ctx: JobContext) -> dict[str, Any]:
     params = DpBoParams.model_validate(ctx.params)
-    labels = binary_labels(ctx.table, params.label_column)
+    labels = binary_labels(ctx.require_table(), params.label_column)
     ctx.progress(0.0, f"fitting the learner at the {len(params.log10_lambda)} grid points")
     task = split_task(training_features(ctx), labels, validation_fraction=params.validation_fraction, rng=ctx.rng)
     m, grid = task.validation_size, np.asarray(params.log10_lambda, dtype=float)

@@ -30,6 +30,7 @@ from curator_service.services.ledger_events import Event, laplace_event
 from shared.api.jobs import DpMeanParams, DpMeanResult
 from shared.dp.mechanisms import bounded_mean_sensitivity, laplace_mechanism
 
+
 def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
     parsed = DpMeanParams.model_validate(params)
     check_numeric_column(dataset, "column", parsed.column)
@@ -45,7 +46,8 @@ def event(params: dict[str, Any], dataset: DatasetInfo) -> Event:
 
 def run(ctx: JobContext) -> dict[str, Any]:
     params = DpMeanParams.model_validate(ctx.params)
-    values = ctx.table.columns[params.column]  # a numeric column: every cell a finite number (check_numeric_column)
+    # a numeric column: every cell a finite number (check_numeric_column)
+    values = ctx.require_table().columns[params.column]
     n = values.shape[0]
     clipped_mean = float(np.clip(values, params.lower, params.upper).mean())
     delta_mean = bounded_mean_sensitivity(params.lower, params.upper, n)

@@ -2,8 +2,8 @@
 scored on held-out rows beside the majority-class baseline.
 
 The features are the dataset's public scaling with rows clipped to the unit ball
-(:func:`~curator_service.services.job_kinds.inputs.training_features`). A random ``test_fraction`` of the rows is held out. The
-other rows are split into k parts; every candidate (DP-SGD logistic-regression hyperparameters) is
+(:func:`~curator_service.services.job_kinds.inputs.training_features`). A random ``test_fraction`` of the rows is held
+out. The other rows are split into k parts; every candidate (DP-SGD logistic-regression hyperparameters) is
 trained on each part and scored on that part's held-out rows, so each part's utility depends on that
 part alone and the mean over parts moves by at most 1/k when one row is replaced. The capped
 elastic-step sparse vector (``shared.algorithms.ding.dptune``) picks a candidate, which is trained by DP-SGD on all
@@ -54,8 +54,8 @@ from curator_service.services.job_kinds.inputs import (
     training_features,
 )
 from shared.algorithms.ding.dptune import PrivateLogisticRegression, tune_and_train
-from shared.dp.mechanisms import release_held_out_scores
 from shared.api.jobs import DpTuneModel, DpTuneParams, DpTuneResult, HeldOutScores
+from shared.dp.mechanisms import release_held_out_scores
 
 MAX_STEPS = 2_000_000
 
@@ -87,9 +87,9 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
 
 def run(ctx: JobContext) -> dict[str, Any]:
     params = DpTuneParams.model_validate(ctx.params)
-    labels = binary_labels(ctx.table, params.label_column)
+    labels = binary_labels(ctx.require_table(), params.label_column)
     X = training_features(ctx)
-    test, train = held_out_rows(ctx.table, params.test_fraction, ctx.rng)
+    test, train = held_out_rows(ctx.require_table(), params.test_fraction, ctx.rng)
     candidates = [PrivateLogisticRegression(**c.model_dump()) for c in params.candidates]
     ctx.progress(0.05, f"training {len(candidates)} candidates on {params.k} parts")
     tuned = tune_and_train(
@@ -109,12 +109,12 @@ def run(ctx: JobContext) -> dict[str, Any]:
         selection_epsilon=selection.epsilon_spent,
         final_epsilon=params.final_epsilon if model is not None else 0.0,
         final_delta=params.final_delta if model is not None else 0.0,
-        hyperparameters=params.candidates[selection.index] if model is not None else None,
+        hyperparameters=None if selection.index is None else params.candidates[selection.index],
         model=None if model is None else DpTuneModel(
             coef=model.coef_.tolist(), intercept=model.intercept_, noise_multiplier=model.noise_multiplier,
-            feature_columns=list(ctx.table.feature_columns),
+            feature_columns=list(ctx.require_table().feature_columns),
             features="the dataset's public scaling, then rows clipped to l2 norm 1",
-            scaling=ctx.dataset.scaling.model_dump(),
+            scaling=ctx.require_dataset().scaling.model_dump(),
         ),
         held_out=HeldOutScores(**release_held_out_scores(model, X[test], labels[test], params.evaluation_epsilon,
                                                           ctx.noise)),

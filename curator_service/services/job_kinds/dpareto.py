@@ -1,9 +1,9 @@
 """``dpareto``: the privacy–utility Pareto front of DP-SGD / DP-Adam on the curator's table (Avent et al.).
 
 The features are the dataset's public scaling with rows clipped to the unit ball
-(:func:`~curator_service.services.job_kinds.inputs.training_features`), as the paper's Adult rows are; with a 0/1 label column
-they are split (``ctx.rng``) into training and held-out rows. DPareto (``shared.algorithms.dpareto.optimizer``) explores the
-learner's hyperparameters (Table 1 of the paper by default, its learning rates scaled to the table's size:
+(:func:`~curator_service.services.job_kinds.inputs.training_features`), as the paper's Adult rows are; with a 0/1 label
+column they are split (``ctx.rng``) into training and held-out rows. DPareto (``shared.algorithms.dpareto.optimizer``)
+explores the learner's hyperparameters (Table 1 of the paper by default, its learning rates scaled to the table's size:
 :func:`shared.algorithms.dpareto.problems.learning_rates_for`), the privacy oracle is
 ``shared.dp.accounting.dpsgd_epsilon`` on the training rows and the utility is held-out accuracy, reported
 beside the held-out majority-class baseline; when no learner beats it the result's ``diagnosis`` says so and why.
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import copy
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -48,11 +48,18 @@ from curator_service.services.job_kinds.inputs import (
     training_features,
 )
 from shared.algorithms.dpareto.optimizer import (
-    Evaluation, ParetoProblem, ParetoResult, dpareto, grid_search, grid_points_per_dimension, random_search,
+    Evaluation,
+    ParetoProblem,
+    ParetoResult,
+    dpareto,
+    grid_points_per_dimension,
+    grid_search,
+    random_search,
 )
 from shared.algorithms.dpareto.problems import dpsgd_oracle, dpsgd_space, learning_rates_for
 from shared.api.jobs import DparetoParams, DparetoPoint, DparetoResult
 from shared.dp.noise import SeededNoise
+from shared.learners.dpsgd import Loss, Optimizer
 
 MAX_STEPS = 10_000_000
 """DP-SGD steps a job may need at worst. The defaults (24 evaluations × 64 epochs at lots ≥ 8) fit on tables of up
@@ -104,8 +111,8 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
     return 0.0, 0.0
 
 
-def evaluate_setting(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], loss: str,
-                     optimizer: str, delta: float, seed: int, params: dict[str, float]) -> tuple[float, float]:
+def evaluate_setting(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], loss: Loss,
+                     optimizer: Optimizer, delta: float, seed: int, params: dict[str, float]) -> tuple[float, float]:
     """The oracle at one setting: one DP-SGD training whose research generator (its noise and lots) is seeded by the
     job's seed and the setting itself, so evaluations spread over several worker processes (each with its own copy
     of this function) still get distinct streams, and a seeded job is reproducible however they are spread."""
@@ -118,16 +125,17 @@ def evaluate_setting(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarra
 
 def run(ctx: JobContext) -> dict[str, Any]:
     p = DparetoParams.model_validate(ctx.params)
-    labels = binary_labels(ctx.table, p.label_column)
+    labels = binary_labels(ctx.require_table(), p.label_column)
     X, y = training_features(ctx), labels
-    test, train = held_out_rows(ctx.table, p.test_fraction, ctx.rng)
+    test, train = held_out_rows(ctx.require_table(), p.test_fraction, ctx.rng)
     n_test = len(test)
     learning_rate = p.learning_rate or learning_rates_for(len(train))
     lot_size = (p.batch_size[0], min(p.batch_size[1], len(train)))
     space = dpsgd_space(max_epochs=p.max_epochs, lot_size=lot_size, learning_rate=learning_rate,
                         noise_variance=p.noise_variance, clip_norm=p.clip_norm)
-    oracle = partial(evaluate_setting, (X[train], y[train]), (X[test], y[test]), p.loss, p.optimizer, p.delta,
-                     int(ctx.rng.integers(2**63)))
+    # The params' patterns admit only the learner's names.
+    oracle = partial(evaluate_setting, (X[train], y[train]), (X[test], y[test]), cast(Loss, p.loss),
+                     cast(Optimizer, p.optimizer), p.delta, int(ctx.rng.integers(2**63)))
     front_total = p.initial_points + p.iterations
     total = front_total + baseline_evaluations(p)
 
@@ -150,7 +158,8 @@ def run(ctx: JobContext) -> dict[str, Any]:
     majority = max(float(np.mean(y[test])), 1.0 - float(np.mean(y[test])))
     best = 1.0 - min(e.error for e in result.evaluations)
     return DparetoResult(
-        warning="This front is not differentially private (DPareto's threat model): share it with trusted analysts only.",
+        warning="This front is not differentially private (DPareto's threat model): share it with trusted analysts "
+                "only.",
         anti_ideal=list(result.anti_ideal),
         hypervolume=result.hypervolume(),
         delta=p.delta,

@@ -18,7 +18,7 @@ def training_features(ctx: JobContext) -> np.ndarray:
     ≤ 1 (:data:`TRAINING_ROW_NORM`), the unit ball the benchmarks' rows live in (Adult's a9a rows are
     unit-norm) and DP-SGD's clip norms and DP-BO's Lipschitz constants are sized for. Both maps are fixed
     in advance and act on each row alone."""
-    return clip_rows(apply_scaling(ctx.table.features, ctx.dataset.scaling), TRAINING_ROW_NORM)
+    return clip_rows(apply_scaling(ctx.require_table().features, ctx.require_dataset().scaling), TRAINING_ROW_NORM)
 
 
 def held_out_split(n: int, fraction: float) -> int:

@@ -46,12 +46,15 @@ def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, fl
 
 def run(ctx: JobContext) -> ComputedRelease:
     body = ReleaseCreate.model_validate(ctx.params)
+    dataset, table = ctx.require_dataset(), ctx.require_table()
     y = None
     if body.measurements is not None:
+        if ctx.simulation_key is None:  # every dataset has one (registration draws it; migration 0005 for older ones)
+            raise TypeError(f"job {ctx.job_id}'s dataset has no simulation key")
         ctx.progress(0.0, "measuring every row")
-        y = measure_all(ctx.dataset.evaluator, ctx.table, ctx.simulation_key)
+        y = measure_all(dataset.evaluator, table, ctx.simulation_key)
         ctx.check_cancelled()
-    X = mechanism_input(ctx.table, ctx.dataset.scaling.model_dump(mode="json"), body.mechanism)
+    X = mechanism_input(table, dataset.scaling.model_dump(mode="json"), body.mechanism)
     ctx.progress(0.0, "drawing the noise")
 
     def chunk_done(done: int, total: int) -> None:
@@ -70,7 +73,7 @@ def submitter(session: Session, job: Job) -> Principal:
     since is refused: nothing is charged under a key its owner took back."""
     if job.key_id is None:
         return ADMIN
-    key = session.get(ApiKey, job.key_id)
+    key = session.get_one(ApiKey, job.key_id)
     if key.revoked:
         raise JobFailed(f"key {key.id} that asked for this release was revoked before it was stored; nothing was "
                         "stored or charged")
@@ -79,6 +82,8 @@ def submitter(session: Session, job: Job) -> Principal:
 
 def commit(session: Session, job: Job, computed: ComputedRelease) -> dict[str, Any]:
     body = ReleaseCreate.model_validate(job.params)
+    if job.dataset_id is None:  # submission refuses a release without one
+        raise RuntimeError(f"release job {job.id} has no dataset")
     release = store_release(session, submitter(session, job), job.dataset_id, body, computed)
     return {"release_id": release.id}
 

@@ -4,8 +4,8 @@ multi-objective Bayesian optimization, with random-sampling and grid baselines.
 The loop: evaluate k₀ random hyperparameter settings λ, then k times — fit independent GPs
 (Matérn-5/2, ARD, hyperparameters by marginal likelihood) to log ε and logit(error) over the
 hyperparameters mapped to the unit cube (log scale where the domain is), and evaluate the oracles at the
-maximiser of HVPoI (:mod:`shared.algorithms.dpareto.pareto`). HVPoI is maximised by a dense uniform random search over the
-cube followed by L-BFGS-B polishing from the best few candidates. When HVPoI is zero at every candidate
+maximiser of HVPoI (:mod:`shared.algorithms.dpareto.pareto`). HVPoI is maximised by a dense uniform random search over
+the cube followed by L-BFGS-B polishing from the best few candidates. When HVPoI is zero at every candidate
 (the predicted mean is dominated everywhere) the candidate with the highest probability of improvement
 is taken instead — a tie-break the paper does not specify. A proposal that rounds to a setting already
 evaluated gives way to the best candidate that does not (the oracle would only repeat its answer).
@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import Callable, Iterable
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import minimize
 from scipy.special import expit, logit
 
-from shared.gp.regression import FittedHyperparameters, GPRegressor, fit_hyperparameters
 from shared.algorithms.dpareto.pareto import HVPoI, hypervolume_2d, pareto_front, pareto_mask
+from shared.gp.regression import FittedHyperparameters, GPRegressor, fit_hyperparameters
 
 EPSILON_FLOOR = 1e-10
 FIT_FTOL = 1e-6
@@ -237,7 +237,8 @@ class HVPoIProposer:
 
         def scores(X: NDArray) -> tuple[NDArray, NDArray]:
             predictions = [m.predict(X, return_std=True) for m in models]
-            return acquisition(np.column_stack([p[0] for p in predictions]), np.column_stack([p[1] for p in predictions]))
+            return acquisition(np.column_stack([p[0] for p in predictions]),
+                               np.column_stack([p[1] for p in predictions]))
 
         X = self.rng.random((self.candidates, self.dim))
         alpha, poi = scores(X)
@@ -278,7 +279,7 @@ def dpareto(
     HVPoI steps are sequential by nature. The oracle runs wherever ``map_fn`` sends it: state it mutates
     there does not come back."""
     rng = np.random.default_rng(rng)
-    result = ParetoResult("dpareto", problem.name, tuple(problem.anti_ideal))
+    result = ParetoResult("dpareto", problem.name, problem.anti_ideal)
     total = initial_points + iterations
     initial = np.random.default_rng(rng.integers(2**63))  # the same stream random_search uses first
     _record_all(result, problem, [problem.sample(initial) for _ in range(initial_points)], total, progress, map_fn)
@@ -288,8 +289,11 @@ def dpareto(
         start = time.perf_counter()
         U = np.array([problem.to_unit(e.params) for e in result.evaluations])
         seen = {_setting_key(e.params) for e in result.evaluations}
-        params = problem.from_unit(proposer.propose(U, result.points,
-                                                    lambda u, seen=seen: _setting_key(problem.from_unit(u)) in seen))
+
+        def evaluated(u: NDArray, seen: set[tuple] = seen) -> bool:
+            return _setting_key(problem.from_unit(u)) in seen
+
+        params = problem.from_unit(proposer.propose(U, result.points, evaluated))
         result.overhead_seconds.append(time.perf_counter() - start)
         _record_all(result, problem, [params], total, progress, known=result.evaluations)
     return result
@@ -305,7 +309,7 @@ def random_search(
     function of the setting), which are taken from there."""
     rng = np.random.default_rng(rng)
     initial = np.random.default_rng(rng.integers(2**63))
-    result = ParetoResult("random", problem.name, tuple(problem.anti_ideal))
+    result = ParetoResult("random", problem.name, problem.anti_ideal)
     _record_all(result, problem, [problem.sample(initial) for _ in range(evaluations)], evaluations, progress, map_fn,
                 known)
     return result
@@ -325,6 +329,6 @@ def grid_search(problem: ParetoProblem, *, points_per_dimension: int, progress: 
     on each dimension's scale, ends included), evaluated through ``map_fn``."""
     axes = np.linspace(0.0, 1.0, points_per_dimension) if points_per_dimension > 1 else np.array([0.5])
     grid = np.stack(np.meshgrid(*[axes] * len(problem.space), indexing="ij"), axis=-1).reshape(-1, len(problem.space))
-    result = ParetoResult("grid", problem.name, tuple(problem.anti_ideal))
+    result = ParetoResult("grid", problem.name, problem.anti_ideal)
     _record_all(result, problem, [problem.from_unit(u) for u in grid], len(grid), progress, map_fn)
     return result

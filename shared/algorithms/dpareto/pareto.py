@@ -16,6 +16,8 @@ the first objective (a_1 < … < a_k, b_1 > … > b_k) the dominated region is t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtr
@@ -119,7 +121,8 @@ class HVPoI:
     at every scoring (the acquisition is scored thousands of times per proposal).
     """
 
-    def __init__(self, front: ArrayLike, anti_ideal: ArrayLike, *, inverse_transforms=None) -> None:
+    def __init__(self, front: ArrayLike, anti_ideal: ArrayLike, *,
+                 inverse_transforms: Sequence[Callable[[NDArray], NDArray]] | None = None) -> None:
         self.front = pareto_front(np.asarray(front, dtype=float).reshape(-1, 2))
         self.inverse_transforms = inverse_transforms
         self.objective_front = pareto_front(self._to_objectives(self.front)) if len(self.front) else self.front
@@ -137,7 +140,8 @@ class HVPoI:
 
 
 def hvpoi(
-    mean: ArrayLike, std: ArrayLike, front: ArrayLike, anti_ideal: ArrayLike, *, inverse_transforms=None
+    mean: ArrayLike, std: ArrayLike, front: ArrayLike, anti_ideal: ArrayLike, *,
+    inverse_transforms: Sequence[Callable[[NDArray], NDArray]] | None = None,
 ) -> tuple[NDArray, NDArray]:
     """HVPoI α and PoI of predictions ``mean``/``std`` (m, 2) against ``front``: :class:`HVPoI` once."""
     return HVPoI(front, anti_ideal, inverse_transforms=inverse_transforms)(mean, std)

@@ -1,4 +1,5 @@
-"""The privacy–utility problems of the DPareto paper, as :class:`shared.algorithms.dpareto.optimizer.ParetoProblem` objects.
+"""The privacy–utility problems of the DPareto paper, as :class:`shared.algorithms.dpareto.optimizer.ParetoProblem`
+objects.
 
 * :func:`svt_problem` (§2.2): Algorithm 1 on m = 100 binary queries with exactly 10 positives;
   λ = (C ∈ [1, 30], b ∈ [1e-2, 1e2] log); ε in closed form; utility = mean F₁ over R = 50 runs, each
@@ -19,17 +20,17 @@ same function. That noise is research noise for measuring utility — nothing he
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
-from shared.dp.accounting import dpsgd_epsilon, svt_epsilon
-from shared.datasets.adult import load_adult
 from shared.algorithms.dpareto.optimizer import Hyperparameter, ParetoProblem
-from shared.learners.dpsgd import DPSGDClassifier
-from shared.learners.output_perturbation import OutputPerturbationLogisticRegression, regularized_logistic_minimizer
-from shared.dp.sparse_vector import f1_scores, svt_from_unit_noise
+from shared.datasets.adult import load_adult
+from shared.dp.accounting import dpsgd_epsilon, svt_epsilon
 from shared.dp.noise import NoiseSource, OpenDPNoise, noise_source
+from shared.dp.sparse_vector import f1_scores, svt_from_unit_noise
+from shared.learners.dpsgd import DPSGDClassifier, Loss, Optimizer
+from shared.learners.output_perturbation import OutputPerturbationLogisticRegression, regularized_logistic_minimizer
 
 ANTI_IDEAL = (10.0, 1.0)  # the paper's v† (§4.1): ε ≤ 10, any error
 
@@ -61,7 +62,7 @@ def output_perturbation_problem(*, runs: int = 50, delta: float = 1e-6, seed: in
     noise_margins = X_test @ unit  # test margins of the unit noise directions, (n_test, R)
     correct_sign = 2.0 * y_test - 1.0
 
-    @lru_cache(maxsize=None)
+    @cache
     def clean_margins(regularization: float) -> np.ndarray:
         return X_test @ regularized_logistic_minimizer(X, y, regularization)
 
@@ -116,7 +117,7 @@ def dpsgd_space(
 DPSGD_SPACE = dpsgd_space()
 
 
-def dpsgd_learner(params: dict[str, float], *, loss: str, optimizer: str) -> DPSGDClassifier:
+def dpsgd_learner(params: dict[str, float], *, loss: Loss, optimizer: Optimizer) -> DPSGDClassifier:
     """λ → the learner. Table 1 tunes the noise *variance* σ²; the learner's noise multiplier is σ."""
     return DPSGDClassifier(learning_rate=params["learning_rate"], batch_size=int(params["lot_size"]),
                            epochs=int(params["epochs"]), noise_multiplier=float(np.sqrt(params["noise_variance"])),
@@ -133,8 +134,8 @@ def dpsgd_oracle(
     train: tuple[np.ndarray, np.ndarray],
     test: tuple[np.ndarray, np.ndarray],
     *,
-    loss: str,
-    optimizer: str,
+    loss: Loss,
+    optimizer: Optimizer,
     delta: float,
     draws: Callable[[], Iterable[tuple[NoiseSource, np.random.Generator]]],
 ) -> Callable[[dict[str, float]], tuple[float, float]]:
@@ -171,7 +172,7 @@ def table4_sampler(rng: np.random.Generator) -> dict[str, float]:
 
 
 def adult_dpsgd_problem(
-    loss: str = "logistic", optimizer: str = "sgd", *, runs: int = 1, delta: float = 1e-5, seed: int = 0,
+    loss: Loss = "logistic", optimizer: Optimizer = "sgd", *, runs: int = 1, delta: float = 1e-5, seed: int = 0,
     train_rows: int | None = None,
 ) -> ParetoProblem:
     """DP-SGD/DP-Adam on Adult: ``loss`` "logistic" (LogReg) or "hinge" (SVM), ``optimizer`` "sgd"/"adam".
