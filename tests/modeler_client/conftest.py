@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+
 @pytest.fixture(scope="session")
 def bowl(curator):
     """A 2-feature table whose measured column is a bowl with a known peak, and an (uncertified,
