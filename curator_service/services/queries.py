@@ -83,21 +83,23 @@ def list_sessions(session: Session, principal: Principal, release_id: int | None
     return [session_out(session, modeling) for modeling in session.scalars(statement)]
 
 
-def close_session(session: Session, principal: Principal, session_id: int) -> SessionOut:
+def _set_session_status(session: Session, principal: Principal, session_id: int, status: str,
+                        action: str) -> SessionOut:
+    """Moves a visible session to ``status``, audited as ``action`` when it changes (a repeat changes nothing)."""
     modeling = visible_or_404(session, principal, ModelingSession, session_id)
-    if modeling.status != "closed":
-        modeling.status = "closed"
-        record(session, principal, "session.close", f"session:{session_id}")
+    if modeling.status != status:
+        modeling.status = status
+        record(session, principal, action, f"session:{session_id}")
     return session_out(session, modeling)
+
+
+def close_session(session: Session, principal: Principal, session_id: int) -> SessionOut:
+    return _set_session_status(session, principal, session_id, "closed", "session.close")
 
 
 def reopen_session(session: Session, principal: Principal, session_id: int) -> SessionOut:
     """Opens a closed session again, for its run to continue (its key's query budget still bounds it)."""
-    modeling = visible_or_404(session, principal, ModelingSession, session_id)
-    if modeling.status != "open":
-        modeling.status = "open"
-        record(session, principal, "session.reopen", f"session:{session_id}")
-    return session_out(session, modeling)
+    return _set_session_status(session, principal, session_id, "open", "session.reopen")
 
 
 def list_session_queries(session: Session, principal: Principal, session_id: int) -> QueryList:
