@@ -43,7 +43,7 @@ test: $(STAMP) $(NUMBA_STAMP)
 
 ## Long checks: full reproductions and large-n runs.
 test-slow: $(STAMP) $(NUMBA_STAMP)
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -m slow -n $(TEST_PROCESSES) --dist loadfile
 
 ## Benchmarks print tables beside the papers' numbers and write benchmarks/results/.
 bench: $(STAMP) $(NUMBA_STAMP)
