@@ -279,7 +279,8 @@ class GPUCB:
         if not post.n_observations:
             raise ValueError("log expected improvement needs an observation to improve on: give n_init ≥ 1 or "
                              "observe a row first")
-        scores = log_expected_improvement(np.asarray(post.mean), np.asarray(post.std), float(post.observed_values.max()))
+        best_value = float(post.observed_values.max())
+        scores = log_expected_improvement(np.asarray(post.mean), np.asarray(post.std), best_value)
         scores[self.never_suggested(post)] = -np.inf
         best = int(np.argmax(scores))
         if scores[best] == -np.inf:
