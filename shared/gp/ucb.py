@@ -131,7 +131,8 @@ class GPUCB:
       measurements' public σ_y²).
     * ``acquisition``: ``"ucb"`` (Algorithm 2's μ + √β_t σ, the default) or ``"logei"``: the candidate of largest
       :func:`log_expected_improvement` over the best value observed so far (BoTorch's default acquisition,
-      outside the paper's algorithm and its regret bound); the first ``n_init`` picks are random either way.
+      outside the paper's algorithm and its regret bound); the first ``n_init`` picks are random either way, and
+      with nothing observed yet (nothing to improve on) the pick is GP-UCB's.
     * ``workers``: threads sharing each posterior update's candidates (large n); the picks do not depend on it.
     * ``reserve``: observations to allocate the posterior's factor for up front (with a known budget at
       large n: no step then pays for fresh memory; see :class:`CandidatePosterior`).
@@ -262,7 +263,7 @@ class GPUCB:
     def _pick(self, t: int) -> int:
         if t <= len(self.initial_indices):
             return int(self.initial_indices[t - 1])
-        if self.acquisition_name == "logei":
+        if self.acquisition_name == "logei" and self.posterior.n_observations:
             return self._best_log_ei(self.posterior)
         beta = self.beta(t)
         if self.posterior.ucb_argmax is not None and self.posterior.ucb_argmax[0] == beta:
@@ -276,9 +277,6 @@ class GPUCB:
     def _best_log_ei(self, post: CandidatePosterior) -> int:
         """argmax of log EI over the best observed value, outside :meth:`never_suggested` (ties to the lowest
         index)."""
-        if not post.n_observations:
-            raise ValueError("log expected improvement needs an observation to improve on: give n_init ≥ 1 or "
-                             "observe a row first")
         best_value = float(post.observed_values.max())
         scores = log_expected_improvement(np.asarray(post.mean), np.asarray(post.std), best_value)
         scores[self.never_suggested(post)] = -np.inf
