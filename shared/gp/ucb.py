@@ -63,7 +63,7 @@ def gp_ucb_beta(t: int, n: int, delta: float) -> float:
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 _HALF_LOG_PI_OVER_2 = 0.5 * np.log(np.pi / 2.0)
-_SIGMA_FLOOR = 1e-12  # below it a candidate's improvement is treated as known (BoTorch clamps σ the same way)
+_VARIANCE_FLOOR = 1e-12  # BoTorch's analytic acquisitions clamp σ² there (min_var)
 
 
 def log_h(z: NDArray) -> NDArray:
@@ -92,9 +92,9 @@ def log_h(z: NDArray) -> NDArray:
 
 
 def log_expected_improvement(mean: NDArray, std: NDArray, best: float) -> NDArray:
-    """log E[max(f − best, 0)] = log h((μ − best)/σ) + log σ under f ~ N(μ, σ²) (Ament et al. 2023, LogEI), with σ
-    floored at 1e-12."""
-    sigma = np.maximum(np.asarray(std, dtype=float), _SIGMA_FLOOR)
+    """log E[max(f − best, 0)] = log h((μ − best)/σ) + log σ under f ~ N(μ, σ²) (Ament et al. 2023, LogEI), with σ²
+    floored at 1e-12 as BoTorch's ``LogExpectedImprovement`` does."""
+    sigma = np.sqrt(np.maximum(np.square(np.asarray(std, dtype=float)), _VARIANCE_FLOOR))
     return log_h((np.asarray(mean, dtype=float) - best) / sigma) + np.log(sigma)
 
 
