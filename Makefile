@@ -33,9 +33,13 @@ install-botorch: $(STAMP)
 demo: $(STAMP) $(NUMBA_STAMP)
 	$(PY) examples/demo.py
 
-## The default suite (1,320 tests, 544 s of pytest time on an idle 2-core VM with PostgreSQL, 2026-11-28). PostgreSQL tests run when POBO_TEST_POSTGRES_URL is set.
+## The default suite in TEST_PROCESSES processes (pytest-xdist), a test file to a process: each process starts its own
+## curator and Dask cluster when a test asks, and on PostgreSQL uses a database of its own (tests/conftest.py). Most
+## tests wait on a server or a subprocess, so two processes keep two cores busy. PostgreSQL tests run when
+## POBO_TEST_POSTGRES_URL is set.
+TEST_PROCESSES ?= 2
 test: $(STAMP) $(NUMBA_STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_PROCESSES) --dist loadfile
 
 ## Long checks: full reproductions and large-n runs.
 test-slow: $(STAMP) $(NUMBA_STAMP)

@@ -1,4 +1,4 @@
-"""Fixtures shared by the whole suite, and the suite's one Dask cluster for jobs (started on first use)."""
+"""Fixtures shared by the whole suite, and each test process's one Dask cluster and curator (started on first use)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from shared.datasets.paths import DatasetUnavailable, data_file
@@ -19,15 +20,37 @@ from shared.datasets.paths import DatasetUnavailable, data_file
 if TYPE_CHECKING:
     from curator_service.testing import LocalCurator
 
+# The command-line tools' Rich consoles take their width from COLUMNS when first imported, so without it a test's
+# wrapping would depend on which test imported them first (and on how long its temporary paths are).
+os.environ.setdefault("COLUMNS", "250")
+
 JOB_WORKERS = 2
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (``make test`` runs the suite in two processes) each process gets a PostgreSQL database of
+    its own, ``<name>_<worker>`` beside POBO_TEST_POSTGRES_URL's, created here when missing: the PostgreSQL tests
+    drop and recreate the schema they start from, which two processes cannot share."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    url = os.environ.get("POBO_TEST_POSTGRES_URL")
+    if not worker or not url:
+        return
+    base = make_url(url)
+    own = base.set(database=f"{base.database}_{worker}")
+    engine = create_engine(base.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        if connection.scalar(text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": own.database}) is None:
+            connection.execute(text(f'CREATE DATABASE "{own.database}"'))
+    engine.dispose()
+    os.environ["POBO_TEST_POSTGRES_URL"] = own.render_as_string(hide_password=False)
 WORKER_STOP_SECONDS = 120.0  # Dask gives a worker 5 s to stop, which a loaded machine exceeded (an error at teardown)
 
 
 @pytest.fixture(scope="session")
 def job_cluster():
-    """One Dask cluster of two worker processes, started by the first test that asks for it (any test that runs a
-    job, directly or through a fixture that makes an app or a curator) and shared by the rest of the session: every
-    app in this process uses it (it is the process's embedded cluster,
+    """One Dask cluster of two worker processes per test process, started by the first test that asks for it (any
+    test that runs a job, directly or through a fixture that makes an app or a curator) and shared by the rest of the
+    session: every app in this process uses it (it is the process's embedded cluster,
     :func:`curator_service.jobs.cluster.embedded_cluster`) and so does every ``pobo-curator serve`` subprocess
     started after it (``POBO_DASK_SCHEDULER`` and the cluster's client credentials, ``POBO_DASK_TLS_*``, are
     exported), instead of each starting its own. Workers get the test PostgreSQL password as libpq's
