@@ -12,6 +12,7 @@ and noise-free answers (a column evaluator), non-private. Methods:
 * ``pobo default``: the modeler's own surrogate as ``pobo-modeler run`` builds it from the release's metadata
   (:class:`modeler_client.surrogate.Surrogate`: MAP fit under BoTorch's priors after every answer, GP-UCB, no row
   asked twice because the answers repeat);
+* ``pobo + LogEI``: the same surrogate picking by log expected improvement (``--acquisition logei``);
 * ``BoTorch default``: ``SingleTaskGP`` (inputs normalised to the candidates' box, outcomes standardised, its
   default priors, ``fit_gpytorch_mll``) with ``LogExpectedImprovement``, maximised over the unqueried rows by
   ``optimize_acqf_discrete`` (:class:`modeler_client.adapters.botorch_discrete.BoTorchProposer`, ``"ei"``);
@@ -73,7 +74,7 @@ FIXED_FIT_ROWS = 500
 SERVICE_EPSILON = 1e6
 # SingleTaskGP's lengthscale and noise constraints (botorch.models.utils.gpytorch_modules)
 BOTORCH_FLOORS = (2.5e-2, 1e-4)
-METHODS = ("random", "pobo fixed", "pobo default", "BoTorch default", "BoTorch + UCB β_t")
+METHODS = ("random", "pobo fixed", "pobo default", "pobo + LogEI", "BoTorch default", "BoTorch + UCB β_t")
 BOTORCH_METHODS = {"BoTorch default": "ei", "BoTorch + UCB β_t": "ucb"}
 
 
@@ -179,10 +180,10 @@ def run_pobo_fixed(problem: Problem, seed: int, T: int, fixed_fit=None) -> Run:
     return run
 
 
-def run_pobo_default(problem: Problem, seed: int, T: int, fixed_fit=None) -> Run:
+def run_pobo_default(problem: Problem, seed: int, T: int, fixed_fit=None, acquisition: str = "ucb") -> Run:
     """The modeler's loop (``RemoteGPUCB.run``) in-process: the same surrogate built from the same metadata."""
     release = local_release(problem, T)
-    settings = RunSettings(iterations=T, seed=seed)
+    settings = RunSettings(iterations=T, seed=seed, acquisition=acquisition)
     surrogate = Surrogate(problem.X, release, settings, **release_options(release, settings))
     run = Run(initial_rows(problem, seed), [])
     while len(run.indices) < T:
@@ -228,6 +229,7 @@ def run_botorch(acquisition: str) -> Callable[..., Run]:
 
 
 RUNNERS = {"random": run_random, "pobo fixed": run_pobo_fixed, "pobo default": run_pobo_default,
+           "pobo + LogEI": lambda *args: run_pobo_default(*args, acquisition="logei"),
            **{name: run_botorch(acq) for name, acq in BOTORCH_METHODS.items()}}
 
 

@@ -156,6 +156,8 @@ class GPBUCBProposer:
             self.on_refit(self.surrogate)
         if q == 1 and not pending:  # C_t = 0: GP-UCB's own pick (Algorithm 2, its initial design included)
             return [self.surrogate.suggest()]
+        if self.surrogate.settings.acquisition == "logei":  # the batch by hallucinated means, each pick by LogEI
+            return self.surrogate.ucb.suggest_batch(q, pending)
         return gp_bucb(self.surrogate.ucb, q, pending, inflate=self.inflate)
 
 

@@ -39,6 +39,11 @@ class RunSettings(_Model):
         default=0.025, gt=0, lt=1, description="δ' of Algorithm 2 (the paper's δ_ucb = 0.05 halved)."
     )
     kernel: Literal["se", "matern52"] = "se"
+    acquisition: Literal["ucb", "logei"] = Field(
+        default="ucb",
+        description=("'ucb': Algorithm 2's μ + √β_t σ; 'logei': log expected improvement over the best answer so "
+                     "far (Ament et al. 2023), outside the paper's algorithm (docs/modeler_quality.md)."),
+    )
     hyperparameters: Literal["fit", "fixed"] = Field(
         default="fit",
         description="'fit': maximum a posteriori under BoTorch's priors on the observations (docs/gp_engine.md).",

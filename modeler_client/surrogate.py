@@ -204,6 +204,7 @@ class Surrogate:
             requery=self.requery,
             noise_variance_floor=self.noise_floor,
             device=self.device,
+            acquisition=self.settings.acquisition,
         )
         self.ucb.exclude(self.excluded)
         for index, value in zip(indices, y):

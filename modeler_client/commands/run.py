@@ -38,6 +38,11 @@ class KernelName(StrEnum):
     matern52 = "matern52"
 
 
+class Acquisition(StrEnum):
+    ucb = "ucb"
+    logei = "logei"
+
+
 class BatchBeta(StrEnum):
     desautels = "desautels"
     plain = "plain"
@@ -151,6 +156,10 @@ def run(
     signal_variance: Annotated[float | None, typer.Option(help="Fixed signal variance (default 1).")] = None,
     noise_variance: Annotated[float | None, typer.Option(help="Fixed noise variance (default 1e-6 × signal).")] = None,
     ucb_delta: Annotated[float, typer.Option(help="δ' of Algorithm 2's β_t.")] = 0.025,
+    acquisition: Annotated[
+        Acquisition,
+        typer.Option(help="'ucb': Algorithm 2's GP-UCB; 'logei': log expected improvement (docs/modeler_quality.md)."),
+    ] = Acquisition.ucb,
     input_noise: Annotated[
         InputNoise,
         typer.Option(help="How a gaussian release's public noise_std enters the kernel (docs/modeler_client.md)."),
@@ -204,6 +213,7 @@ def run(
     settings = RunSettings(
         iterations=iterations,
         ucb_delta=ucb_delta,
+        acquisition=acquisition.value,
         kernel=kernel.value,
         hyperparameters=hyperparameters.value,
         refit_every=refit_every,

@@ -6,7 +6,8 @@ In iteration t (after t − 1 observations) the suggestion is
     argmax_i  μ_{t}(c_i) + √β_t σ_{t}(c_i),      β_t = 2 log(n t² π² / (6 δ))   (natural log),
 
 ties going to the lowest index. Non-private GP-UCB is the same engine run on the original inputs;
-PO-GP-UCB runs it on the released Z.
+PO-GP-UCB runs it on the released Z. :class:`GPUCB` can instead pick by log expected improvement
+(:func:`log_expected_improvement`), an option outside the paper's algorithm.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.special import erfcx, log_ndtr
 
 from shared.checks import open_unit, positive_int
 from shared.gp.kernels import FittableKernel, Kernel, SquaredExponential
@@ -59,6 +61,45 @@ def gp_ucb_beta(t: int, n: int, delta: float) -> float:
     return 2.0 * np.log(n * t**2 * np.pi**2 / (6.0 * delta))
 
 
+_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+_HALF_LOG_PI_OVER_2 = 0.5 * np.log(np.pi / 2.0)
+_VARIANCE_FLOOR = 1e-12  # BoTorch's analytic acquisitions clamp σ² there (min_var)
+
+
+def log_h(z: NDArray) -> NDArray:
+    """log h(z), h(z) = φ(z) + z Φ(z), evaluated stably for every z (Ament et al. 2023, "Unexpected improvements to
+    expected improvement for Bayesian optimization", eq. 9): directly for z > −1; below, with
+    Φ(z)/φ(z) = √(π/2) erfcx(−z/√2),
+
+        log h(z) = log φ(z) + log(1 − √(π/2) |z| erfcx(−z/√2)),
+
+    the second log by log1mexp; below −1/√ε (ε the float64 epsilon) erfcx's asymptote gives
+    log h(z) = log φ(z) − 2 log |z|, where the bracket would round to 0."""
+    z = np.asarray(z, dtype=float)
+    out = np.empty_like(z)
+    upper = z > -1.0
+    zu = z[upper]
+    out[upper] = np.log(np.exp(-0.5 * zu * zu - _LOG_SQRT_2PI) + zu * np.exp(log_ndtr(zu)))
+    tail = ~upper
+    zt = z[tail]
+    log_phi = -0.5 * zt * zt - _LOG_SQRT_2PI
+    asymptotic = zt < -1.0 / np.sqrt(np.finfo(float).eps)
+    middle = np.where(asymptotic, -2.0, zt)  # any z of the middle branch, so no warning where it is unused
+    x = np.log(erfcx(-middle / np.sqrt(2.0)) * np.abs(middle)) + _HALF_LOG_PI_OVER_2  # < 0
+    log1mexp = np.where(x > -np.log(2.0), np.log(-np.expm1(np.minimum(x, -1e-300))), np.log1p(-np.exp(x)))
+    out[tail] = log_phi + np.where(asymptotic, -2.0 * np.log(np.abs(zt)), log1mexp)
+    return out
+
+
+def log_expected_improvement(mean: NDArray, std: NDArray, best: float) -> NDArray:
+    """log E[max(f − best, 0)] = log h((μ − best)/σ) + log σ under f ~ N(μ, σ²) (Ament et al. 2023, LogEI), with σ²
+    floored at 1e-12 as BoTorch's ``LogExpectedImprovement`` does."""
+    sigma = np.sqrt(np.maximum(np.square(np.asarray(std, dtype=float)), _VARIANCE_FLOOR))
+    return log_h((np.asarray(mean, dtype=float) - best) / sigma) + np.log(sigma)
+
+
+ACQUISITIONS = ("ucb", "logei")
+
 ARD_MAX_DIM = 16
 """With a prior, one lengthscale per input dimension up to this many dimensions (BoTorch always uses ARD; beyond
 this the t × t gradient contractions cost r passes each and few runs have the answers to fit them)."""
@@ -88,6 +129,10 @@ class GPUCB:
       gives each row its own nugget; Algorithm 2 itself allows repeats (the default).
     * ``noise_variance_floor``: σ_n² never goes below it, in the start value or a refit (private
       measurements' public σ_y²).
+    * ``acquisition``: ``"ucb"`` (Algorithm 2's μ + √β_t σ, the default) or ``"logei"``: the candidate of largest
+      :func:`log_expected_improvement` over the best value observed so far (BoTorch's default acquisition,
+      outside the paper's algorithm and its regret bound); the first ``n_init`` picks are random either way, and
+      with nothing observed yet (nothing to improve on) the pick is GP-UCB's.
     * ``workers``: threads sharing each posterior update's candidates (large n); the picks do not depend on it.
     * ``reserve``: observations to allocate the posterior's factor for up front (with a known budget at
       large n: no step then pays for fresh memory; see :class:`CandidatePosterior`).
@@ -123,6 +168,7 @@ class GPUCB:
         reserve: int = 0,
         device: str | None = None,
         precision: Literal["float64", "float32"] = "float64",
+        acquisition: Literal["ucb", "logei"] = "ucb",
     ):
         if kernel is None:
             if lengthscale is None or signal_variance is None:
@@ -131,6 +177,9 @@ class GPUCB:
         open_unit(delta, "delta")
         if refit_every is not None and refit_every < 1:
             raise ValueError("refit_every must be a positive number of observations")
+        if acquisition not in ACQUISITIONS:
+            raise ValueError(f"acquisition must be one of {ACQUISITIONS}, not {acquisition!r}")
+        self.acquisition_name = acquisition
         self.delta = float(delta)
         self.rng = np.random.default_rng(rng)
         self.refit_every = refit_every
@@ -214,6 +263,8 @@ class GPUCB:
     def _pick(self, t: int) -> int:
         if t <= len(self.initial_indices):
             return int(self.initial_indices[t - 1])
+        if self.acquisition_name == "logei" and self.posterior.n_observations:
+            return self._best_log_ei(self.posterior)
         beta = self.beta(t)
         if self.posterior.ucb_argmax is not None and self.posterior.ucb_argmax[0] == beta:
             best = self.posterior.ucb_argmax[1]  # ranked by the last observation's own pass
@@ -223,10 +274,21 @@ class GPUCB:
             raise ValueError("every candidate has been queried (requery=False) or excluded: nothing is left to suggest")
         return best
 
+    def _best_log_ei(self, post: CandidatePosterior) -> int:
+        """argmax of log EI over the best observed value, outside :meth:`never_suggested` (ties to the lowest
+        index)."""
+        best_value = float(post.observed_values.max())
+        scores = log_expected_improvement(np.asarray(post.mean), np.asarray(post.std), best_value)
+        scores[self.never_suggested(post)] = -np.inf
+        best = int(np.argmax(scores))
+        if scores[best] == -np.inf:
+            raise ValueError("every candidate has been queried (requery=False) or excluded: nothing is left to suggest")
+        return best
+
     def _observe(self, post: CandidatePosterior, index: int, y: float) -> None:
-        """One rank-one update whose pass over the candidates also ranks them for the pick after it."""
+        """One rank-one update whose pass over the candidates also ranks them for the pick after it (GP-UCB)."""
         t_next = post.n_observations + 2
-        if t_next <= len(self.initial_indices):
+        if t_next <= len(self.initial_indices) or self.acquisition_name != "ucb":
             post.observe(index, y)
         else:
             post.observe(index, y, next_beta=self.beta(t_next), excluded=self.never_suggested(post, also=[index]))

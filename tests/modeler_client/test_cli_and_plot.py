@@ -57,6 +57,31 @@ def test_run_resume_plot_and_info(bowl, curator, tmp_path):
     assert "job kinds it may run none" in text  # a modeler key runs no job unless the curator allows it
 
 
+def test_run_with_logei_records_it_and_picks_by_it(bowl, curator, tmp_path):
+    """``--acquisition logei`` lands in the run file's settings, and each pick after the first is the largest log
+    expected improvement of the surrogate rebuilt from the answers before it."""
+    from modeler_client.client import ModelerClient
+    from modeler_client.surrogate import Surrogate, release_options
+    from shared.gp.ucb import log_expected_improvement
+
+    env = {"POBO_URL": curator.url, "POBO_TOKEN": bowl["token"]}
+    out = tmp_path / "run.json"
+    result = runner.invoke(app, ["run", "--release", str(bowl["release"].id), "-T", "5", "--acquisition", "logei",
+                                 "--out", str(out)], env=env)
+    assert result.exit_code == 0, result.output
+    record = RunRecord.load(out)
+    assert record.settings.acquisition == "logei" and len(record.done()) == 5
+    queries = sorted(record.done(), key=lambda q: q.iteration)
+    Z = ModelerClient(curator.url, bowl["token"]).inputs(bowl["release"].id)
+    surrogate = Surrogate(Z, record.release, record.settings, **release_options(record.release, record.settings))
+    for k in range(2, 5):
+        surrogate.update([q.index for q in queries[:k]], np.array([q.value for q in queries[:k]]))
+        post = surrogate.ucb.posterior
+        scores = log_expected_improvement(post.mean, post.std, post.observed_values.max())
+        scores[surrogate.ucb.never_suggested(post)] = -np.inf
+        assert queries[k].index == int(np.argmax(scores))
+
+
 def test_device_says_where_the_posterior_runs(bowl, curator, tmp_path):
     env = {"POBO_URL": curator.url, "POBO_TOKEN": bowl["token"]}
     command = ["run", "--release", str(bowl["release"].id), "-T", "3", "--batch", "2", "--out",

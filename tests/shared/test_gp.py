@@ -214,6 +214,31 @@ def test_marginal_likelihood_gradient(kernel_type, ard):
     assert err < 1e-4
 
 
+@pytest.mark.parametrize("ard", [False, True])
+def test_the_compiled_se_objective_equals_the_numpy_one(monkeypatch, ard):
+    """The compiled SE objective (small t) gives the numpy path's value and gradient, and the same refusal of a
+    matrix that is not positive definite."""
+    from shared.gp import regression
+    from shared.gp.se_objective import se_negative_lml_and_gradient
+
+    rng = np.random.default_rng(8)
+    X = rng.uniform(0, 2, size=(25, 3))
+    residual = np.cos(X @ [1.0, 0.3, 2.0]) + 0.05 * rng.normal(size=25)
+    prototype = kernel_prototype("se")
+    monkeypatch.setattr(regression, "COMPILED_OBJECTIVE_MAX_T", 0)  # the numpy path
+    for theta in (np.log([0.4, 1.1, 2.5, 0.8, 1e-3] if ard else [0.6, 0.8, 1e-3]),
+                  np.log([3.0, 0.05, 0.7, 2.0, 0.2] if ard else [0.05, 2.0, 0.2])):
+        value, gradient = _negative_lml_and_gradient(theta, prototype, ard, X, residual)
+        compiled_value, compiled_gradient = se_negative_lml_and_gradient(theta, ard, X, residual)
+        assert compiled_value == pytest.approx(value, rel=1e-12)
+        np.testing.assert_allclose(compiled_gradient, gradient, rtol=1e-10, atol=1e-10 * np.abs(gradient).max())
+    twice = np.vstack([X, X[:1]])  # a repeated row without noise: K is singular
+    singular = np.log([1.0, 1.0, 1.0, 1.0, 1e-300] if ard else [1.0, 1.0, 1e-300])
+    numpy_value, _ = _negative_lml_and_gradient(singular, prototype, ard, twice, np.append(residual, 0.0))
+    compiled = se_negative_lml_and_gradient(singular, ard, twice, np.append(residual, 0.0))
+    assert numpy_value == compiled[0] == 1e25 and not np.any(compiled[1])
+
+
 def test_fitting_recovers_known_hyperparameters():
     # f ~ GP(0, 2.0 · SE(l = 0.8)) + N(0, 0.01) at 200 uniform points of [0, 5]². Over 20 seeds the ML
     # estimates had log-ratio standard deviations 0.035 (l), 0.18 (σ²), 0.12 (σ_n²); the bounds below

@@ -221,3 +221,58 @@ def test_refits_keep_a_kernel_instance_kind_and_its_fixed_settings():
         engine.observe(i, float(np.sin(C[i, 0])))
     assert isinstance(engine.kernel, ExpectedSquaredExponential) and engine.kernel.input_noise_std == 0.25
     assert np.all(engine.kernel.lengthscale != 1.0)  # it was fitted
+
+
+def test_log_h_equals_the_direct_formula_where_that_is_accurate():
+    """log h(z) = log(φ(z) + z Φ(z)) on both sides of the branch point z = −1, against scipy's normal directly."""
+    from scipy.stats import norm
+
+    from shared.gp.ucb import log_h
+
+    z = np.array([-8.0, -5.0, -2.5, -1.0 - 1e-9, -1.0, -0.5, 0.0, 0.7, 3.0])
+    direct = np.log(norm.pdf(z) + z * norm.cdf(z))
+    np.testing.assert_allclose(log_h(z), direct, rtol=1e-9)
+
+
+def test_log_h_stays_finite_and_follows_its_asymptote_far_below_zero():
+    """Where φ(z) + z Φ(z) underflows to 0 (z ≲ −40) log h(z) still tracks log φ(z) − 2 log|z|, its Mills-ratio
+    asymptote: to the next term (log(1 − 3/z²) ≈ −3/z²) while float64 resolves it, and beyond within that term plus
+    the rounding of the bracket (ε z²) and of the value itself; finite and increasing in z throughout."""
+    from scipy.stats import norm
+
+    from shared.gp.ucb import log_h
+
+    z = -np.logspace(1.5, 12, 40)  # decreasing
+    values = log_h(z)
+    assert np.all(np.isfinite(values)) and np.all(np.diff(values) < 0)
+    gap = values - (norm.logpdf(z) - 2.0 * np.log(-z))
+    resolved = -z <= 1e3
+    np.testing.assert_allclose(gap[resolved], -3.0 / z[resolved] ** 2, rtol=0.05)
+    eps = np.finfo(float).eps
+    assert np.all(np.abs(gap) <= 4.0 / z**2 + eps * z**2 + 8 * eps * np.abs(values))
+    assert np.all(norm.pdf(z[1:5]) + z[1:5] * norm.cdf(z[1:5]) <= 0.0)  # where the direct formula has given up
+
+
+def test_logei_picks_the_largest_expected_improvement_and_never_a_queried_row():
+    """GPUCB(acquisition="logei") picks argmax E[max(f − best, 0)] (computed here from scipy's normal) among the rows
+    not yet queried; UCB with the same posterior picks by its own score."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(5)
+    C = rng.uniform(0, 1, size=(300, 2))
+    y = np.sin(6 * C[:, 0]) * np.cos(4 * C[:, 1])
+    engine = GPUCB(C, lengthscale=0.3, signal_variance=1.0, noise_variance=1e-6, delta=0.1, acquisition="logei",
+                   requery=False)
+    for i in range(6):
+        engine.observe(i, y[i])
+    for _ in range(8):
+        mean, std = engine.posterior.mean, engine.posterior.std
+        best = engine.posterior.observed_values.max()
+        z = (mean - best) / std
+        ei = np.where(std > 0, (mean - best) * norm.cdf(z) + std * norm.pdf(z), 0.0)
+        ei[engine.posterior.observed_indices] = -np.inf
+        pick = engine.suggest()
+        assert pick == int(np.argmax(ei)) and pick not in engine.posterior.observed_indices
+        engine.observe(pick, y[pick])
+    with pytest.raises(ValueError, match="acquisition"):
+        GPUCB(C, lengthscale=0.3, signal_variance=1.0, noise_variance=1e-6, delta=0.1, acquisition="ei")
