@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.curator_service.conftest import ADMIN, ADMIN_HEADERS, bearer, free_port, modeler_key, register, release
 
@@ -39,6 +40,7 @@ def _serve(data_dir: Path, port: int) -> subprocess.Popen:
         raise
 
 
+@pytest.mark.slow  # a chaos test: SIGKILL mid-run
 def test_sigkill_loses_nothing(tmp_path, job_cluster):
     port = free_port()
     server = _serve(tmp_path, port)

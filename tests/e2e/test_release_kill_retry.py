@@ -11,6 +11,7 @@ import time
 import uuid
 
 import numpy as np
+import pytest
 
 from shared.api.schemas import ReleaseCreate
 
@@ -28,6 +29,7 @@ print("done", flush=True)
 """
 
 
+@pytest.mark.slow  # a chaos test: SIGKILL mid-run
 def test_a_release_retried_after_its_client_was_killed_mid_request_is_charged_once(curator):
     X = np.random.default_rng(2).uniform(0.0, 1.0, size=(N, 3))
     dataset = curator.register_table(f"kill-{uuid.uuid4().hex[:8]}", X, ["a", "b", "c"],

@@ -180,6 +180,7 @@ def test_manual_evaluator_run_waits_until_the_curator_answers_with_the_cli(curat
     assert RunRecord.load(tmp_path / "manual.json").pending() == []
 
 
+@pytest.mark.slow  # a chaos test: SIGKILL mid-run
 def test_sigkill_mid_session_loses_nothing_and_the_run_resumes_to_completion(curator, tmp_path):
     X, y = raw_table(4)
     dataset = register(curator, X, y)

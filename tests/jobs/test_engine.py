@@ -273,6 +273,7 @@ def test_a_job_past_its_time_limit_is_failed(client, monkeypatch):
     assert done["status"] == "failed" and "time limit of 1 s" in done["message"]
 
 
+@pytest.mark.slow  # waits out the ignored cancel's thread (8 s)
 def test_a_job_that_ignores_its_cancel_is_marked_cancelled_and_its_late_result_is_dropped(client, monkeypatch):
     use(monkeypatch, "stubborn", ignores_everything)
     job = submit(client, "stubborn").json()

@@ -88,6 +88,7 @@ def answer_until_exit(admin, dataset_id: int, process: subprocess.Popen, timeout
 
 # T = 20 is four batches of five: the kill comes while the third is pending, so the resumed client must both
 # collect what the lab answered while it was down and propose new queries (in both modes).
+@pytest.mark.slow  # a chaos test: SIGKILL mid-run
 @pytest.mark.parametrize("mode", ["synchronous", "asynchronous"])
 def test_batch_5_on_a_manual_evaluator_killed_and_resumed_answers_and_charges_each_query_once(curator, tmp_path, mode):
     dataset, release, key = manual_release(curator, 1)
