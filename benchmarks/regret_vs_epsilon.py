@@ -5,9 +5,10 @@ Everything runs in-process (no HTTP): per run the curator's secret row permutati
 which the tests check), and the modeler's own surrogate (:class:`modeler_client.surrogate.Surrogate`, the
 code ``pobo-modeler run`` drives) for T = 50 queries. Run i shares its permutation, release noise and
 evaluator noise across variants; on the synthetic GP run i also draws its own f (seed i): one fixed draw
-(seed 0, the benchmark before) has a broad decoy hill near the box's edge 1.49 σ below a narrow peak that
-covers 1.5% of the rows, so a modeler exploiting weak information locks onto the decoy and "loses to random
-search"; the mean over functions is the honest figure (random search: the mean of its exact expectations).
+(seed 0, kept in regret_vs_epsilon_single_function.json) has a broad decoy hill near the box's edge 1.49 σ
+below a narrow peak that covers 1.5% of the rows, so a modeler exploiting weak information locks onto the
+decoy and "loses to random search"; the mean over functions is the honest figure (random search: the mean of
+its exact expectations).
 Simple regret S_T = (max f − best f queried)/σ, σ the prior std of the synthetic GP and the std of f over the
 table otherwise; mean ± standard error over the runs.
 
@@ -18,8 +19,8 @@ GP-UCB on the publicly scaled inputs. Variants, at ε = 0.5 … 1,024 (δ = 1e-5
   default modeler (expected-SE kernel under the public input noise, fitted by marginal likelihood), no
   repeated rows. ``… · requery`` allows repeats (Algorithm 2 as published); ``identity · plain SE`` ignores
   the input noise; ``identity · box-posterior SE`` gives each row its posterior under the public box
-  [0, W]^d (a truncated normal) instead of the flat prior; ``JL r=d (old default)`` is the square Gaussian M
-  the service drew in an earlier version.
+  [0, W]^d (a truncated normal) instead of the flat prior; ``JL r=d (square)`` releases Z = X_s M + noise with a square
+  Gaussian M (d × d) instead of the identity.
 - ``private y ρ``: the default release with private measurements (clip to the problem's public [a, b], a
   share ρ of μ²): every answer is the memoised ỹ; the modeler's noise floor is the public σ_y.
 - for d ≥ 3: ``PCA k`` (DP-PCA with 20% of μ², rows clipped to the public box's largest norm), ``Haar r=k``
@@ -185,7 +186,7 @@ def variants(problem: Problem) -> list[Variant]:
     out = [Variant(DEFAULT), Variant("identity · plain SE", input_noise="ignore"),
            Variant("identity · box-posterior SE", box_posterior=True)]
     if problem.name == "synthetic-W10":
-        out += [Variant(f"{DEFAULT} · requery", requery=True), Variant("JL r=d (old default)", projection="jl", r=d)]
+        out += [Variant(f"{DEFAULT} · requery", requery=True), Variant("JL r=d (square)", projection="jl", r=d)]
     out += [Variant(f"private y ρ={share:g}", measurement_share=share) for share in MEASUREMENT_SHARES]
     if d >= 3:
         k = min(3, d - 1)
