@@ -71,8 +71,8 @@ def tune_saying_where_it_stopped(ctx: JobContext):
 
 def test_a_cancel_stops_dp_tunes_final_training_where_it_is(client, monkeypatch, tmp_path):
     """The selected candidate's final training on all rows (the noise calibration, then 100 epochs of 1,350 steps:
-    some 40 s on the loaded test machine) is under way when the cancel comes: it stops inside it. The old kind
-    calibrated and trained to the last epoch and only then looked at the flag."""
+    some 40 s on the loaded test machine) is under way when the cancel comes: it stops inside it, not after the
+    last epoch."""
     use(monkeypatch, "tune-recorded", tune_saying_where_it_stopped, cost=tune_cost)
     X, y = synthetic_table(1500, seed=4)
     dataset = upload(client, table_csv(X, (y > np.median(y)).astype(float)),
@@ -140,7 +140,7 @@ def trainings_on_the_cluster(ctx: JobContext):
 
 def test_a_cancel_stops_the_trainings_running_as_pieces_on_the_cluster(client, monkeypatch, tmp_path):
     """Two pieces of 600 epochs (~55 s each on a quiet core) run on the two workers when the job is cancelled: both
-    stop inside their training. The old pieces ran to their last epoch in the background."""
+    stop inside their training instead of running to their last epoch in the background."""
     use(monkeypatch, "trainings", trainings_on_the_cluster)
     record = tmp_path / "piece"
     job = submit(client, "trainings", params={"record": str(record), "epochs": 600}).json()

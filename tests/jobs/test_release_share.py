@@ -11,7 +11,7 @@ from tests.curator_service.test_jobs import run_until_cancelled
 from tests.curator_service.test_release_jobs import BODY, finished, releases_url
 from tests.jobs.test_engine import status_of, wait, wait_for_one_running
 
-STARTS_SECONDS = 120.0  # generous on a loaded machine, inside run_until_cancelled's 300 s (the old code's end then)
+STARTS_SECONDS = 120.0  # generous on a loaded machine, and inside run_until_cancelled's 300 s
 
 
 def test_a_keys_releases_beyond_its_share_wait_while_another_keys_release_runs(make_client, database_url,

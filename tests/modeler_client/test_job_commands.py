@@ -20,7 +20,7 @@ OFFLINE = ["--url", "http://127.0.0.1:9", "--token", "t", "--dataset", "1", "--l
 @pytest.mark.parametrize("command", ["dp-bo", "dp-tune"])
 def test_modeler_job_commands_have_no_seed_option(command):
     """Whoever knows a seed can replay the noise; the server refuses one from a modeler key in any mode
-    (tests/privacy), and the client no longer offers it."""
+    (tests/privacy), and the client does not offer it."""
     help_text = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output
     assert "--label-column" in help_text and "--seed" not in help_text
     refused = runner.invoke(app, [command, *OFFLINE, "--seed", "1"])

@@ -123,8 +123,8 @@ def test_output_perturbation_sensitivity_bounds_replace_one_change():
 
 @pytest.mark.parametrize("gamma", [1e-6, 1e-2, 1e2])
 def test_minimizer_reaches_the_certified_gradient_tolerance_even_on_separable_data(gamma):
-    # Separable rows drive w toward ‖w*‖ ~ 1/γ; the old stopping rule (Newton decrement² < 1e-10) stopped
-    # with ‖∇f‖ = 1.3e-8 on Adult at γ = 1e-4, i.e. w off w* by 2e-4 of the sensitivity it was released with.
+    # Separable rows drive w toward ‖w*‖ ~ 1/γ; a stopping rule on the Newton decrement (² < 1e-10) stops with
+    # ‖∇f‖ = 1.3e-8 on Adult at γ = 1e-4, i.e. w off w* by 2e-4 of the sensitivity it is released with.
     X = np.array([[1.0, 0.0], [-1.0, 0.0], [0.6, 0.8], [-0.6, -0.8]])
     y = np.array([1, 0, 1, 0])
     w = regularized_logistic_minimizer(X, y, gamma)
