@@ -16,9 +16,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[curator,dev,postgres]"
 	@touch $(STAMP)
 
-## The GP's Numba pass compiled here, once (11 s of CPU on 2 cores; tools/warm_numba.py), not in a test, a Dask
+## The GP's Numba code compiled here, once (10 s on 2 cores; tools/warm_numba.py), not in a test, a Dask
 ## worker or the modeler's first run.
-$(NUMBA_STAMP): $(STAMP) shared/gp/fused_step.py tools/warm_numba.py
+$(NUMBA_STAMP): $(STAMP) shared/gp/fused_step.py shared/gp/se_objective.py tools/warm_numba.py
 	$(PY) tools/warm_numba.py
 	@touch $(NUMBA_STAMP)
 
