@@ -99,6 +99,7 @@ def log_expected_improvement(mean: NDArray, std: NDArray, best: float) -> NDArra
 
 
 ACQUISITIONS = ("ucb", "logei")
+NOTHING_LEFT = "every candidate has been queried (requery=False) or excluded: nothing is left to suggest"
 
 ARD_MAX_DIM = 16
 """With a prior, one lengthscale per input dimension up to this many dimensions (BoTorch always uses ARD; beyond
@@ -271,7 +272,7 @@ class GPUCB:
         else:
             best = self.posterior.best_upper_confidence_bound(beta, self.never_suggested(self.posterior))
         if best < 0:
-            raise ValueError("every candidate has been queried (requery=False) or excluded: nothing is left to suggest")
+            raise ValueError(NOTHING_LEFT)
         return best
 
     def _best_log_ei(self, post: CandidatePosterior) -> int:
@@ -282,7 +283,7 @@ class GPUCB:
         scores[self.never_suggested(post)] = -np.inf
         best = int(np.argmax(scores))
         if scores[best] == -np.inf:
-            raise ValueError("every candidate has been queried (requery=False) or excluded: nothing is left to suggest")
+            raise ValueError(NOTHING_LEFT)
         return best
 
     def _observe(self, post: CandidatePosterior, index: int, y: float) -> None:
