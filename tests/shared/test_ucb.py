@@ -276,3 +276,16 @@ def test_logei_picks_the_largest_expected_improvement_and_never_a_queried_row():
         engine.observe(pick, y[pick])
     with pytest.raises(ValueError, match="acquisition"):
         GPUCB(C, lengthscale=0.3, signal_variance=1.0, noise_variance=1e-6, delta=0.1, acquisition="ei")
+
+
+@pytest.mark.parametrize("acquisition", ["ucb", "logei"])
+def test_either_acquisition_says_so_when_every_row_has_been_queried(acquisition):
+    C = np.linspace(0, 1, 4)[:, None]
+    engine = GPUCB(C, lengthscale=0.3, signal_variance=1.0, noise_variance=1e-6, delta=0.1, acquisition=acquisition,
+                   requery=False)
+    for _ in range(4):
+        pick = engine.suggest()
+        engine.observe(pick, float(C[pick, 0]))
+    assert sorted(engine.posterior.observed_indices.tolist()) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="nothing is left to suggest"):
+        engine.suggest()
