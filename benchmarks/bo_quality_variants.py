@@ -1,0 +1,218 @@
+"""pobo's default surrogate with one choice changed at a time (the lengthscale prior's centre, the noise prior's
+centre, GP-UCB's exploration weight, ARD), scored against the bar of ``bo_quality.py``'s study.
+
+Each variant runs ``bo_quality.run_pobo_default`` (the modeler's own surrogate, the study's candidates, initial
+rows and seeds) with the module-level choice swapped in the worker process:
+
+* ``centre c``: the lengthscale prior LogNormal(√2 + ½ log d + c, √3) on log l̃. c = −3 is BoTorch's own objective
+  (the density of l̃, whose mode is e⁻³ × the median; :class:`shared.gp.regression.LogNormal` says why the default
+  is c = 0), with the random restarts drawn around the shifted centre;
+* ``noise c``: the noise prior LogNormal(c, 1) on σ̃_n² (default −4, BoTorch's);
+* ``β_t × s``: GP-UCB's μ + √(s β_t) σ (s = 1 is Algorithm 2; Srinivas et al. 2010 scaled β_t by 1/5 in their
+  experiments);
+* ``ARD up to d = k``: one lengthscale per coordinate only while d ≤ k (default 16), isotropic above;
+* ``LogEI``: the pick by log expected improvement (``--acquisition logei``) instead of GP-UCB;
+* ``multi-start at t ≤ 5 and every 10th``: fewer refits from every start (the default: t ≤ 10 and every 5th).
+
+The bar per problem and T is the better BoTorch configuration's mean + 1 s.e. in ``results/bo_quality.json``
+(seeds 0–19); on other seeds the table shows the variant beside the default, paired by seed.
+
+    nice -n 5 .venv/bin/python benchmarks/bo_quality_variants.py [--seeds 20] [--first-seed 0]
+        [--variants default "β_t × 0.2" ...] [--problems diabetes ...]
+
+Two worker processes; results in ``results/bo_quality_variants.json``, one part per seed range; a run adds its
+(variant, problem, seed) runs to its part, replacing the same ones, and the part's summary is recomputed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from multiprocessing import Pool
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: I001  (one BLAS thread, before numpy loads)
+import numpy as np
+
+import bo_quality
+import modeler_client.surrogate as surrogate
+import shared.gp.regression as regression
+import shared.gp.ucb as ucb
+
+PROBLEMS = ("diabetes", "loans", "property", "synthetic")
+
+
+@dataclass(frozen=True)
+class Variant:
+    lengthscale_centre: float = 0.0
+    noise_centre: float = -4.0
+    beta_scale: float = 1.0
+    ard_max_dim: int = ucb.ARD_MAX_DIM
+    acquisition: str = "ucb"
+    fewer_full_fits: bool = False
+
+    def apply(self) -> None:
+        """Swap the choices into this worker's modules (each worker runs one variant at a time)."""
+        variant = self
+
+        def dim_scaled(cls, dim: int) -> regression.HyperparameterPrior:
+            return cls(regression.LogNormal(math.sqrt(2.0) + 0.5 * math.log(dim) + variant.lengthscale_centre,
+                                            math.sqrt(3.0)),
+                       regression.LogNormal(variant.noise_centre, 1.0))
+
+        regression.HyperparameterPrior.dim_scaled = classmethod(dim_scaled)
+        ucb.gp_ucb_beta = lambda t, n, delta: variant.beta_scale * BETA(t, n, delta)
+        ucb.ARD_MAX_DIM = self.ard_max_dim
+        surrogate.full_fit_due = (lambda t: t <= 5 or t % 10 == 0) if self.fewer_full_fits else FULL_FIT_DUE
+
+
+BETA, FULL_FIT_DUE = ucb.gp_ucb_beta, surrogate.full_fit_due
+VARIANTS = {
+    "default": Variant(),
+    "noise −3": Variant(noise_centre=-3.0),
+    "noise −2": Variant(noise_centre=-2.0),
+    "centre −1": Variant(lengthscale_centre=-1.0),
+    "centre −1.5": Variant(lengthscale_centre=-1.5),
+    "centre −3": Variant(lengthscale_centre=-3.0),
+    "centre −3, noise −3.5": Variant(lengthscale_centre=-3.0, noise_centre=-3.5),
+    "centre −3, noise −3": Variant(lengthscale_centre=-3.0, noise_centre=-3.0),
+    "centre −3, noise −2": Variant(lengthscale_centre=-3.0, noise_centre=-2.0),
+    "LogEI": Variant(acquisition="logei"),
+    "centre −3, LogEI": Variant(lengthscale_centre=-3.0, acquisition="logei"),
+    "β_t × 0.5": Variant(beta_scale=0.5),
+    "β_t × 0.2": Variant(beta_scale=0.2),
+    "β_t × 0.1": Variant(beta_scale=0.1),
+    "centre −3, noise −3, β_t × 0.35": Variant(lengthscale_centre=-3.0, noise_centre=-3.0, beta_scale=0.35),
+    "centre −3, noise −3, β_t × 0.2": Variant(lengthscale_centre=-3.0, noise_centre=-3.0, beta_scale=0.2),
+    "ARD up to d = 8": Variant(ard_max_dim=8),
+    "multi-start at t ≤ 5 and every 10th": Variant(fewer_full_fits=True),
+}
+
+_problems: dict = {}
+
+
+def run_one(job: tuple[str, str, int]) -> dict:
+    variant, name, seed = job
+    VARIANTS[variant].apply()
+    if name not in _problems or name == "synthetic":  # the synthetic function is another draw per seed
+        _problems[name] = bo_quality.loader(name)(seed)
+    problem = _problems[name]
+    T = max(bo_quality.HORIZONS)
+    run = bo_quality.run_pobo_default(problem, seed, T, acquisition=VARIANTS[variant].acquisition)
+    regret = problem.regret(run.indices)
+    return dict(variant=variant, problem=name, seed=seed, regret={str(h): float(regret[h - 1])
+                                                                  for h in bo_quality.HORIZONS},
+                fits=run.fits, at_bound=run.at_bound, seconds_per_step=float(np.mean(run.seconds)))
+
+
+def loans_subsamples_at_bound(variant: str) -> int:
+    """How many of the 10 uniform subsamples of 50 loans in
+    ``test_the_default_refit_on_a_loans_subsample_keeps_its_lengthscales_off_the_bounds`` end their refit at a bound
+    under this variant (the test asks for none)."""
+    VARIANTS[variant].apply()
+    problem = bo_quality.loader("loans")(0)
+    count = 0
+    for seed in range(10):
+        rows = np.random.default_rng(seed).choice(len(problem.y), 50, replace=False)
+        engine = ucb.GPUCB(problem.X, lengthscale=0.1, signal_variance=1.0, noise_variance=1e-6, delta=0.025)
+        for i in rows:
+            engine.observe(i, problem.table.objective[i])
+        engine.rng = np.random.default_rng(0)
+        engine.refit()
+        count += bool(engine.last_fit.at_bound)
+    return count
+
+
+def bars() -> dict[str, dict[str, float]]:
+    """The better BoTorch configuration's mean + 1 s.e. per problem and T (the study's seeds 0–19)."""
+    results = json.loads(harness.result_path("bo_quality", "json").read_text())["results"]
+    out = {}
+    for problem, result in results.items():
+        methods = result["methods"]
+        out[problem] = {}
+        for h in ("25", "50"):
+            best = min(bo_quality.BOTORCH_METHODS, key=lambda m: methods[m]["regret"][h][0])
+            out[problem][h] = sum(methods[best]["regret"][h])
+    return out
+
+
+def summarise(runs: list[dict], first_seed: int) -> dict:
+    """Per variant and problem: mean ± s.e. at T = 25 and 50, paired difference to the default, bound share."""
+    bar = bars() if first_seed == 0 else None
+    out: dict = {}
+    for variant in dict.fromkeys(r["variant"] for r in runs):
+        out[variant] = {}
+        for problem in dict.fromkeys(r["problem"] for r in runs):
+            mine = sorted((r for r in runs if r["variant"] == variant and r["problem"] == problem),
+                          key=lambda r: r["seed"])
+            base = {r["seed"]: r for r in runs if r["variant"] == "default" and r["problem"] == problem}
+            if not mine:
+                continue
+            cell = dict(seeds=len(mine), at_bound=sum(r["at_bound"] for r in mine) / sum(r["fits"] for r in mine),
+                        ms_per_step=1000 * float(np.mean([r["seconds_per_step"] for r in mine])))
+            for h in ("25", "50"):
+                values = [r["regret"][h] for r in mine]
+                cell[f"T{h}"] = bo_quality.mean_se(values)
+                if base and variant != "default":
+                    cell[f"T{h}_minus_default"] = bo_quality.mean_se(
+                        [r["regret"][h] - base[r["seed"]]["regret"][h] for r in mine])
+                if bar and problem in bar:
+                    cell[f"T{h}_meets_bar"] = cell[f"T{h}"][0] <= bar[problem][h] + 1e-12
+            out[variant][problem] = cell
+    return out
+
+
+def show(summary: dict) -> None:
+    for variant, problems in summary.items():
+        cells = []
+        for problem, c in problems.items():
+            marks = "".join("" if c.get(f"T{h}_meets_bar", True) else f" ✗T{h}" for h in ("25", "50"))
+            cells.append(f"{problem} {c['T25'][0]:.3f}/{c['T50'][0]:.3f}{marks} ({100 * c['at_bound']:.1f} %)")
+        print(f"{variant:34s} " + " · ".join(cells))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
+    args = parser.parse_args()
+    variants = list(dict.fromkeys(["default", *args.variants]))  # the pairing's reference always runs
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    jobs = [(v, p, s) for v in variants for p in args.problems for s in seeds]
+    with Pool(2) as pool:
+        runs = pool.map(run_one, jobs, chunksize=1)
+        subsamples = dict(zip(variants, pool.map(loans_subsamples_at_bound, variants, chunksize=1))) \
+            if "loans" in args.problems else {}
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                            cwd=harness.REPOSITORY).stdout.strip()
+    path = harness.result_path("bo_quality_variants", "json")
+    parts = json.loads(path.read_text())["parts"] if path.exists() else {}
+    key = f"seeds {seeds.start}–{seeds.stop - 1}"
+    stamp = dict(command=harness.command_line(), commit=commit, date=datetime.now(UTC).isoformat(timespec="seconds"),
+                 machine=platform.node(), cpus=os.cpu_count())
+    earlier = parts.get(key, {})
+    new = {(r["variant"], r["problem"], r["seed"]) for r in runs}
+    runs = [r for r in earlier.get("runs", []) if (r["variant"], r["problem"], r["seed"]) not in new] + runs
+    part = dict(commands=[*earlier.get("commands", []), stamp], seeds=[seeds.start, seeds.stop - 1],
+                summary=summarise(runs, args.first_seed), runs=runs,
+                loans_subsamples_at_bound=earlier.get("loans_subsamples_at_bound", {}) | subsamples)
+    parts[key] = part
+    path.write_text(json.dumps(dict(parts=parts), indent=1, default=harness._plain) + "\n")
+    show(part["summary"])
+    print("loans subsamples of the fit test ending at a bound (of 10):", subsamples)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
