@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", type=Path,
                         help="only print the tables of this saved JSON and check the paper's claims again (the JSON's "
                              "claims are rewritten), then exit")
+    parser.add_argument("--baselines-into", type=Path,
+                        help="only re-run the in-process baselines (non-private, public scaling, random) with --runs "
+                             "and the saved run's own plan, replace them in this saved JSON and check its claims again")
     parser.add_argument("--fit-rows", type=int, help="rows for the ARD lengthscale fit (default 500; quick 200)")
     parser.add_argument("--hyperparameters", choices=["fixed", "fitted"], default="fixed",
                         help="po-gp-ucb and non-private GP-UCB: the preprocessing's ML fit held fixed (default), or "
@@ -139,6 +142,11 @@ def main(argv: list[str] | None = None) -> None:
         print_sensitivity(sensitivity, console)
         harness.write_json("real_data_sensitivity", sensitivity)
         return
+    saved = json.loads(args.baselines_into.read_text()) if args.baselines_into else None
+    if saved is not None:  # the saved run's plan, so the baselines are run as its other settings were
+        args.datasets, args.hyperparameters = list(saved["datasets"]), saved["plan"]["hyperparameters"]
+        args.fit_rows, args.timing_runs = saved["plan"]["fit_rows"], 0
+        args.runs = args.runs or saved["plan"]["figure_runs"]
     runs = args.runs or (2 if args.quick else 20)
     plan = Plan(
         figure_runs=runs,
@@ -163,9 +171,15 @@ def main(argv: list[str] | None = None) -> None:
                 if args.diagnose:
                     diagnosis[key] = diagnose(ctx, runs, console)
                     continue
-                crossing = [Setting("po-gp-ucb", "crossing", plan.table_runs, log_epsilon=crossing_epsilon(ctx), r=r)
-                            for r in CROSSING_RS] if args.crossing else None
-                all_results[key] = run_dataset(ctx, plan, progress, console, settings=crossing)
+                only = ([Setting("po-gp-ucb", "crossing", plan.table_runs, log_epsilon=crossing_epsilon(ctx), r=r)
+                         for r in CROSSING_RS] if args.crossing
+                        else [s for s in plan.settings(experiment) if s.group == "baseline"] if saved else None)
+                all_results[key] = run_dataset(ctx, plan, progress, console, settings=only)
+    if saved is not None:
+        replace_baselines(saved, all_results, harness.command_line(), console)
+        args.baselines_into.write_text(json.dumps(saved, indent=1) + "\n")
+        console.print(f"wrote {args.baselines_into}")
+        return
     if args.diagnose:
         print_diagnosis(diagnosis, console)
         harness.write_json("real_data_diagnosis", dict(datasets=diagnosis))
@@ -189,6 +203,17 @@ def main(argv: list[str] | None = None) -> None:
     path = harness.write_json(name, out, quick=args.quick)
     plot(all_results, harness.result_path(name, "png", quick=args.quick))
     console.print(f"wrote {path} and its .png")
+
+
+def replace_baselines(saved: dict, fresh: dict, command: str, console: Console) -> None:
+    """The baseline settings of ``fresh`` in place of the saved ones; the claims checked again and printed."""
+    for key, results in fresh.items():
+        kept = [s for s in saved["datasets"][key]["settings"] if s["group"] != "baseline"]
+        saved["datasets"][key]["settings"] = [*results["settings"], *kept]
+        print_results(saved["datasets"][key], EXPERIMENTS[key], console)
+        saved["claims"][key] = check_claims(saved["datasets"][key], EXPERIMENTS[key])
+        print_claims(saved["claims"][key], console)
+    saved["baselines_command"] = command
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from curator_service.testing import LocalCurator
 from modeler_client.client import ModelerClient
 from modeler_client.loop import LoopEvent, RemoteGPUCB
 from modeler_client.runfile import RunSettings
-from modeler_client.surrogate import Surrogate
+from modeler_client.surrogate import Surrogate, release_options
 from shared.api.scaling import apply_scaling, unit_diameter_bounds
 from shared.api.schemas import API_PREFIX, DatasetOut, DatasetSpec, ReleaseOut, RowOrder, ScalingSpec
 from shared.datasets.lendingclub import load_lendingclub
@@ -117,13 +117,14 @@ class RunResult:
 def in_process_loop(
     Z: np.ndarray, release: ReleaseOut, settings: RunSettings, values: np.ndarray, initial: Sequence[int]
 ) -> tuple[list[int], float, tuple[str, ...]]:
-    """``RemoteGPUCB.run`` without HTTP: the same surrogate, updated the same way, measuring ``values``
+    """``RemoteGPUCB.run`` without HTTP: the same surrogate with the options the release's metadata decides
+    (:func:`release_options`: no row asked twice when answers repeat), updated the same way, measuring ``values``
     directly. Returns the rows queried, the wall time per GP-UCB iteration and which fitted parameters the last
     refit left at a bound of its search box (empty with fixed hyperparameters or a fit inside the box)."""
     orientation = -1.0 if release.goal == "minimize" else 1.0
     indices = list(initial)
     start = time.perf_counter()
-    surrogate = Surrogate(Z, release, settings)
+    surrogate = Surrogate(Z, release, settings, **release_options(release, settings))
     while len(indices) < settings.iterations:
         surrogate.update(indices, orientation * values[indices])
         indices.append(surrogate.suggest())
@@ -134,9 +135,11 @@ def in_process_loop(
 
 def local_metadata(ctx: DatasetContext, X: np.ndarray) -> ReleaseOut:
     """Metadata describing inputs X computed on the curator's side (non-private GP-UCB, diagnoses) to the
-    surrogate; nothing is released, and the surrogate reads only ``goal``, ``dim`` and ``noise_std``."""
+    surrogate; nothing is released. The surrogate reads ``goal``, ``dim``, ``noise_std`` and ``answers_repeat``:
+    the tables' column evaluator answers a row the same every time, as the releases' metadata states."""
     return ReleaseOut(id=0, dataset_id=ctx.paper_dataset.id, mechanism="po-gp-ucb", certified=False, epsilon=math.inf,
-                      delta=0.0, n=X.shape[0], dim=X.shape[1], goal=ctx.table.goal, created_at=datetime.now(UTC))
+                      delta=0.0, n=X.shape[0], dim=X.shape[1], goal=ctx.table.goal, answers_repeat=True,
+                      created_at=datetime.now(UTC))
 
 
 def http_loop(
