@@ -1,9 +1,10 @@
-"""Why po-gp-ucb beats the non-private baseline on the property table: a control without privacy.
+"""po-gp-ucb on the property table beside privacy-free transforms of the same inputs.
 
 On property, po-gp-ucb's releases at the figure's ε are not lifted (σ_min ≥ ω), so each is an affine image of
 the paper's inputs: Z = r^(-1/2) (X − x̄) M, M a d × r Gaussian matrix. Such a release carries no noise and no
-less information than X. This control runs the modeler's default loop in-process on four inputs of the same
-table, with the same initial rows per run:
+less information than X, so whatever separates it from the non-private baseline is the modeler's view of the
+inputs, not privacy. This control runs the modeler's default loop in-process (never asking a row twice, as over
+HTTP) on these inputs of the same table, with the same initial rows per run:
 
 * ``non-private``: the paper-preprocessed inputs X (2 columns), as the reproduction's baseline;
 * ``rotation``: X times a random 2 × 2 rotation (the same geometry, other ARD axes);
