@@ -37,10 +37,9 @@ from multiprocessing import Pool  # noqa: E402
 
 import numpy as np  # noqa: E402
 from real_data_experiments import EXPERIMENTS, initial_rows  # noqa: E402
-from real_data_run import in_process_loop  # noqa: E402
+from real_data_run import in_process_loop, in_process_metadata  # noqa: E402
 
 from modeler_client.runfile import RunSettings  # noqa: E402
-from shared.api.schemas import ReleaseOut  # noqa: E402
 from shared.datasets.paper_preprocessing import fit_paper_preprocessing  # noqa: E402
 from shared.releases import po_gp_ucb_release  # noqa: E402
 
@@ -83,10 +82,8 @@ def one_run(job: tuple[str, int]) -> dict:
     order = np.random.default_rng([20_301, run]).permutation(len(y)) if kind.endswith(SHUFFLED) else np.arange(len(y))
     Z, y = Z[order], y[order]
     initial = [int(i) for i in np.argsort(order)[initial_rows(len(y), run)]]  # the same rows in the new order
-    metadata = ReleaseOut(id=0, dataset_id=0, mechanism="po-gp-ucb", certified=False, epsilon=math.inf, delta=0.0,
-                          n=Z.shape[0], dim=Z.shape[1], goal=goal, answers_repeat=True,
-                          created_at=datetime.now(UTC))
-    indices, _, _ = in_process_loop(Z, metadata, RunSettings(iterations=EXPERIMENT.iterations), y, initial)
+    settings = RunSettings(iterations=EXPERIMENT.iterations)
+    indices, _, _ = in_process_loop(Z, in_process_metadata(*Z.shape, goal), settings, y, initial)
     found = y[indices].min() if goal == "minimize" else y[indices].max()
     best = y.min() if goal == "minimize" else y.max()
     return dict(kind=kind, run=run, regret=float(abs(best - found) / np.std(y)), lifted=lifted)

@@ -133,13 +133,17 @@ def in_process_loop(
     return indices, (time.perf_counter() - start) / (settings.iterations - len(initial)), at_bound
 
 
-def local_metadata(ctx: DatasetContext, X: np.ndarray) -> ReleaseOut:
-    """Metadata describing inputs X computed on the curator's side (non-private GP-UCB, diagnoses) to the
-    surrogate; nothing is released. The surrogate reads ``goal``, ``dim``, ``noise_std`` and ``answers_repeat``:
+def in_process_metadata(n: int, dim: int, goal: str, dataset_id: int = 0) -> ReleaseOut:
+    """Metadata describing n × dim inputs computed on the curator's side (non-private GP-UCB, diagnoses, controls) to
+    the surrogate; nothing is released. The surrogate reads ``goal``, ``dim``, ``noise_std`` and ``answers_repeat``:
     the tables' column evaluator answers a row the same every time, as the releases' metadata states."""
-    return ReleaseOut(id=0, dataset_id=ctx.paper_dataset.id, mechanism="po-gp-ucb", certified=False, epsilon=math.inf,
-                      delta=0.0, n=X.shape[0], dim=X.shape[1], goal=ctx.table.goal, answers_repeat=True,
-                      created_at=datetime.now(UTC))
+    return ReleaseOut(id=0, dataset_id=dataset_id, mechanism="po-gp-ucb", certified=False, epsilon=math.inf, delta=0.0,
+                      n=n, dim=dim, goal=goal, answers_repeat=True, created_at=datetime.now(UTC))
+
+
+def local_metadata(ctx: DatasetContext, X: np.ndarray) -> ReleaseOut:
+    """:func:`in_process_metadata` for inputs X of this dataset."""
+    return in_process_metadata(X.shape[0], X.shape[1], ctx.table.goal, ctx.paper_dataset.id)
 
 
 def http_loop(

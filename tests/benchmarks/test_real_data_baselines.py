@@ -1,9 +1,7 @@
 """The reproductions' in-process loop (non-private baselines, timing) builds the surrogate as the product's loop
 does: with answers that repeat (the tables' column evaluator), no row is asked twice."""
 
-import math
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +11,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 real_data_run = pytest.importorskip("real_data_run")
 
 from modeler_client.runfile import RunSettings  # noqa: E402
-from shared.api.schemas import ReleaseOut  # noqa: E402
 
 
-def metadata(answers_repeat: bool) -> ReleaseOut:
-    return ReleaseOut(id=0, dataset_id=0, mechanism="po-gp-ucb", certified=False, epsilon=math.inf, delta=0.0, n=300,
-                      dim=2, goal="maximize", answers_repeat=answers_repeat, created_at=datetime.now(UTC))
+def metadata(answers_repeat: bool):
+    return real_data_run.in_process_metadata(300, 2, "maximize").model_copy(update={"answers_repeat": answers_repeat})
 
 
 def test_the_in_process_loop_never_asks_a_row_twice_when_answers_repeat():
@@ -30,5 +26,6 @@ def test_the_in_process_loop_never_asks_a_row_twice_when_answers_repeat():
     settings = RunSettings(iterations=60)
     repeats_allowed, _, _ = real_data_run.in_process_loop(X, metadata(False), settings, y, [0, 1, 2, 3, 4])
     assert len(set(repeats_allowed)) < len(repeats_allowed)
+    assert real_data_run.in_process_metadata(300, 2, "maximize").answers_repeat  # what the baselines are given
     indices, _, _ = real_data_run.in_process_loop(X, metadata(True), settings, y, [0, 1, 2, 3, 4])
     assert len(indices) == 60 and len(set(indices)) == 60
