@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
-from collections import namedtuple
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, Insert, Select, Update, create_engine, event, select
-from sqlalchemy.engine import Dialect, Engine, make_url
+from sqlalchemy import create_engine, event, select
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.api.errors import ApiError
@@ -60,7 +58,7 @@ def make_engine(url: str, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> Engi
     @event.listens_for(engine, "begin")
     def _begin(connection: Any) -> None:
         immediate = connection.get_execution_options().get(_WRITE, False)
-        # On the driver's connection: through exec_driver_sql this statement cost a fifth of an empty transaction.
+        # On the driver's connection, not through exec_driver_sql: SQLAlchemy's per-statement work is not needed here.
         connection.connection.driver_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
@@ -100,29 +98,14 @@ def schema_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
-class WriteLockBusy(Exception):
-    """Another transaction holds SQLite's write lock, and :meth:`Database.write_without_waiting` did not wait."""
-
-
 class Database:
-    """Session factory with three kinds of transaction: :meth:`read`, :meth:`write` and, on an SQLite file,
-    :meth:`write_without_waiting`."""
+    """Session factory with two kinds of transaction: :meth:`read` and :meth:`write`."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = make_engine(url)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        database = self.engine.url.database
-        self._unwaiting_engine = (make_engine(url, busy_timeout_ms=0)
-                                  if self.is_sqlite and database and database != ":memory:" else None)
-        self._loop_connection: Any = None  # the unwaiting engine's DBAPI connection, held for the event loop
-        self._loop_lock = threading.Lock()
-
-    @property
-    def writes_without_waiting(self) -> bool:
-        """Whether :meth:`write_without_waiting` is available (an SQLite file; PostgreSQL's locks always wait)."""
-        return self._unwaiting_engine is not None
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -136,40 +119,6 @@ class Database:
         with self._sessions() as session:
             session.connection(execution_options={_WRITE: True})
             yield from _committed(session)
-
-    @contextmanager
-    def write_without_waiting(self) -> Iterator[DriverTransaction]:
-        """A write transaction for the event loop, which must never wait for a lock: its ``BEGIN IMMEDIATE`` runs on
-        one sqlite3 connection held for the loop, with a busy timeout of 0 (and the engine's other PRAGMAs:
-        ``synchronous=FULL``), and raises :class:`WriteLockBusy` at once when another transaction holds SQLite's
-        write lock (the caller then runs :meth:`write` in a worker thread); also while another thread's loop uses
-        that connection. Once the lock is held, a WAL transaction's statements and commit wait for no other lock
-        (the commit's auto-checkpoint is passive and skips what readers use), so the loop blocks only for the
-        statements and the commit's ``fdatasync``. No Session, pool checkout or SQLAlchemy transaction: an empty
-        Session write transaction cost ~0.5 ms of SQLAlchemy against ~0.05 ms for ``BEGIN IMMEDIATE`` and
-        ``COMMIT`` on the driver (docs/performance.md)."""
-        if self._unwaiting_engine is None or not self._loop_lock.acquire(blocking=False):
-            raise WriteLockBusy
-        try:
-            if self._loop_connection is None:
-                self._loop_connection = self._unwaiting_engine.raw_connection()
-            driver = self._loop_connection.driver_connection
-            try:
-                driver.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                    raise WriteLockBusy from None
-                raise
-            transaction = DriverTransaction(driver, self._unwaiting_engine.dialect)
-            try:
-                yield transaction
-                transaction.commit()
-            except BaseException:
-                if driver.in_transaction:
-                    driver.rollback()
-                raise
-        finally:
-            self._loop_lock.release()
 
     def answers(self) -> bool:
         """Whether a new connection opens and reads the schema's revision: what a readiness probe needs to know.
@@ -226,12 +175,6 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
-        if self._unwaiting_engine is not None:
-            with self._loop_lock:  # after the loop's transaction, if one runs
-                if self._loop_connection is not None:
-                    self._loop_connection.close()
-                    self._loop_connection = None
-            self._unwaiting_engine.dispose()
 
 
 PROBE_LOCK_TIMEOUT_MS = 2_000
@@ -254,90 +197,6 @@ def _committed(session: Session) -> Iterator[Session]:
     except BaseException:
         session.rollback()
         raise
-
-
-class DriverTransaction:
-    """:meth:`Database.write_without_waiting`'s transaction: the sqlite3 connection in ``BEGIN IMMEDIATE``. It answers
-    what the query path asks of a Session (:meth:`connection` for :class:`Prepared`, :meth:`commit`), nothing more."""
-
-    def __init__(self, driver_connection: sqlite3.Connection, dialect: Dialect) -> None:
-        self.driver_connection, self.dialect = driver_connection, dialect
-
-    def connection(self) -> DriverTransaction:
-        return self
-
-    def commit(self) -> None:
-        self.driver_connection.commit()  # durable before it returns: the connection's synchronous=FULL
-
-
-class Prepared:
-    """A hot-path statement (the query path's): on SQLite it is compiled once to SQL and run on the DBAPI
-    cursor of the caller's transaction (the sqlite3 module keeps it prepared in its per-connection cache), with the
-    columns' own SQLAlchemy type processing for parameters and results; elsewhere it runs as the Core statement.
-
-    Measured on SQLite: a Core ``execute`` of the query path's context select costs ~160 µs against ~15 µs on the
-    cursor (most of it SQLAlchemy's per-execution bookkeeping, not SQL), and the path runs six of them.
-    :meth:`run` answers a select's rows (named tuples), an insert's new id, or None for an update. An insert names
-    its ``columns`` and must be given every one of them (no Python-side defaults are applied here)."""
-
-    def __init__(self, statement: Select | Insert | Update, columns: Sequence[str] = ()) -> None:
-        self.statement = statement
-        self.columns = tuple(columns)
-        self._core = (statement.returning(*statement.table.primary_key, sort_by_parameter_order=True)
-                      if isinstance(statement, Insert) else statement)
-        self._sqlite: _CompiledForSqlite | None = None
-
-    def run(self, connection: Connection | DriverTransaction, parameters: dict[str, Any]) -> Any:
-        if connection.dialect.name != "sqlite":  # a DriverTransaction is SQLite's only
-            result = cast(Connection, connection).execute(self._core, parameters)
-            return result.all() if isinstance(self.statement, Select) else (
-                result.scalar_one() if isinstance(self.statement, Insert) else None)
-        compiled = self._sqlite or self._compile(connection.dialect)
-        driver = (connection.driver_connection if isinstance(connection, DriverTransaction)
-                  else cast(sqlite3.Connection, connection.connection.driver_connection))
-        cursor = driver.cursor()
-        try:
-            cursor.execute(compiled.sql, [process(parameters[name]) if process else parameters[name]
-                                          for name, process in compiled.parameters])
-            if compiled.row is None:
-                return cursor.lastrowid if isinstance(self.statement, Insert) else None
-            return [compiled.row._make(process(value) if process else value
-                                       for value, process in zip(raw, compiled.results, strict=True))
-                    for raw in cursor.fetchall()]
-        finally:
-            cursor.close()
-
-    def run_many(self, connection: Connection | DriverTransaction, rows: list[dict[str, Any]]) -> list[int]:
-        """The new ids of an insert of ``rows``, in their order (one statement elsewhere, prepared rows on SQLite)."""
-        if connection.dialect.name != "sqlite":  # a DriverTransaction is SQLite's only
-            return list(cast(Connection, connection).execute(self._core, rows).scalars())
-        return [self.run(connection, row) for row in rows]
-
-    def _compile(self, dialect: Dialect) -> _CompiledForSqlite:
-        compiled = self.statement.compile(dialect=dialect, column_keys=list(self.columns) or None)
-        if compiled.insert_prefetch or compiled.update_prefetch:
-            raise ValueError("a prepared statement must be given every column; it applies no Python defaults")
-        binds = compiled.binds
-
-        def processor(type_: Any, kind: str) -> Callable[[Any], Any] | None:
-            impl = type_.dialect_impl(dialect)
-            return impl.bind_processor(dialect) if kind == "bind" else impl.result_processor(dialect, None)
-
-        if compiled.positiontup is None:  # SQLite's paramstyle (qmark) is positional: never None there
-            raise ValueError(f"a prepared statement needs a positional paramstyle, not {dialect.paramstyle!r}")
-        parameters = tuple((name, processor(binds[name].type, "bind")) for name in compiled.positiontup)
-        row: type[tuple[Any, ...]] | None = None
-        results: tuple[Callable[[Any], Any] | None, ...] = ()
-        if isinstance(self.statement, Select):
-            selected = self.statement.selected_columns
-            # One assignment of both: mypy takes a lone ``row = namedtuple(...)`` for a class definition.
-            row, results = (namedtuple("PreparedRow", selected.keys()),  # noqa: PYI024 - its fields are the statement's
-                            tuple(processor(column.type, "result") for column in selected))
-        self._sqlite = _CompiledForSqlite(compiled.string, parameters, row, results)
-        return self._sqlite
-
-
-_CompiledForSqlite = namedtuple("_CompiledForSqlite", "sql parameters row results")
 
 
 def not_found(model: type, row_id: int) -> ApiError:

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Coroutine
-from typing import Any
-
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
 
-from curator_service.persistence.db import WriteLockBusy
-from curator_service.routers.auth import AnyRole, Modeler, ModelerRoute, UncheckedModeler, presented_bearer_token
+from curator_service.persistence.query_storage import SqlAlchemyQueryStorage
+from curator_service.routers.auth import AnyRole, Modeler, ModelerRoute, UncheckedModeler
 from curator_service.routers.params import ReleaseFilter, ReleaseId, SessionId
 from curator_service.services import queries
-from shared.api.schemas import DB_INT_MAX, QueryList, QueryRequest, QueryResponse, SessionOut
+from shared.api.schemas import QueryList, QueryRequest, QueryResponse, SessionOut
 
 router = APIRouter(tags=["sessions and queries"])
 
@@ -59,76 +54,20 @@ async def create_queries(request: Request, caller: Modeler, session_id: SessionI
     """Measures rows by index: the curator measures each preimage row (or returns its private measurement) and stores
     the answer before responding; a manual evaluator's queries stay pending. Each index is charged to the key's query
     budget once; a repeated request_id returns the stored results uncharged. At most 1,000 indices per request."""
-    return await _answered(request, caller, session_id, body)
-
-
-async def _answered(request: Request, caller: UncheckedModeler, session_id: int, body: QueryRequest) -> QueryResponse:
-    if request.app.state.db.writes_without_waiting:
-        # On the event loop when SQLite's write lock is free and the answers are cached (no thread hop); the loop
-        # never waits for the lock (see Database.write_without_waiting and docs/performance.md).
-        try:
-            return _create_queries(request, caller, session_id, body, on_event_loop=True)
-        except (WriteLockBusy, queries.NeedsThread):
-            pass  # nothing was written: run it in a worker thread, which may wait for the lock
     return await run_in_threadpool(_create_queries, request, caller, session_id, body)
 
 
-def _create_queries(request: Request, caller: UncheckedModeler, session_id: int, body: QueryRequest, *,
-                    on_event_loop: bool = False) -> QueryResponse:
+def _create_queries(request: Request, caller: UncheckedModeler, session_id: int, body: QueryRequest) -> QueryResponse:
     state = request.app.state
-    transaction = state.db.write_without_waiting if on_event_loop else state.db.write
-    with transaction() as session:  # the one transaction of the request: the key lookup, answers, charge, audit
+    with state.db.write() as session:  # the one transaction of the request: the key lookup, answers, charge, audit
         principal = caller.principal(session)
-        return queries.create_queries(session, state.tables, state.settings, principal, session_id, body,
-                                      on_event_loop=on_event_loop)
-
-
-class QueryRoute(ModelerRoute):
-    """The query path's route (a request per GP-UCB iteration). A plainly well-formed request (a bearer token, a
-    plain decimal session id in range, ``Content-Type: application/json`` and a body its model accepts) skips FastAPI's
-    per-request work: the dependency chain, the body's content-type parsing, the response's revalidation. It is
-    validated and serialised by the route's own body and response fields, as FastAPI does. Anything else goes to
-    FastAPI's handler, so every refusal (401, 403, 422, 400, 413) and their order are as on every modeler route."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-        body_field, response_field = self.body_field, self.response_field
-
-        async def well_formed_first(request: Request) -> Response:
-            token = await presented_bearer_token(request)
-            session_id = _plain_id(request.path_params["session_id"])
-            if token is None or session_id is None or request.headers.get("content-type") != "application/json":
-                return await handler(request)
-            try:
-                raw = await request.body()
-            except HTTPException:  # the body grew past the upload limit: 413
-                raise
-            except Exception:  # noqa: BLE001 - FastAPI's handler answers a body that cannot be read (400)
-                return await handler(request)
-            try:
-                body, errors = body_field.validate(json.loads(raw), loc=("body",))
-            except Exception:  # noqa: BLE001 - not JSON: FastAPI's handler says so, after checking the token
-                return await handler(request)
-            if errors:
-                return await handler(request)
-            answer = await _answered(request, UncheckedModeler(request, token), session_id, body)
-            return Response(response_field.serialize_json(answer), media_type="application/json")
-
-        return well_formed_first
-
-
-def _plain_id(text: str) -> int | None:
-    """``text`` as an id when it is plain decimal digits in range (what the path parameter's validation accepts
-    alike); None otherwise."""
-    if not (text.isascii() and text.isdigit()) or text.startswith("0") or len(text) > len(str(DB_INT_MAX)):
-        return None
-    value = int(text)
-    return value if value <= DB_INT_MAX else None
+        return queries.create_queries(SqlAlchemyQueryStorage(session), state.tables, state.settings, principal,
+                                      session_id, body)
 
 
 router.add_api_route("/v1/sessions/{session_id}/queries", create_queries, methods=["POST"],
                      response_model=QueryResponse, summary="Measure rows by index (charged to the key's query budget)",
-                     route_class_override=QueryRoute)
+                     route_class_override=ModelerRoute)
 
 
 @router.get("/v1/sessions/{session_id}/queries", response_model=QueryList,

@@ -8,12 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from sqlalchemy import ColumnElement, Select, String, func, insert, select
+from sqlalchemy import ColumnElement, Select, String, func, select
 from sqlalchemy.orm import Session
 
-from curator_service.persistence.db import Prepared
 from curator_service.persistence.models import AuditEvent as AuditRow
-from curator_service.persistence.models import utcnow
+from curator_service.persistence.query_storage import SqlAlchemyQueryStorage
 from curator_service.services.policy import Principal
 from shared.api.schemas import AuditEvent, escaped
 
@@ -30,20 +29,20 @@ TARGET_LENGTH = _declared_length(AuditRow.__table__.c.target)
 
 
 def record(session: Session, principal: Principal | str, action: str, target: str | None = None) -> None:
-    """Adds an event to the caller's transaction, so it commits (or not) with what it describes. The target is
-    :func:`escaped`, and cut to its column's length, ending in "…", when longer: it may embed caller text (a refused
-    request's path), and PostgreSQL would otherwise fail the write, so the refusal would be a 500 and never audited."""
+    """Adds an event to the caller's transaction, so it commits (or not) with what it describes; its target is
+    :func:`stored_target`'s."""
     actor = principal if isinstance(principal, str) else principal.actor
-    if target is not None:
-        target = escaped(target)
-        if len(target) > TARGET_LENGTH:
-            target = target[:TARGET_LENGTH - 1] + "…"
-    # Prepared and sent now: an ORM object would cost a unit-of-work flush at commit (the query path's hot spot).
-    INSERT_EVENT.run(session.connection(), {"actor": actor, "action": action, "target": target,
-                                            "created_at": utcnow()})
+    SqlAlchemyQueryStorage(session).record_event(actor, action, stored_target(target))
 
 
-INSERT_EVENT = Prepared(insert(AuditRow), ("actor", "action", "target", "created_at"))
+def stored_target(target: str | None) -> str | None:
+    """An event's target as it is stored: :func:`escaped`, and cut to its column's length, ending in "…", when
+    longer: it may embed caller text (a refused request's path), and PostgreSQL would otherwise fail the write, so the
+    refusal would be a 500 and never audited."""
+    if target is None:
+        return None
+    target = escaped(target)
+    return target[:TARGET_LENGTH - 1] + "…" if len(target) > TARGET_LENGTH else target
 
 
 READ_ACTIONS = ("dataset.list", "dataset.read", "dataset.plan", "ledger.read", "release.inputs")

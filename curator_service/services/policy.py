@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, bindparam, false, select, true
 from sqlalchemy import Row as SqlRow
 from sqlalchemy.orm import Session
 
-from curator_service.persistence.db import Prepared, get_or_404, not_found
+from curator_service.persistence.db import get_or_404, not_found
 from curator_service.persistence.models import ApiKey, Dataset, Job, KeyPolicy, ModelingSession, Release, utcnow
 from curator_service.settings import Settings, refuse_seed_in_production
 from shared.api.errors import ApiError
@@ -83,7 +83,7 @@ LIVE_KEY = (select(_keys.c.id, _keys.c.name, _keys.c.role, _keys.c.release_ids, 
             .where(_keys.c.token_hash == bindparam("token_hash")))
 """A key and its policy's expiry in one statement, built once (SQLAlchemy Core: no ORM objects, and per request only
 the parameters change)."""
-PREPARED_LIVE_KEY, LOCKED_LIVE_KEY = Prepared(LIVE_KEY), Prepared(LIVE_KEY.with_for_update(of=_keys))
+LOCKED_LIVE_KEY = LIVE_KEY.with_for_update(of=_keys)
 
 
 def live_key(session: Session, token: str, *, lock: bool = False) -> SqlRow:
@@ -94,8 +94,7 @@ def live_key(session: Session, token: str, *, lock: bool = False) -> SqlRow:
 
 def live_key_by_hash(session: Session, token_hash: str, *, lock: bool = False) -> SqlRow:
     """:func:`live_key` of the token whose SHA-256 is ``token_hash``."""
-    found = (LOCKED_LIVE_KEY if lock else PREPARED_LIVE_KEY).run(session.connection(), {"token_hash": token_hash})
-    key = found[0] if found else None
+    key = session.execute(LOCKED_LIVE_KEY if lock else LIVE_KEY, {"token_hash": token_hash}).one_or_none()
     if key is None:
         raise ApiError(401, "unauthorized", "the token is not valid; check it or ask the curator for a new key")
     if key.revoked:

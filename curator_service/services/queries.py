@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from datetime import datetime
-from typing import Literal, TypeVar, cast
+from typing import Literal
 
 import numpy as np
-from sqlalchemy import Connection, Row, Table, bindparam, select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.blobs import LruCache, RawTable, TableCache, cached_table, decode_matrix
-from curator_service.persistence.db import Prepared, get_or_404, not_found
-from curator_service.persistence.models import ApiKey, Dataset, ModelingSession, Query, QueryBatch, Release, utcnow
-from curator_service.services.audit import record
+from curator_service.persistence.db import get_or_404, not_found
+from curator_service.persistence.models import ApiKey, Dataset, ModelingSession, Query, Release, utcnow
+from curator_service.persistence.query_storage import NewQuery, QueryContext, QueryStorage, StoredQuery
+from curator_service.services.audit import record, stored_target
 from curator_service.services.evaluators import EvaluatorError, measure
 from curator_service.services.policy import Principal, visible, visible_or_404
 from curator_service.services.releases import check_served
@@ -39,8 +39,6 @@ from shared.api.schemas import (
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
 Answer = tuple[Literal["done", "pending", "unmeasurable"], float | None]
 """A query's status and value as it is stored."""
 
@@ -54,7 +52,7 @@ def session_out(session: Session, modeling: ModelingSession) -> SessionOut:
     )
 
 
-def query_result(query: Query | Row) -> QueryResult:
+def query_result(query: Query | StoredQuery) -> QueryResult:
     return QueryResult(query_id=query.id, index=query.row_index, status=query.status, value=query.value)
 
 
@@ -109,84 +107,47 @@ def list_session_queries(session: Session, principal: Principal, session_id: int
 
 
 # --- queries: create_queries and its steps ---------------------------------------------------------------------
-# The hot path: SQLAlchemy Core statements built once and prepared (:class:`Prepared`), run on the
-# caller's one write transaction's connection, no ORM objects (the ORM's identity map and unit-of-work flush cost
-# more than the statements).
+# Written against the storage contract (:class:`~curator_service.persistence.query_storage.QueryStorage`): what a
+# query reads and writes, in the caller's one write transaction.
 
-# Declarative typing says FromClause; a mapped class's __table__ is its Table (insert() and update() need one).
-_sessions, _keys, _releases, _datasets = (cast(Table, ModelingSession.__table__), cast(Table, ApiKey.__table__),
-                                          cast(Table, Release.__table__), cast(Table, Dataset.__table__))
-_batches, _queries = cast(Table, QueryBatch.__table__), cast(Table, Query.__table__)
-
-QUERY_CONTEXT = Prepared(
-    select(_sessions.c.key_id, _sessions.c.status, _keys.c.max_queries, _keys.c.used_queries, _releases.c.id,
-           _releases.c.n, _releases.c.mechanism, _releases.c.seeded,
-           _releases.c.measurements.is_not(None).label("private"), _releases.c.created_at, _releases.c.dataset_id,
-           _datasets.c.evaluator, _datasets.c.simulation_key)
-    .select_from(_sessions.join(_keys, _keys.c.id == _sessions.c.key_id)
-                 .join(_releases, _releases.c.id == _sessions.c.release_id)
-                 .join(_datasets, _datasets.c.id == _releases.c.dataset_id))
-    .where(_sessions.c.id == bindparam("session_id"))
-)
-"""What a query needs of its session, key, release and dataset, in one statement. Its ``id``, ``n``, ``mechanism``
-and ``seeded`` are the release's, so the row serves :func:`check_served` and :func:`check_indices` as a release."""
-STORED_BATCH = Prepared(
-    select(_queries.c.id, _queries.c.row_index, _queries.c.status, _queries.c.value)
-    .select_from(_queries.join(_batches, _batches.c.id == _queries.c.batch_id))
-    .where(_batches.c.session_id == bindparam("session_id"), _batches.c.request_id == bindparam("request_id"))
-    .order_by(_queries.c.id)
-)
-PRIVATE_MEASUREMENTS = select(_releases.c.measurements).where(_releases.c.id == bindparam("release_id"))
 DECODED_PRIVATE_MEASUREMENTS: LruCache[tuple[int, datetime, int], np.ndarray] = LruCache(capacity=4)
 """Decoded ỹ of recently queried releases (decoding is O(n) per query otherwise: 8 MB at n = 10⁶). A release never
 changes; the key is its identity (id, creation time, n), not its id alone, so a database replaced behind the same
 URL never serves another release's ỹ. The tables' bounded, thread-safe LRU, here keyed by that tuple."""
-INSERT_BATCH = Prepared(_batches.insert(), ("session_id", "request_id", "created_at"))
-INSERT_QUERY = Prepared(_queries.insert(), ("session_id", "batch_id", "row_index", "value", "status", "answered_at",
-                                            "created_at"))
-CHARGE_KEY = Prepared(update(_keys).where(_keys.c.id == bindparam("key_id"))
-                      .values(used_queries=_keys.c.used_queries + bindparam("count")))
 
 
-class NeedsThread(Exception):
-    """A step that may take long (decoding a table or a release's ỹ that is not cached, a python evaluator) was
-    reached on the event loop: the caller rolls its transaction back and runs the request in a worker thread."""
-
-
-def create_queries(session: Session, tables: TableCache, settings: Settings, principal: Principal, session_id: int,
-                   body: QueryRequest, *, on_event_loop: bool = False) -> QueryResponse:
+def create_queries(storage: QueryStorage, tables: TableCache, settings: Settings, principal: Principal,
+                   session_id: int, body: QueryRequest) -> QueryResponse:
     """Measures rows by index in the caller's write transaction, which looked up and locked the caller's key
     (:func:`~curator_service.services.policy.principal_for_token` with ``lock``): the answers, the key's charge and
-    the audit event commit together. ``on_event_loop``: :class:`NeedsThread` instead of any step that may take long
-    (raised before anything is written)."""
-    connection = session.connection()
-    context = query_context(connection, principal, session_id)
-    if (stored := replayed(connection, session_id, body)) is not None:
+    the audit event commit together."""
+    context = query_context(storage, principal, session_id)
+    if (stored := replayed(storage, session_id, body)) is not None:
         return stored
     check_queryable(settings, session_id, context)
     check_indices(context, body.indices)
     check_query_budget(context, len(body.indices))
-    results = store_answers(connection, session_id, body, answers(session, tables, context, body.indices,
-                                                                         on_event_loop))
-    CHARGE_KEY.run(connection, {"key_id": principal.key_id, "count": len(results)})
-    record(session, principal, "query.create", f"session:{session_id} ({len(results)} queries)")
+    results = store_answers(storage, session_id, body, answers(storage, tables, context, body.indices))
+    storage.charge_key(context.key_id, len(results))
+    storage.record_event(principal.actor, "query.create",
+                         stored_target(f"session:{session_id} ({len(results)} queries)"))
     return QueryResponse(results=results)
 
 
-def query_context(connection: Connection, principal: Principal, session_id: int) -> Row:
+def query_context(storage: QueryStorage, principal: Principal, session_id: int) -> QueryContext:
     """The session's context, or the same 404 whether it does not exist or is another key's (the caller is a modeler
     key: only modeler keys query, so :func:`~curator_service.services.policy.may_see` reduces to the key's id)."""
-    found = QUERY_CONTEXT.run(connection, {"session_id": session_id})
-    if not found or found[0].key_id != principal.key_id:
+    context = storage.query_context(session_id)
+    if context is None or context.key_id != principal.key_id:
         raise not_found(ModelingSession, session_id)
-    return found[0]
+    return context
 
 
-def replayed(connection: Connection, session_id: int, body: QueryRequest) -> QueryResponse | None:
+def replayed(storage: QueryStorage, session_id: int, body: QueryRequest) -> QueryResponse | None:
     """The stored results of a repeated ``request_id`` (None: a new request); 409 if it named other indices."""
     if body.request_id is None:
         return None
-    stored = STORED_BATCH.run(connection, {"session_id": session_id, "request_id": body.request_id})
+    stored = storage.stored_batch(session_id, body.request_id)
     if not stored:  # a batch always holds at least one query
         return None
     if [q.row_index for q in stored] != body.indices:
@@ -195,7 +156,7 @@ def replayed(connection: Connection, session_id: int, body: QueryRequest) -> Que
     return QueryResponse(results=[query_result(q) for q in stored])
 
 
-def check_queryable(settings: Settings, session_id: int, context: Row) -> None:
+def check_queryable(settings: Settings, session_id: int, context: QueryContext) -> None:
     """The session is open and this server still serves its release."""
     if context.status != "open":
         raise ApiError(409, "conflict", f"session {session_id} is closed; reopen it (POST /v1/sessions/"
@@ -203,7 +164,7 @@ def check_queryable(settings: Settings, session_id: int, context: Row) -> None:
     check_served(settings, context)
 
 
-def check_indices(release: Release | Row, indices: list[int]) -> None:
+def check_indices(release: Release | QueryContext, indices: list[int]) -> None:
     bad = next((i for i in indices if not 0 <= i < release.n), None)
     if bad is not None:
         raise ApiError(422, "validation_error",
@@ -211,7 +172,7 @@ def check_indices(release: Release | Row, indices: list[int]) -> None:
                        f"{release.n} rows)")
 
 
-def check_query_budget(key: ApiKey | Row, count: int) -> None:
+def check_query_budget(key: ApiKey | QueryContext, count: int) -> None:
     remaining = key.max_queries - key.used_queries
     if count > remaining:
         raise ApiError(409, "query_budget_exhausted",
@@ -219,34 +180,20 @@ def check_query_budget(key: ApiKey | Row, count: int) -> None:
                        f"{count}; ask for fewer or ask the curator for a new key")
 
 
-def answers(session: Session, tables: TableCache, context: Row, indices: list[int],
-            on_event_loop: bool = False) -> list[Answer]:
+def answers(storage: QueryStorage, tables: TableCache, context: QueryContext, indices: list[int]) -> list[Answer]:
     """The answers for rows ``indices``: with private measurements, the ỹ drawn once at release time (no evaluator
     runs, so no error, pending state or timing depends on y); otherwise the dataset's evaluator (:func:`answer_of`).
-    A column evaluator's time does not depend on y (an array lookup); a python evaluator is the curator's code.
-    ``on_event_loop``: :class:`NeedsThread` instead of decoding what is not cached or running a python evaluator."""
-
-    def unless_on_event_loop(load: Callable[[], T]) -> Callable[[], T]:
-        def checked() -> T:
-            if on_event_loop:
-                raise NeedsThread
-            return load()
-        return checked
-
+    A column evaluator's time does not depend on y (an array lookup); a python evaluator is the curator's code."""
     if context.private:
-        private_y = DECODED_PRIVATE_MEASUREMENTS.get((context.id, context.created_at, context.n), unless_on_event_loop(
-            lambda: decode_matrix(session.connection().execute(PRIVATE_MEASUREMENTS,
-                                                               {"release_id": context.id}).scalar_one())))
+        private_y = DECODED_PRIVATE_MEASUREMENTS.get((context.id, context.created_at, context.n),
+                                                     lambda: decode_matrix(storage.private_measurements(context.id)))
         return [("done", float(private_y[i])) for i in indices]
-    if on_event_loop and context.evaluator["kind"] not in ("column", "manual"):
-        raise NeedsThread
-    # The dataset's ORM row (and its table blob) is read only when the decoded table is not cached.
-    table = tables.get(context.dataset_id, unless_on_event_loop(
-        lambda: cached_table(tables, session.get_one(Dataset, context.dataset_id))))
+    # The dataset's table blob is read only when the decoded table is not cached.
+    table = tables.get(context.dataset_id, lambda: storage.load_table(context.dataset_id))
     return [answer_of(context, table, i) for i in indices]
 
 
-def answer_of(context: Row, table: RawTable, index: int) -> Answer:
+def answer_of(context: QueryContext, table: RawTable, index: int) -> Answer:
     """Row ``index``'s answer: ``done`` with its value, ``pending`` (manual), or ``unmeasurable`` when the curator's
     python evaluator fails on it. Unmeasurable is an answer like any other, stored and charged: a refusal (an error,
     nothing charged) would tell the modeler for free on which rows the evaluator fails, a fact about their data."""
@@ -259,18 +206,13 @@ def answer_of(context: Row, table: RawTable, index: int) -> Answer:
     return ("pending", None) if value is None else ("done", value)
 
 
-def store_answers(connection: Connection, session_id: int, body: QueryRequest,
+def store_answers(storage: QueryStorage, session_id: int, body: QueryRequest,
                   answered: list[Answer]) -> list[QueryResult]:
     """One batch (keyed by ``request_id``) holding a query per index: done, pending or unmeasurable."""
-    now = utcnow()
-    batch_id = INSERT_BATCH.run(connection, {"session_id": session_id, "request_id": body.request_id,
-                                             "created_at": now})
-    rows = [{"session_id": session_id, "batch_id": batch_id, "row_index": index, "value": value,
-             "status": status, "answered_at": None if status == "pending" else now, "created_at": now}
-            for index, (status, value) in zip(body.indices, answered, strict=True)]
-    ids = INSERT_QUERY.run_many(connection, rows)
-    return [QueryResult(query_id=query_id, index=row["row_index"], status=row["status"], value=row["value"])
-            for query_id, row in zip(ids, rows, strict=True)]
+    new = [NewQuery(index, status, value) for index, (status, value) in zip(body.indices, answered, strict=True)]
+    ids = storage.store_batch(session_id, body.request_id, new, utcnow())
+    return [QueryResult(query_id=query_id, index=query.row_index, status=query.status, value=query.value)
+            for query_id, query in zip(ids, new, strict=True)]
 
 
 # --- manual measurements ---------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from curator_service.jobs.worker import JobTask, run_job
 from curator_service.persistence.blobs import TableCache
 from curator_service.persistence.db import Database, migrate
 from curator_service.persistence.models import Job, ModelingSession, Release
+from curator_service.persistence.query_storage import SqlAlchemyQueryStorage
 from curator_service.services import datasets, keys, ledger, queries, release_requests, releases
 from curator_service.services.job_kinds import KINDS
 from curator_service.services.policy import ADMIN, Principal, may_see, principal_for_token, visible
@@ -301,8 +302,8 @@ def test_service_queries_are_charged_once_per_request_id_and_stop_at_the_key_bud
 
     def ask(indices: list[int], request_id: str | None = None) -> QueryResponse:
         with service.db.write() as session:
-            return queries.create_queries(session, service.tables, service.settings, modeler, opened.id,
-                                          QueryRequest(indices=indices, request_id=request_id))
+            return queries.create_queries(SqlAlchemyQueryStorage(session), service.tables, service.settings, modeler,
+                                          opened.id, QueryRequest(indices=indices, request_id=request_id))
 
     first = ask([3, 4], "r-1")
     assert ask([3, 4], "r-1") == first
@@ -340,8 +341,8 @@ def test_service_manual_queries_wait_for_the_curator(service):
     modeler, _ = key_principal(service, [made.id])
     with service.db.write() as session:
         opened = queries.open_session(session, service.settings, modeler, made.id)
-        [pending] = queries.create_queries(session, service.tables, service.settings, modeler, opened.id,
-                                           QueryRequest(indices=[7])).results
+        [pending] = queries.create_queries(SqlAlchemyQueryStorage(session), service.tables, service.settings,
+                                           modeler, opened.id, QueryRequest(indices=[7])).results
     assert (pending.status, pending.value) == ("pending", None)
     with service.db.read() as session:
         [listed] = queries.pending_queries(session, service.tables, dataset.id).queries
