@@ -137,7 +137,7 @@ CANNOT_WRITE_SENTENCE = ("the curator's database cannot write now (its disk is f
 
 def cannot_write(exc: BaseException | None) -> bool:
     """Whether ``exc``, or an error it wraps, says the database cannot write: a full disk (SQLite's ``SQLITE_FULL``,
-    raised as is on the event loop's own connection and wrapped by SQLAlchemy elsewhere; PostgreSQL's ``disk_full``;
+    as SQLAlchemy wraps it, or raised as is by a raw sqlite3 connection; PostgreSQL's ``disk_full``;
     a file's ``ENOSPC``) or a read-only database."""
     seen = 0
     while exc is not None and seen < 8:  # the error, what SQLAlchemy wraps, and what it was raised from

@@ -59,7 +59,7 @@ def _writes_and_audited_reads(client, dataset: dict, key: dict, session: dict) -
         client.get(f"/v1/datasets/{dataset['id']}/row-order"),  # a read that writes its audit row
         client.get(f"/v1/releases/{key['release_id']}/inputs"),  # likewise (released inputs are audited)
         client.post(f"/v1/sessions/{session['id']}/queries", json={"indices": [0]},
-                    headers=bearer(key["token"])),  # the query path (on the event loop on SQLite)
+                    headers=bearer(key["token"])),  # the query path
         client.get("/v1/datasets", headers=bearer("not-a-token")),  # a refused caller's auth.failed row
     ]
 
