@@ -242,8 +242,20 @@ def main() -> None:
         args.iterations, args.rows, args.rtt_ms = 8, 300, [0.0, 10.0]
     short, dirty = commit()
     started = datetime.datetime.now(datetime.UTC)
+    path = fresh_result_path(started.strftime("%Y-%m-%d"), short, args.quick)
     runs = len(args.rtt_ms) * len(args.hyperparameters) + 1
     results: dict[str, list[dict]] = {mode: [] for mode in args.hyperparameters}
+
+    def write(complete: bool) -> None:
+        """The results so far (rewritten after each run, ``complete`` at the end), so a cut-short run keeps them."""
+        path.write_text(json.dumps({
+            "command": harness.command_line(), "commit": short, "tree_differs_from_commit": dirty,
+            "started_utc": started.isoformat(timespec="seconds"), "load_average": list(os.getloadavg()),
+            "rows": args.rows, "features": args.features, "iterations": args.iterations, "database": "sqlite",
+            "target": {"rtt_ms": TARGET_RTT_MS, "curator_share_at_most": TARGET_SHARE}, "complete": complete,
+            "runs": results,
+        }, indent=1) + "\n")
+
     with tempfile.TemporaryDirectory() as scratch, LocalCurator(
             Path(scratch) / "curator", env={"PYTHONPATH": str(harness.REPOSITORY), "POBO_JOB_WORKERS": "1"},
             startup_timeout=900) as curator:
@@ -261,6 +273,8 @@ def main() -> None:
                     row = summary(one_run(url, token, release_id, settings, work), health, rtt)
                     results[mode].append(row)
                     print_row(mode, row)
+                    write(complete=False)
+    write(complete=True)
     at_target = [row for row in results.get("fit", []) if row["rtt_ms"] == TARGET_RTT_MS]
     if at_target:
         share = at_target[0]["curator_share_p50"]
@@ -268,13 +282,6 @@ def main() -> None:
               f"(target ≤ {100 * TARGET_SHARE:.0f}%: {'met' if share <= TARGET_SHARE else 'not met'}); "
               f"ratio of the query round trip to the modeler's step "
               f"{at_target[0]['query_round_trip_p50_ms'] / at_target[0]['modeler_step_p50_ms']:.3f}")
-    path = fresh_result_path(started.strftime("%Y-%m-%d"), short, args.quick)
-    path.write_text(json.dumps({
-        "command": harness.command_line(), "commit": short, "tree_differs_from_commit": dirty,
-        "started_utc": started.isoformat(timespec="seconds"), "load_average": list(os.getloadavg()),
-        "rows": args.rows, "features": args.features, "iterations": args.iterations, "database": "sqlite",
-        "target": {"rtt_ms": TARGET_RTT_MS, "curator_share_at_most": TARGET_SHARE}, "runs": results,
-    }, indent=1) + "\n")
     print(f"wrote {path.relative_to(harness.REPOSITORY)}")
 
 
