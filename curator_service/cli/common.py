@@ -138,9 +138,9 @@ def show(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str,
     print_table(console, columns, cells, title=title, caption=caption, right=right)
 
 
-def listing(items: Sequence[BaseModel], as_json: bool, columns: Sequence[str], title: str,
+def listing(items: Sequence[Model], as_json: bool, columns: Sequence[str], title: str,
             format_cell: Callable[[str, Any], str] = cell, *, as_csv: bool = False,
-            extra: Callable[[BaseModel], Mapping[str, Any]] | None = None) -> bool:
+            extra: Callable[[Model], Mapping[str, Any]] | None = None) -> bool:
     """Prints a listing as a JSON list, CSV or a table; returns whether it printed a table (callers then add notes).
     ``extra``: more cells per item, beside its fields."""
     if as_json:
