@@ -42,12 +42,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import harness  # noqa: I001  (first: pins BLAS to one thread)
-import httpx  # noqa: E402
-import numpy as np  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
+import harness  # first: pins BLAS to one thread
+import httpx
+import numpy as np
+from sqlalchemy.engine import make_url
 
-from curator_service.testing import LocalCurator  # noqa: E402
+from curator_service.testing import LocalCurator
 
 ROWS, FEATURES, IN_FLIGHT, BLOCK = 500, 3, 50, 100
 BASELINE_REF = "68ecd302f441523516c9f93f0defa151fca1e0f6"

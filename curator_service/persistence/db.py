@@ -331,7 +331,7 @@ class Prepared:
         if isinstance(self.statement, Select):
             selected = self.statement.selected_columns
             # One assignment of both: mypy takes a lone ``row = namedtuple(...)`` for a class definition.
-            row, results = (namedtuple("PreparedRow", selected.keys()),  # noqa: PYI024 - its fields are the statement's
+            row, results = (namedtuple("PreparedRow", selected.keys()),  # its fields are the statement's
                             tuple(processor(column.type, "result") for column in selected))
         self._sqlite = _CompiledForSqlite(compiled.string, parameters, row, results)
         return self._sqlite
