@@ -29,7 +29,7 @@ from modeler_client.client import ModelerClient
 from modeler_client.loop import RemoteGPUCB
 from modeler_client.plot import plot_runs
 from modeler_client.runfile import RunRecord, RunSettings
-from shared.terminal import print_table
+from shared.cli.terminal import print_table
 
 console = Console()
 
