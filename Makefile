@@ -68,8 +68,9 @@ lock:
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
 
-## Static checks: ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade), mypy (shared/ and the curator's services,
-## files from pyproject.toml) and the import contracts (.importlinter).
+## Static checks: ruff (pyflakes, pycodestyle, isort, bugbear, pyupgrade, blind excepts, unused noqa), mypy (every
+## product package, files from pyproject.toml; with or without the torch and BoTorch extras) and the import contracts
+## (.importlinter).
 .PHONY: lint
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -41,31 +41,31 @@ sentence saying so. Tables that need /work/shared/data are skipped with the reas
 
 from __future__ import annotations
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
-import harness  # noqa: I001  (one BLAS thread, before numpy loads)
-import numpy as np  # noqa: E402
+import harness  # one BLAS thread, before numpy loads
+import numpy as np
 
-from modeler_client.runfile import RunRecord, RunSettings  # noqa: E402
-from modeler_client.surrogate import Surrogate, release_options  # noqa: E402
-from shared.api.scaling import apply_scaling, unit_diameter_bounds  # noqa: E402
-from shared.api.schemas import NeighbouringStep, ReleaseOut  # noqa: E402
-from shared.datasets.paths import DatasetUnavailable  # noqa: E402
-from shared.datasets.tables import RealTable  # noqa: E402
-from shared.gp.regression import fit_hyperparameters  # noqa: E402
-from shared.gp.ucb import GPUCB  # noqa: E402
+from modeler_client.runfile import RunRecord, RunSettings
+from modeler_client.surrogate import Surrogate, release_options
+from shared.api.scaling import apply_scaling, unit_diameter_bounds
+from shared.api.schemas import NeighbouringStep, ReleaseOut
+from shared.datasets.paths import DatasetUnavailable
+from shared.datasets.tables import RealTable
+from shared.gp.regression import fit_hyperparameters
+from shared.gp.ucb import GPUCB
 
 N_INIT = 5
 HORIZONS = (10, 25, 50)

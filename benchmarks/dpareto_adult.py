@@ -27,7 +27,7 @@ import argparse
 import math
 from dataclasses import replace
 
-import dpareto_common as common  # noqa: I001  (imports harness first: one BLAS thread before numpy loads)
+import dpareto_common as common  # imports harness first: one BLAS thread before numpy loads
 import harness
 import matplotlib.pyplot as plt
 import numpy as np

@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
+import harness  # one BLAS thread and the repository on sys.path, before numpy loads
 import matplotlib
 
 matplotlib.use("Agg")

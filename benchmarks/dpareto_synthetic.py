@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import dpareto_common as common  # noqa: I001  (imports harness first: one BLAS thread before numpy loads)
+import dpareto_common as common  # imports harness first: one BLAS thread before numpy loads
 import harness
 import matplotlib.pyplot as plt
 import numpy as np

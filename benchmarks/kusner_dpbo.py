@@ -27,17 +27,17 @@ equal to 1/m, the largest change one record can make to an accuracy. Noise: seed
 
 from __future__ import annotations
 
-import argparse  # noqa: E402
-import math  # noqa: E402
+import argparse
+import math
 
-import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
-import numpy as np  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.progress import track  # noqa: E402
-from rich.table import Table  # noqa: E402
+import harness  # one BLAS thread and the repository on sys.path, before numpy loads
+import numpy as np
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
 
-from shared.algorithms.kusner import dpbo  # noqa: E402
-from shared.algorithms.kusner.validation_tasks import (  # noqa: E402
+from shared.algorithms.kusner import dpbo
+from shared.algorithms.kusner.validation_tasks import (
     SCORE_RANGE,
     SIGMOID_LIPSCHITZ,
     SIGMOID_MAX,
@@ -45,8 +45,8 @@ from shared.algorithms.kusner.validation_tasks import (  # noqa: E402
     adult_task,
     breast_cancer_task,
 )
-from shared.dp.mechanisms import exponential_mechanism_probabilities, laplace_mechanism  # noqa: E402
-from shared.dp.noise import SeededNoise  # noqa: E402
+from shared.dp.mechanisms import exponential_mechanism_probabilities, laplace_mechanism
+from shared.dp.noise import SeededNoise
 
 CONFIDENCE_A = math.log(20.0)  # the theorems' bounds at probability 1 − e^(−a) = 95% (plus δ)
 PRIOR = dpbo.GPPrior(lengthscale=1.0, signal_std=0.25, prior_mean=0.5)

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
+import harness  # one BLAS thread and the repository on sys.path, before numpy loads
 import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn

@@ -47,18 +47,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, also when loaded by path (tests)
 
-import harness  # noqa: E402,I001  (one BLAS thread, inherited by the curator subprocess, before numpy loads)
+import harness  # noqa: I001  (one BLAS thread, inherited by the curator subprocess, before numpy loads)
 
-import argparse  # noqa: E402
-import dataclasses  # noqa: E402
-import json  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+import argparse
+import dataclasses
+import json
+import tempfile
+import time
 
-from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from real_data_experiments import (  # noqa: E402
+from real_data_experiments import (
     CROSSING_RS,
     EXPERIMENTS,
     GAUSSIAN_EPSILONS,
@@ -68,8 +68,8 @@ from real_data_experiments import (  # noqa: E402
     Plan,
     Setting,
 )
-from real_data_plot import plot  # noqa: E402
-from real_data_report import (  # noqa: E402
+from real_data_plot import plot
+from real_data_report import (
     check_claims,
     http_overhead,
     print_claims,
@@ -79,7 +79,7 @@ from real_data_report import (  # noqa: E402
     print_sensitivity,
     report_crossing,
 )
-from real_data_run import (  # noqa: E402
+from real_data_run import (
     benchmark_curator,
     crossing_epsilon,
     diagnose,

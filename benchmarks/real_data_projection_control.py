@@ -29,19 +29,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: I001  (one BLAS thread, before numpy loads)
 
-import argparse  # noqa: E402
-import math  # noqa: E402
-import subprocess  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
-from multiprocessing import Pool  # noqa: E402
+import argparse
+import math
+import subprocess
+from datetime import UTC, datetime
+from multiprocessing import Pool
 
-import numpy as np  # noqa: E402
-from real_data_experiments import EXPERIMENTS, initial_rows  # noqa: E402
-from real_data_run import in_process_loop, in_process_metadata  # noqa: E402
+import numpy as np
+from real_data_experiments import EXPERIMENTS, initial_rows
+from real_data_run import in_process_loop, in_process_metadata
 
-from modeler_client.runfile import RunSettings  # noqa: E402
-from shared.datasets.paper_preprocessing import fit_paper_preprocessing  # noqa: E402
-from shared.releases import po_gp_ucb_release  # noqa: E402
+from modeler_client.runfile import RunSettings
+from shared.datasets.paper_preprocessing import fit_paper_preprocessing
+from shared.releases import po_gp_ucb_release
 
 INPUTS = ("non-private", "rotation", "projection", "po-gp-ucb", "non-private, rows shuffled",
           "po-gp-ucb, rows shuffled")

@@ -28,11 +28,11 @@ import threading
 import time
 from pathlib import Path
 
-import harness  # noqa: I001  (first: pins BLAS to one thread)
-import numpy as np  # noqa: E402
+import harness  # first: pins BLAS to one thread
+import numpy as np
 
-from curator_service.testing import LocalCurator, curator_command  # noqa: E402
-from shared.api.schemas import API_PREFIX, DatasetFromPath, DatasetOut, JobOut  # noqa: E402
+from curator_service.testing import LocalCurator, curator_command
+from shared.api.schemas import API_PREFIX, DatasetFromPath, DatasetOut, JobOut
 
 EPSILON, DELTA, BUDGET = 1.0, 1e-6, (10.0, 1e-3)
 ROWS_PER_WRITE = 50_000

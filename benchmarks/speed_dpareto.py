@@ -25,9 +25,9 @@ import json
 import sys
 import time
 
-import harness  # noqa: I001  (first: pins BLAS to one thread)
-import numpy as np  # noqa: E402
-from scipy.special import expit  # noqa: E402
+import harness  # first: pins BLAS to one thread
+import numpy as np
+from scipy.special import expit
 
 PAPER_SECONDS_PER_POINT = 45.0 / 272
 

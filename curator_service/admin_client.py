@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from pydantic import BaseModel
 
 from curator_service.settings import MAX_RELEASE_WAIT_SECONDS
 from shared.api.errors import ApiError
@@ -46,6 +47,8 @@ from shared.api.schemas import (
     SessionOut,
 )
 
+Model = TypeVar("Model", bound=BaseModel)
+
 POLL_SECONDS = 1.0
 """How often a followed job is polled: progress moves per chunk (seconds), and a poll is one cheap read."""
 
@@ -70,7 +73,7 @@ class JobNotSucceeded(ApiError):
         self.job = job
 
 
-def _list(api: ApiClient, path: str, model: type, params: Mapping[str, Any] | None = None) -> list:
+def _list(api: ApiClient, path: str, model: type[Model], params: Mapping[str, Any] | None = None) -> list[Model]:
     """A JSON list of ``model`` (``None`` parameters are left out of the query string)."""
     query = {name: value for name, value in (params or {}).items() if value is not None}
     return [model.model_validate(item) for item in api.get(path, params=query or None)]
@@ -197,6 +200,8 @@ class CuratorAdmin:
 
     def release_of(self, job: JobOut) -> ReleaseOut:
         """The release a succeeded ``release`` job stored."""
+        if job.result is None:
+            raise ValueError(f"job {job.id} ({job.kind}, {job.status}) stored no release")
         return self.release_info(job.result["release_id"])
 
     def releases(self, dataset_id: int | None = None) -> list[ReleaseOut]:

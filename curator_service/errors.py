@@ -177,7 +177,7 @@ class GuardMiddleware:
 
         try:
             await self.app(scope, receive, tracking_send)
-        except Exception as exc:  # noqa: BLE001 - the last line of defence: answer, log without data
+        except Exception as exc:  # the last line of defence: answer, log without data
             if started:
                 raise
             if isinstance(exc, PayloadTooLarge):

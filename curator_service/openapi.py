@@ -53,7 +53,7 @@ def document(app: FastAPI) -> dict[str, Any]:
     add_registration_schema(result)
     for route in (r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute)):
         who = roles(route)
-        for method in route.methods:
+        for method in route.methods or ():
             operation = result["paths"][route.path_format][method.lower()]
             operation["x-roles"] = list(who)
             operation["description"] = f"{operation.get('description', '').strip()}\n\n{ROLE_SENTENCES[who]}".strip()

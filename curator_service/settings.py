@@ -48,7 +48,7 @@ def sqlite_url(data_dir: Path) -> str:
     return f"sqlite:///{Path(data_dir).expanduser().resolve() / 'curator.db'}"
 
 
-def read_secret(path: Path, variable: str) -> str:
+def read_secret(path: str | Path, variable: str) -> str:
     """A secret file's content without its trailing newline; an empty or unreadable file is a start error."""
     try:
         secret = Path(path).expanduser().read_text().rstrip("\r\n")

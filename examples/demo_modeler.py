@@ -17,19 +17,19 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-from demo_handoff import DemoTable, Handoff  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
+import numpy as np
+from demo_handoff import DemoTable, Handoff
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from modeler_client.client import ModelerClient  # noqa: E402
-from modeler_client.loop import RemoteGPUCB  # noqa: E402
-from modeler_client.plot import plot_runs  # noqa: E402
-from modeler_client.runfile import RunRecord, RunSettings  # noqa: E402
-from shared.terminal import print_table  # noqa: E402
+from modeler_client.client import ModelerClient
+from modeler_client.loop import RemoteGPUCB
+from modeler_client.plot import plot_runs
+from modeler_client.runfile import RunRecord, RunSettings
+from shared.cli.terminal import print_table
 
 console = Console()
 

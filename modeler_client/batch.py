@@ -156,9 +156,11 @@ class GPBUCBProposer:
             self.on_refit(self.surrogate)
         if q == 1 and not pending:  # C_t = 0: GP-UCB's own pick (Algorithm 2, its initial design included)
             return [self.surrogate.suggest()]
+        engine = self.surrogate.ucb
+        assert engine is not None, "update() above builds the engine"
         if self.surrogate.settings.acquisition == "logei":  # the batch by hallucinated means, each pick by LogEI
-            return self.surrogate.ucb.suggest_batch(q, pending)
-        return gp_bucb(self.surrogate.ucb, q, pending, inflate=self.inflate)
+            return engine.suggest_batch(q, pending)
+        return gp_bucb(engine, q, pending, inflate=self.inflate)
 
 
 class RandomProposer:
@@ -177,7 +179,7 @@ class RandomProposer:
 
     def ask(self, q: int, pending: Sequence[int]) -> list[int]:
         free = np.setdiff1d(np.arange(self.n), [*self.asked, *pending])
-        picks = self.rng.choice(free, size=min(q, len(free)), replace=False) if len(free) else []
+        picks = self.rng.choice(free, size=min(q, len(free)), replace=False) if len(free) else free
         self.asked.update(int(i) for i in picks)
         return [int(i) for i in picks]
 

@@ -26,8 +26,9 @@ import numpy as np
 from modeler_client.batch import GPBUCBProposer, run_batched
 from modeler_client.client import ModelerClient
 from modeler_client.remote import RemoteRelease, RemoteSession
-from modeler_client.runfile import QueryRecord, RunRecord, RunSettings
+from modeler_client.runfile import RunRecord, RunSettings
 from modeler_client.surrogate import KernelHook, release_options
+from shared.api.schemas import QueryResult
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ class RemoteGPUCB:
     def _emit(self, kind: str, message: str = "") -> None:
         self.on_event(LoopEvent(kind, self.record, message))
 
-    def _waiting(self, still: list[QueryRecord], waited: float) -> None:
+    def _waiting(self, still: list[QueryResult], waited: float) -> None:
         rows = ", ".join(f"#{q.query_id} (row {q.index})" for q in still)
         self._emit("waiting", f"waiting {waited:.0f} s for the curator to measure {rows}")
 

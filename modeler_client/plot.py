@@ -93,8 +93,8 @@ def figure_runs(
     if panels == 2:
         regret_ax = axes[1]
         for k, (record, label, known) in enumerate(zip(records, labels, with_regret)):
-            if known:
-                regret = record.simple_regret()
+            regret = record.simple_regret() if known else None
+            if regret is not None:
                 # Regret 0 (optimum found) cannot be drawn on a log axis; show it at the floor.
                 regret_ax.plot(range(1, len(regret) + 1), regret.clip(min=1e-6), color=f"C{k}", marker=".", label=label)
         known_records = [r for r, known in zip(records, with_regret) if known]

@@ -18,6 +18,7 @@ import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -157,7 +158,7 @@ class RemoteSession:
         poll: float = 0.5,
         max_poll: float = 30.0,
         pending_timeout: float | None = None,
-        on_wait: Callable[[list[QueryRecord], float], None] | None = None,
+        on_wait: Callable[[list[QueryResult], float], None] | None = None,
     ) -> None:
         self.client = client
         self.record = record
@@ -301,7 +302,7 @@ class RemoteSession:
             self.save()
         return answered
 
-    def wait(self, *, until: str = "all") -> list[QueryRecord]:
+    def wait(self, *, until: Literal["all", "any"] = "all") -> list[QueryRecord]:
         """Wait for the pending queries (``until="all"``) or for at least one of them (``"any"``); returns
         the queries answered meanwhile. Raises :class:`~modeler_client.client.PendingTimeout` after
         ``pending_timeout`` seconds; the answers stay on the server for a later resume."""

@@ -15,15 +15,15 @@ import os
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from shared.api.schemas import QueryResult, ReleaseOut
-from shared.regret import best_so_far, simple_regret
+from shared.regret import Goal, best_so_far, simple_regret
 
-RUN_FORMAT = "pobo-run/1"
+RUN_FORMAT: Final = "pobo-run/1"
 MAX_BATCH = 100
 
 
@@ -124,7 +124,7 @@ class RunRecord(_Model):
     # --- derived ------------------------------------------------------------------------------------
 
     @property
-    def goal(self) -> str:
+    def goal(self) -> Goal:
         return self.release.goal
 
     def done(self) -> list[QueryRecord]:
@@ -167,11 +167,11 @@ class RunRecord(_Model):
         return best_so_far([q.value for q in self.done()], self.goal)
 
     def best(self) -> QueryRecord | None:
-        done = self.done()
-        if not done:
+        answered = [(q.value, q) for q in self.done() if q.value is not None]
+        if not answered:
             return None
         pick = min if self.goal == "minimize" else max
-        return pick(done, key=lambda q: q.value)
+        return pick(answered, key=lambda pair: pair[0])[1]
 
     def simple_regret(self) -> np.ndarray | None:
         """|optimum − best so far| after each answer (in units of σ_y when ``signal_std`` is set), if known."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -160,7 +161,8 @@ class Surrogate:
         self.box_posterior = bool(public_box_width) and uses_expected_kernel(settings, release)
         # the box posterior's inputs are (mean, variance) pairs under one isotropic lengthscale in the box's units
         self.input_scale = public_box_width if self.box_posterior else input_widths(Z, release)
-        self.candidates = np.hstack(box_posterior(Z, release.noise_std, public_box_width)) if self.box_posterior else Z
+        self.candidates = (np.hstack(box_posterior(Z, release.noise_std, public_box_width))
+                           if self.box_posterior and release.noise_std and public_box_width else Z)
         self.release = release
         self.settings = settings
         self.kernel_hook = kernel_hook
@@ -179,7 +181,7 @@ class Surrogate:
         """The kernel before the hook: its kind is also what refits keep."""
         if self.box_posterior:
             return PosteriorInputsSE(h.lengthscale, h.signal_variance)
-        if uses_expected_kernel(self.settings, self.release):
+        if self.release.noise_std and uses_expected_kernel(self.settings, self.release):
             return ExpectedSquaredExponential(
                 h.lengthscale, h.signal_variance, input_noise_std=self.release.noise_std, dim=self.release.dim
             )
@@ -237,6 +239,7 @@ class Surrogate:
             if start != self.hyperparameters:
                 self._rebuild(start, self.kernel(start), indices[: self._observed], y[: self._observed])
                 changed = True
+        assert self.ucb is not None  # built above, or by an earlier update
         for index, value in zip(indices[self._observed :], y[self._observed :]):
             self.ucb.observe(int(index), float(value))
         self._observed = t
@@ -246,18 +249,20 @@ class Surrogate:
             self.ucb.refit(warm_start_only=not (full_fit_due(t) or last is None or last.at_bound))
             self._fitted_at = t
             fitted = self.ucb
-            lengthscale = fitted.kernel.lengthscale
+            kernel = cast(FittableKernel, fitted.kernel)  # the refit made it from the engine's refit_kernel
+            lengthscale = kernel.lengthscale
             h = Hyperparameters(
-                lengthscale.tolist() if np.ndim(lengthscale) else float(lengthscale), fitted.kernel.variance,
+                lengthscale.tolist() if isinstance(lengthscale, np.ndarray) else float(lengthscale), kernel.variance,
                 fitted.noise_variance, fitted.prior_mean,
             )
             if self.kernel_hook is not None:
-                self._rebuild(h, self.kernel_hook(fitted.kernel, self.release), indices, y)
+                self._rebuild(h, self.kernel_hook(kernel, self.release), indices, y)
             self.hyperparameters = h
             changed = True
         return changed
 
     def suggest(self) -> int:
+        assert self.ucb is not None, "update() builds the engine before the first suggestion"
         return int(self.ucb.suggest())
 
     def exclude(self, indices: Iterable[int]) -> None:

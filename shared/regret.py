@@ -7,7 +7,7 @@ and the simple regret is r_t = |y* − b_t| / scale, with y* the optimum and sca
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 
@@ -21,6 +21,14 @@ def best_so_far(values: Sequence[float | None] | np.ndarray, goal: Goal) -> np.n
     if values.size == 0:
         return values
     return np.fmin.accumulate(values) if goal == "minimize" else np.fmax.accumulate(values)
+
+
+@overload
+def simple_regret(best: float, optimum: float, scale: float = 1.0) -> float: ...
+
+
+@overload
+def simple_regret(best: np.ndarray, optimum: float, scale: float = 1.0) -> np.ndarray: ...
 
 
 def simple_regret(best: float | np.ndarray, optimum: float, scale: float = 1.0) -> float | np.ndarray:

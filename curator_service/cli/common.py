@@ -18,8 +18,8 @@ from curator_service.settings import ADMIN_TOKEN_FILE, default_data_dir
 from shared.api.errors import ApiError
 from shared.api.scaling import step_line
 from shared.api.schemas import NeighbouringStep
-from shared.command_line import shared_options
-from shared.terminal import print_table, to_csv
+from shared.cli.command_line import shared_options
+from shared.cli.terminal import print_table, to_csv
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -129,7 +129,7 @@ def _numeric(text: str) -> bool:
 def show(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str,
          format_cell: Callable[[str, Any], str] = cell, *, as_csv: bool = False, caption: str | None = None) -> None:
     """A table on a wide terminal, ``column: value`` blocks on a narrow one, aligned lines in a pipe or a log, or CSV
-    (:mod:`shared.terminal`); columns of numbers align right."""
+    (:mod:`shared.cli.terminal`); columns of numbers align right."""
     cells = [[format_cell(column, row.get(column)) for column in columns] for row in rows]
     if as_csv:
         typer.echo(to_csv(columns, cells), nl=False)
@@ -138,9 +138,9 @@ def show(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str,
     print_table(console, columns, cells, title=title, caption=caption, right=right)
 
 
-def listing(items: Sequence[BaseModel], as_json: bool, columns: Sequence[str], title: str,
+def listing(items: Sequence[Model], as_json: bool, columns: Sequence[str], title: str,
             format_cell: Callable[[str, Any], str] = cell, *, as_csv: bool = False,
-            extra: Callable[[BaseModel], Mapping[str, Any]] | None = None) -> bool:
+            extra: Callable[[Model], Mapping[str, Any]] | None = None) -> bool:
     """Prints a listing as a JSON list, CSV or a table; returns whether it printed a table (callers then add notes).
     ``extra``: more cells per item, beside its fields."""
     if as_json:

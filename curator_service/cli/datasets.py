@@ -57,9 +57,10 @@ PLAN_FLAGS = {**RELEASE_FLAGS, "epsilons": "--epsilon", "width": "--width", "sim
 
 def _evaluator(text: str, noise_std: float) -> dict[str, Any]:
     kind, _, rest = text.partition(":")
-    return {"column": {"kind": "column", "column": rest, "noise_std": noise_std},
-            "python": {"kind": "python", "target": rest},
-            "manual": {"kind": "manual"}}.get(kind, {"kind": kind})
+    kinds: dict[str, dict[str, Any]] = {"column": {"kind": "column", "column": rest, "noise_std": noise_std},
+                                        "python": {"kind": "python", "target": rest},
+                                        "manual": {"kind": "manual"}}
+    return kinds.get(kind, {"kind": kind})
 
 
 def _spec(name: str | None, features: str | None, evaluator: str | None, noise_std: float, epsilon: float | None,

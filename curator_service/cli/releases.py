@@ -110,7 +110,8 @@ def follow_release(admin: CuratorAdmin, job: JobOut) -> ReleaseOut:
     """Follows a release's job with a progress bar on stderr (stdout stays the result) and returns the release."""
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
     with Progress(*columns, console=errors, transient=True) as bar:
-        task = bar.add_task(f"release job {job.id}", total=1.0, completed=job.progress)
+        task = bar.add_task(f"release job {job.id}", total=1.0)
+        bar.update(task, completed=job.progress)  # a fraction: add_task's `completed` is typed as a whole count
 
         def update(current: JobOut) -> None:
             bar.update(task, completed=current.progress,

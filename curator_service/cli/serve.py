@@ -32,7 +32,7 @@ def _settings(**overrides: object) -> Settings:
     """The settings from the environment, or the command ends with their sentences (exit 2): it never starts on
     settings it refused."""
     try:
-        return Settings.from_env(**overrides)
+        return Settings.from_env(None, **overrides)
     except ValidationError as exc:
         fail("cannot start: " + "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()),
              USAGE_ERROR)

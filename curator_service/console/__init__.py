@@ -39,7 +39,7 @@ def _csrf_refused(request: Request, exc: CsrfRefused) -> HTMLResponse:
                           "Reload the page and submit it again.")
 
 
-def _api_refusal(request: Request, exc: ApiRefusal) -> HTMLResponse:
+def _api_refusal(request: Request, exc: ApiRefusal) -> HTMLResponse | RedirectResponse:
     """A page whose data the API refused (a form's refusal is shown on its own page instead)."""
     if exc.status == 401:
         return _login_required(request, LoginRequired(exc.detail))
@@ -47,13 +47,16 @@ def _api_refusal(request: Request, exc: ApiRefusal) -> HTMLResponse:
 
 
 def install_console(app: FastAPI) -> None:
+    openapi_url = app.openapi_url
+    if openapi_url is None:
+        raise ValueError("the console's /docs page shows the OpenAPI document: create the app with an openapi_url")
     app.state.console_key = security.new_console_key()
     app.state.console_uploads = KeptUploads()
     app.mount(STATIC_URL, StaticFiles(directory=STATIC), name="console-static")
     app.include_router(router)
-    app.add_exception_handler(LoginRequired, _login_required)
-    app.add_exception_handler(CsrfRefused, _csrf_refused)
-    app.add_exception_handler(ApiRefusal, _api_refusal)
+    app.exception_handler(LoginRequired)(_login_required)
+    app.exception_handler(CsrfRefused)(_csrf_refused)
+    app.exception_handler(ApiRefusal)(_api_refusal)
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:
@@ -63,7 +66,7 @@ def install_console(app: FastAPI) -> None:
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url=app.openapi_url, title=f"{app.title} — API reference",
+            openapi_url=openapi_url, title=f"{app.title} — API reference",
             swagger_js_url=f"{STATIC_URL}/swagger/swagger-ui-bundle.js",
             swagger_css_url=f"{STATIC_URL}/swagger/swagger-ui.css",
             swagger_favicon_url=f"{STATIC_URL}/swagger/favicon-32x32.png",

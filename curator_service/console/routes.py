@@ -49,7 +49,7 @@ from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.api.errors import ApiError
 from shared.api.schemas import UNFINISHED_JOB_STATUSES
 from shared.gp.importance import ard_importance
-from shared.regret import best_so_far
+from shared.regret import Goal, best_so_far
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -389,7 +389,7 @@ async def plan_release(request: Request, api: Console, dataset_id: int) -> HTMLR
     if options["mechanism"] != "gaussian":
         problems.setdefault("mechanism", "The planner plans gaussian releases; po-gp-ucb adds no noise to plan.")
     plan = None
-    if not problems:
+    if not problems and epsilons is not None:
         try:
             plan = await _plan(api, dataset_id, epsilons, options)
         except ApiRefusal as refusal:
@@ -413,7 +413,7 @@ async def review_release(request: Request, api: Console, dataset_id: int) -> HTM
     epsilon = problems.check(lambda: number(form, "epsilon", "ε"))
     if options["mechanism"] not in dict(offered_mechanisms(request)):
         problems["mechanism"] = f"Mechanism {options['mechanism']!r} is not offered by this server; use gaussian."
-    if problems:
+    if problems or epsilon is None:
         return await _dataset_page(request, api, dataset_id, form, problems, status_code=422)
     dataset = await api.get(f"/v1/datasets/{dataset_id}")
     budget = dataset["budget"]
@@ -599,7 +599,7 @@ async def sessions_page(request: Request, api: Console) -> HTMLResponse:
     return render(request, "sessions.html", page="sessions", sessions=sessions, keys=keys)
 
 
-def _best_so_far(queries: list[dict], goal: str):
+def _best_so_far(queries: list[dict], goal: Goal):
     answered = [q for q in queries if q["status"] == "done" and q["value"] is not None]
     best = best_so_far([q["value"] for q in answered], goal).tolist()
     xs = [float(number_) for number_ in range(1, len(answered) + 1)]

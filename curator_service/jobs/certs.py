@@ -40,7 +40,7 @@ def write_cluster_certificates(directory: Path, days: int, force: bool = False) 
         return False
     now = datetime.datetime.now(datetime.UTC)
 
-    def certificate(name: str, key, issuer: x509.Name, signer, ca: bool) -> x509.Certificate:
+    def certificate(name: str, key, issuer: x509.Name | None, signer, ca: bool) -> x509.Certificate:
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
         builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer or subject)
                    .public_key(key.public_key()).serial_number(x509.random_serial_number())

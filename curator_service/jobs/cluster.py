@@ -32,7 +32,7 @@ NO_WORKER_TTL = {"distributed.scheduler.worker-ttl": None}
 # Dask starts an HTTP server in the scheduler (port 8787 by default, even without a dashboard) and in each worker,
 # without authentication: its pages list the workers, their logs and the running tasks' call stacks. The embedded
 # cluster serves none of them (its HTTP ports answer 404 to everything).
-NO_HTTP_PAGES = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+NO_HTTP_PAGES: dict[str, list[str]] = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 
 _embedded: LocalCluster | None = None
 _embedded_lock = threading.Lock()
@@ -116,7 +116,9 @@ def embedded_starting() -> bool:
 def client_security(settings: Settings) -> Security | None:
     """The credentials the service presents to ``POBO_DASK_SCHEDULER``: the ``POBO_DASK_TLS_*`` files for a
     ``tls://`` scheduler; none for a ``tcp://`` one, which the settings accept only with the logged opt-out
-    ``POBO_DASK_ALLOW_PLAINTEXT``."""
+    ``POBO_DASK_ALLOW_PLAINTEXT``, and none when it is unset (the embedded cluster brings its own)."""
+    if settings.dask_scheduler is None:
+        return None
     if settings.dask_scheduler.startswith("tls://"):
         return Security(require_encryption=True, tls_ca_file=str(settings.dask_tls_ca_file),
                         tls_client_cert=str(settings.dask_tls_cert_file),

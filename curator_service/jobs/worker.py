@@ -239,10 +239,10 @@ def _finish(db: Database, job_id: int, me: str, status: str, message: str, resul
 
 def _context(db: Database, task: JobTask, beat: Heartbeat) -> JobContext:
     with db.read() as session:
-        job = session.get(Job, task.job_id)
+        job = session.get_one(Job, task.job_id)
         info = table = simulation_key = None
         if job.dataset_id is not None:
-            dataset = session.get(Dataset, job.dataset_id)
+            dataset = session.get_one(Dataset, job.dataset_id)
             fingerprint = (dataset.id, dataset.created_at.isoformat(), dataset.n, dataset.d)
             info, table = state.dataset_info(dataset), cached_table(tables(task.database_url, *fingerprint), dataset)
             simulation_key = dataset.simulation_key

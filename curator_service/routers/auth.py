@@ -10,6 +10,7 @@ Every refusal is audited (the method and path only, never the token) and committ
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -172,13 +173,14 @@ def audit_refusals(app: FastAPI) -> None:
             app.exception_handlers[kind] = _audited(handler)
 
 
-def _audited(handler: Callable[[Request, Exception], Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
+def _audited(handler: Callable[[Request, Any], Response | Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
     async def audited(request: Request, exc: Exception) -> Response:
-        response = await handler(request, exc)
+        answered = handler(request, exc)
+        response = await answered if inspect.isawaitable(answered) else answered
         principal = getattr(request.state, "principal", None)
         if (400 <= response.status_code < 500 and principal is not None
                 and not getattr(request.state, "refusal_audited", False)):
-            code = json.loads(response.body).get("code", "error")
+            code = json.loads(bytes(response.body)).get("code", "error")
             await run_in_threadpool(_audit_refusal, request, principal, f"refused.{code}")
         return response
 

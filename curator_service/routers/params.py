@@ -4,27 +4,28 @@ database error, and the bounds are in the OpenAPI document."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Path, Query
 
 from shared.api.schemas import DB_INT_MAX
 
 
-def _path_id(noun: str) -> object:
-    return Annotated[int, Path(ge=1, le=DB_INT_MAX, description=f"The {noun}'s id.")]
+def _path_id(noun: str) -> Any:
+    return Path(ge=1, le=DB_INT_MAX, description=f"The {noun}'s id.")
 
 
-def _filter(noun: str) -> object:
-    return Annotated[int | None, Query(ge=1, le=DB_INT_MAX, description=f"Only what belongs to this {noun}.")]
+def _filter(noun: str) -> Any:
+    return Query(ge=1, le=DB_INT_MAX, description=f"Only what belongs to this {noun}.")
 
 
-DatasetId = _path_id("dataset")
-ReleaseId = _path_id("release")
-KeyId = _path_id("key")
-SessionId = _path_id("session")
-QueryId = _path_id("query")
-JobId = _path_id("job")
-DatasetFilter = _filter("dataset")
-ReleaseFilter = _filter("release")
+# Written out as aliases (not made by a function) so that type checkers read them as the types they are.
+DatasetId = Annotated[int, _path_id("dataset")]
+ReleaseId = Annotated[int, _path_id("release")]
+KeyId = Annotated[int, _path_id("key")]
+SessionId = Annotated[int, _path_id("session")]
+QueryId = Annotated[int, _path_id("query")]
+JobId = Annotated[int, _path_id("job")]
+DatasetFilter = Annotated[int | None, _filter("dataset")]
+ReleaseFilter = Annotated[int | None, _filter("release")]
 Offset = Annotated[int, Query(ge=0, le=DB_INT_MAX, description="How many items to skip.")]

@@ -97,7 +97,7 @@ def get_release_inputs(
         blob = releases.release_inputs_blob(session, request.app.state.settings, principal, release_id)
         page = None if npy else releases.inputs_page(blob, offset, limit)
         audit.record(session, principal, "release.inputs", f"release:{release_id} ({what})")
-    return Response(content=blob, media_type=NPY) if npy else page
+    return Response(content=blob, media_type=NPY) if page is None else page
 
 
 @router.post("/v1/releases/{release_id}/audits/reconstruction", response_model=ReconstructionAuditOut,

@@ -26,6 +26,7 @@ from shared.gp.ucb import gp_ucb_beta
 try:
     import torch
     from botorch.acquisition import (
+        AcquisitionFunction,
         LogExpectedImprovement,
         UpperConfidenceBound,
         qLogExpectedImprovement,
@@ -88,6 +89,7 @@ class BoTorchProposer:
             return [int(i) for i in self.rng.choice(free, size=q, replace=False)]
         self.model = model = self._model()
         beta = gp_ucb_beta(len(self.values) + len(pending) + 1, len(self.Z), self.ucb_delta)
+        acqf: AcquisitionFunction
         if q == 1 and not len(pending):
             acqf = (UpperConfidenceBound(model, beta=beta) if self.acquisition == "ucb"
                     else LogExpectedImprovement(model, best_f=max(self.values)))

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 try:
     import optuna
-    from optuna.distributions import FloatDistribution
+    from optuna.distributions import BaseDistribution, FloatDistribution
     from optuna.trial import TrialState
 except ImportError as exc:  # optional extra
     raise ImportError("the Optuna adapter needs optuna: pip install 'pobo[optuna]'") from exc
@@ -49,7 +49,7 @@ class OptunaProposer:
             direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed, constant_liar=True)
         )
         self._proposing = optuna.create_study(direction="maximize", sampler=self.study.sampler)
-        self.distributions = {
+        self.distributions: dict[str, BaseDistribution] = {
             f"z{j}": FloatDistribution(float(low), float(high))
             for j, (low, high) in enumerate(zip(self.Z.min(axis=0), self.Z.max(axis=0)))
         }

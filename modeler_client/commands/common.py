@@ -15,7 +15,7 @@ from rich.panel import Panel
 from modeler_client.client import ModelerClient, PendingTimeout
 from shared.api.http_client import ApiError
 from shared.api.schemas import ReleaseOut
-from shared.command_line import shared_options
+from shared.cli.command_line import shared_options
 
 console = Console()
 err_console = Console(stderr=True)

@@ -29,10 +29,12 @@ RequestId = Annotated[str | None, typer.Option(
 
 def job_dataset(client: ModelerClient, release: int | None, dataset: int | None) -> int:
     """The dataset a job runs on: given directly, or the dataset of a release in the key's scope."""
-    if (release is None) == (dataset is None):
-        err_console.print("[bold red]error[/]: give exactly one of --release and --dataset")
-        raise typer.Exit(2)
-    return dataset if dataset is not None else client.release(release).dataset_id
+    if release is None and dataset is not None:
+        return dataset
+    if release is not None and dataset is None:
+        return client.release(release).dataset_id
+    err_console.print("[bold red]error[/]: give exactly one of --release and --dataset")
+    raise typer.Exit(2)
 
 
 def check_label_column(client: ModelerClient, release: int | None, column: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -190,7 +190,8 @@ def run(
 
     If OUT already holds an unfinished run of the same release on the same server, it is resumed.
     """
-    options = dict(device=chosen_device(device), poll=poll, max_poll=max_poll, pending_timeout=pending_timeout)
+    options: dict[str, Any] = dict(device=chosen_device(device), poll=poll, max_poll=max_poll,
+                                   pending_timeout=pending_timeout)
     if out.exists():
         existing = RunRecord.load(out)
         if existing.release_id != release or existing.url != client.url:

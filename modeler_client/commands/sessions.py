@@ -9,7 +9,7 @@ import typer
 
 from modeler_client.client import ModelerClient
 from modeler_client.commands.common import connects, console, reports_api_errors
-from shared.terminal import print_table
+from shared.cli.terminal import print_table
 
 
 @reports_api_errors

@@ -37,8 +37,13 @@ class FittableKernel(Kernel, Protocol):
     """A kernel whose hyperparameters marginal-likelihood fitting can adjust
     (:func:`shared.gp.regression.fit_hyperparameters`)."""
 
-    lengthscale: float | NDArray
-    variance: float
+    # Read-only here: a kernel is changed by with_parameters, and an isotropic kernel's plain float lengthscale
+    # then satisfies the protocol's float | NDArray.
+    @property
+    def lengthscale(self) -> float | NDArray: ...
+
+    @property
+    def variance(self) -> float: ...
 
     @property
     def ard(self) -> bool: ...

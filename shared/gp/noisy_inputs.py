@@ -109,13 +109,15 @@ class PosteriorInputsSE:
     name = "posterior-se"
     ard = False
 
-    def __init__(self, lengthscale: float, variance: float = 1.0) -> None:
-        if not (np.isfinite(lengthscale) and lengthscale > 0 and np.isfinite(variance) and variance > 0):
+    def __init__(self, lengthscale: float | ArrayLike, variance: float = 1.0) -> None:
+        scale = np.asarray(lengthscale, dtype=float)
+        if not (scale.size == 1 and np.isfinite(scale).all() and scale.item() > 0
+                and np.isfinite(variance) and variance > 0):
             raise ValueError("lengthscale and variance must be positive numbers (an isotropic lengthscale)")
-        self.lengthscale = float(lengthscale)
+        self.lengthscale = float(scale.item())
         self.variance = float(variance)
 
-    def with_parameters(self, lengthscale: float, variance: float) -> PosteriorInputsSE:
+    def with_parameters(self, lengthscale: float | ArrayLike, variance: float) -> PosteriorInputsSE:
         return type(self)(lengthscale, variance)
 
     def _pairs(self, A: ArrayLike, B: ArrayLike) -> tuple[NDArray, NDArray, NDArray, NDArray]:

@@ -135,10 +135,11 @@ class TorchCandidatePosterior(CandidatePosterior):
     """
 
     # The candidate-sized state lives on the device as tensors: every method of the base that reads it is
-    # overridden here, so these narrow the base's host arrays only in type.
-    _scaled: torch.Tensor  # type: ignore[assignment]
-    _mean: torch.Tensor  # type: ignore[assignment]
-    _variance: torch.Tensor  # type: ignore[assignment]
+    # overridden here, so these narrow the base's host arrays only in type. Without torch installed (its types
+    # unknown to mypy, so Any) the narrowing is no error and the ignore unused: `unused-ignore` allows both.
+    _scaled: torch.Tensor  # type: ignore[assignment, unused-ignore]
+    _mean: torch.Tensor  # type: ignore[assignment, unused-ignore]
+    _variance: torch.Tensor  # type: ignore[assignment, unused-ignore]
 
     def __init__(
         self,

@@ -63,7 +63,7 @@ def run_in_background(curator, token: str, release_id: int, settings: RunSetting
     def target() -> None:
         try:
             outcome["record"] = run.run()
-        except Exception as error:  # reported by finished_run
+        except Exception as error:  # noqa: BLE001 - any failure of the run: finished_run asserts there was none
             outcome["error"] = error
 
     worker = threading.Thread(target=target, daemon=True)

@@ -16,8 +16,8 @@ from tests.conftest import aligned_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
-import demo_modeler  # noqa: E402
-from demo_handoff import DemoTable  # noqa: E402
+import demo_modeler
+from demo_handoff import DemoTable
 
 
 def run_of(release_id: int, mechanism: str, epsilon: float, best: float, optimum: float | None = 3.0) -> RunRecord:

@@ -79,6 +79,15 @@ def test_bad_settings_are_refused():
         ExpectedSquaredExponential([1.0, 2.0], 1.0, input_noise_std=0.1, dim=3)
 
 
+def test_the_posterior_inputs_kernel_takes_one_lengthscale_as_a_number_or_a_one_entry_array():
+    # the fit hands back lengthscales as arrays: a one-entry one is the isotropic lengthscale, a longer one is refused
+    kernel = PosteriorInputsSE(0.8, 1.5).with_parameters(np.array([0.6]), 2.0)
+    assert kernel.lengthscale == 0.6 and type(kernel.lengthscale) is float and kernel.variance == 2.0
+    for bad in ([0.6, 0.7], np.array([[0.6]]) * np.ones((1, 2)), [], [-0.6], [np.nan]):
+        with pytest.raises(ValueError, match="an isotropic lengthscale"):
+            PosteriorInputsSE(bad, 1.5)
+
+
 def test_box_posterior_is_the_truncated_normal_of_a_uniform_prior():
     """Against quadrature of p(x | z) ∝ φ((z − x)/s) on [0, W]."""
     s, width = 0.8, 2.0
