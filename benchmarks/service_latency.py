@@ -34,15 +34,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import harness  # noqa: I001  (first: pins BLAS to one thread)
-import httpx  # noqa: E402
-import numpy as np  # noqa: E402
+import harness
+import httpx
+import numpy as np
 
-from curator_service.testing import LocalCurator  # noqa: E402
-from modeler_client.client import ModelerClient  # noqa: E402
-from modeler_client.loop import LoopEvent, RemoteGPUCB  # noqa: E402
-from modeler_client.remote import RemoteSession  # noqa: E402
-from modeler_client.runfile import RunSettings  # noqa: E402
+from curator_service.testing import LocalCurator
+from modeler_client.client import ModelerClient
+from modeler_client.loop import LoopEvent, RemoteGPUCB
+from modeler_client.remote import RemoteSession
+from modeler_client.runfile import RunSettings
 
 TARGET_SHARE = 0.10
 """The curator's share of an iteration aimed at, at 10 ms RTT."""
