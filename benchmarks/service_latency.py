@@ -15,12 +15,12 @@ created and dropped here).
 
 A durable commit waits for the disk: the run also prints the p50 of ``fdatasync`` of 4 KiB in the data directory,
 a floor under any durable query's latency. The client's own Python time is inside every figure (with 50 threads it
-competes with the server for the machine's cores): httpx's is ~1.5 ms a request on this VM (``GET /health``: 2.60 ms
-p50 through httpx, 1.08 ms through the standard library's ``http.client`` on the same server), so the sequential
-queries are also measured with a lean client (``http.client``, one keep-alive connection, the JSON body encoded
-inside the timing), as HTTP servers are benchmarked, and printed on their own line: the server's latency with less
-of the client's. ``GET /health`` (no authentication, no database) is timed in the same blocks on the same server and
-clients: the floor of any request there. The target is a sequential query's p50 at most twice that floor's.
+competes with the server for the machine's cores), and httpx's own time is a large share of a fast request's
+(``GET /health`` through httpx beside the standard library's ``http.client``: docs/performance.md, "The client"), so
+the sequential queries are also measured with a lean client (``http.client``, one keep-alive connection, the JSON
+body encoded inside the timing), as HTTP servers are benchmarked, and printed on their own line: the server's latency
+with less of the client's. ``GET /health`` (no authentication, no database) is timed in the same blocks on the same
+server and clients: the floor of any request there. The target is a sequential query's p50 at most twice that floor's.
 
 Writes benchmarks/results/service_latency.json. ``--quick``: 100 sequential, 100 concurrent, 50 during the job.
 """

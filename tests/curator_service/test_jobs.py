@@ -192,7 +192,7 @@ def test_a_job_that_cannot_start_fails_instead_of_staying_queued(make_client, mo
 
 def test_dp_bo_progress_and_fitting_do_not_depend_on_the_data(monkeypatch):
     """The learner is fitted at every grid point, in grid order, before GP-UCB's first step, so which λ
-    GP-UCB picks (data-dependent) never shows as a fit (0.1–0.6 s) or a cache hit (~1 ms) between two
+    GP-UCB picks (data-dependent) never shows as a slow fit or a fast repeat between two
     progress points. Two tables whose GP-UCB paths differ give the same sequence of events."""
     from shared.algorithms.kusner.validation_tasks import LogisticValidationTask
     from tests.privacy.test_adversarial_params import run_kind, table, with_column

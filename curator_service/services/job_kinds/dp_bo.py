@@ -33,7 +33,7 @@ T ≤ 1000, lengthscale in [1e-3, 1e3] decades, signal_std and noise_std in [1e-
 
 Timing. The learner is fitted at every grid point, in grid order, before GP-UCB starts, and progress is
 reported only before that and after each of the T steps, so neither the progress nor its timing depends
-on which λ GP-UCB picks (a fit takes 0.1–0.6 s and a repeat would take ~1 ms, which showed the path).
+on which λ GP-UCB picks (a fit is slow and a repeat served from memory fast, so fitting on demand showed the path).
 The total fitting time still depends on the data (the solver's iteration counts) and is visible as the
 job's duration; cancellation takes effect at the same data-independent points.
 """

@@ -64,8 +64,8 @@ from shared.learners.dpsgd import Loss, Optimizer
 MAX_STEPS = 10_000_000
 """DP-SGD steps a job may need at worst. The defaults (24 evaluations × 64 epochs at lots ≥ 8) fit on tables of up
 to ~74,000 rows (all of Adult, 32,561 rows: 4.4·10^6); the service-latency benchmark's long job needs 2.8·10^6 and
-the end-to-end Adult tests at most 2.9·10^6. A small-lot step took 60–90 µs (one core, loaded machine), so the bound
-is 10–15 minutes of CPU, much of it spread over the cluster."""
+the end-to-end Adult tests at most 2.9·10^6. A small-lot step is tens of microseconds of CPU, so the bound is
+minutes of CPU, much of it spread over the cluster."""
 DIMENSIONS = len(dpsgd_space())
 
 
