@@ -92,7 +92,7 @@ def training_steps(params: DparetoParams, n_train: int) -> int:
 
 
 def cost(params: DparetoParams, dataset: DatasetInfo | None) -> tuple[float, float]:
-    """Zero: the front is for the curator only and nothing is released to a modeler (not DP, DESIGN §4)."""
+    """Zero: the front is for the curator only and nothing is released to a modeler (not DP, docs/design.md §4)."""
     if params.baseline == "grid" and grid_size(params) < 2:
         raise ValueError(f"a grid baseline needs baseline_points ≥ {2**DIMENSIONS} (2 values of each of the "
                          f"{DIMENSIONS} hyperparameters); set baseline_points")
