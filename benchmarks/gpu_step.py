@@ -2,7 +2,7 @@
 the picks beside the CPU engine's, and BoTorch's discrete UCB step on the same card as the peer. One process.
 
 1. The card's read rate: a torch sum over a large float64 tensor (bytes read / s, best of 5).
-2. GP-UCB with fixed SE hyperparameters (the paper's synthetic GP, benchmarks/speed_gp_ucb.py's problem) at
+2. GP-UCB with fixed SE hyperparameters (the paper's synthetic GP, benchmarks/gp_ucb_problem.py) at
    n = 10⁶ (r = 20, T = 100) and 10⁷ (r = 20, T = 100) in float64, and 10⁸ (T = 50) in float64 if it fits the
    card, else float32 (warned): ms a step (the mean of the T steps, V reserved for T) beside the bound, the
    bytes a step must move, b·n·(t + r + 5) with b bytes a number, at the read rate; their ratio.
@@ -31,7 +31,7 @@ import torch
 
 # isort: split
 import harness  # after numpy and torch, as speed_gp_ucb imports it (its --threads sets the BLAS threads)
-from speed_gp_ucb import COMPULSORY_VECTORS, DELTA, LENGTHSCALE, NOISE_VARIANCE, SIGNAL_VARIANCE, projected_problem
+from gp_ucb_problem import COMPULSORY_VECTORS, DELTA, LENGTHSCALE, NOISE_VARIANCE, SIGNAL_VARIANCE, projected_problem
 
 from shared.gp.ucb import GPUCB, gp_ucb_beta
 

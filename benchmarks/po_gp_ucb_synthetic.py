@@ -2,7 +2,7 @@
 Branin-Hoo (Appendix A; its settings are not in our copy of the paper, so ours are stated below).
 
 Every PO-GP-UCB run releases Z with Algorithm 1 (``shared.releases.po_gp_ucb_release``; NOT differentially
-private, see DESIGN §4) with its own projection matrix M, then runs GP-UCB (``shared.gp.ucb.run_gp_ucb``,
+private, see docs/design.md §4) with its own projection matrix M, then runs GP-UCB (``shared.gp.ucb.run_gp_ucb``,
 Algorithm 2, δ' = δ_ucb / 2 = 0.025) on Z for T = 50 queries, the first 5 uniformly random ("initialisations"),
 observations f + N(0, σ_n²). Run i uses the same initial points and noise stream in every configuration.
 Non-private GP-UCB is the same engine on the original inputs. One GP draw (seed 0) is used for all runs, as

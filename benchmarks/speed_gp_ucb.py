@@ -21,8 +21,7 @@
    with BoTorch's ``optimize_acqf_discrete`` UCB step on the same card as the peer (benchmarks/gpu_step.py's
    ``measure``), and whether its picks are the CPU engine's of part 2.
 
-Data: X with d = 10 standard-normal rows rescaled to a maximal norm of 25 (as in the paper), projected
-like Algorithm 1 (Z = X M / √r, M Gaussian); f is a smooth random function of X. Writes
+Data: benchmarks/gp_ucb_problem.py's ``projected_problem``. Writes
 benchmarks/results/speed_gp_ucb.json and .png. ``--quick`` shrinks every size.
 """
 
@@ -41,25 +40,13 @@ from threadpoolctl import threadpool_limits
 
 # isort: split
 import harness  # after numpy on purpose: --threads sets BLAS threads, harness must not pin them
+from gp_ucb_problem import COMPULSORY_VECTORS, DELTA, LENGTHSCALE, NOISE_VARIANCE, SIGNAL_VARIANCE, projected_problem
 from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-LENGTHSCALE, SIGNAL_VARIANCE, NOISE_VARIANCE, DELTA = 1.25, 1.0, 1e-5, 0.05  # the paper's synthetic GP
 ISSUE_SKLEARN_SECONDS, ISSUE_NUMPY_SECONDS = 1.7, 0.12  # the issue's reference numbers at n=36,000
-COMPULSORY_VECTORS = 5  # length-n vectors a step moves besides V and the candidates: μ, σ² read; μ, σ², V's row written
 console = Console(width=None if sys.stdout.isatty() else 150)
-
-
-def projected_problem(n: int, r: int, seed: int, d: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """Candidates Z (n × r) like Algorithm 1's output and noise-free values f (n)."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d))
-    X *= 25.0 / np.sqrt(np.einsum("ij,ij->i", X, X).max())
-    Z = X @ rng.standard_normal((d, r)) / np.sqrt(r)
-    w, b = rng.standard_normal((d, 4)) / 4.0, rng.uniform(0, 2 * np.pi, 4)
-    f = np.sin(X @ w + b).sum(axis=1)
-    return Z, f
 
 
 class Clock:

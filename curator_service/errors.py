@@ -1,4 +1,4 @@
-"""The error model of DESIGN §5: every error is ``{"detail": sentence, "code": machine code}``.
+"""The error model of docs/design.md §5: every error is ``{"detail": sentence, "code": machine code}``.
 
 Handlers here turn FastAPI's validation errors, Starlette's HTTP errors and unexpected exceptions into
 that shape. Sentences name the field to fix and never contain a data value.

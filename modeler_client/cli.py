@@ -1,4 +1,4 @@
-"""``pobo-modeler``: the modeler's command line (DESIGN §6).
+"""``pobo-modeler``: the modeler's command line (docs/design.md §6).
 
 Each command group lives in :mod:`modeler_client.commands` and registers itself with one line below;
 job commands (``dp-bo``, ``dp-tune``, ``dpareto``) are added the same way.

@@ -1,4 +1,4 @@
-"""A typed client for the modeler's half of the HTTP API (DESIGN §5), parsed with :mod:`shared.api.schemas`."""
+"""A typed client for the modeler's half of the HTTP API (docs/design.md §5), parsed with :mod:`shared.api.schemas`."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ once per token (modeler first: the admin run may revoke the modeler's key), seed
 ``--examples`` per operation. Prints one figures line per role and in total:
 
     requests (from the HAR log), 5xx responses, schema violations (a response whose status, content type,
-    headers or body the OpenAPI does not document, or a 4xx without DESIGN §5's error body: a sentence and a
+    headers or body the OpenAPI does not document, or a 4xx without docs/design.md §5's error body: a sentence and a
     known code), other check failures (e.g. invalid input accepted), and refusals for what the data says.
 
 Schemathesis calls every 4xx to a schema-valid request "rejected valid data". Many are right: an offset past
@@ -48,7 +48,7 @@ from curator_service.testing import LocalCurator
 from shared.api.schemas import ErrorCode
 
 # Checks whose failure means the response contradicts the published contract: Schemathesis' conformance checks
-# and ours, ERROR_BODY_CHECK (every 4xx carries DESIGN §5's error body).
+# and ours, ERROR_BODY_CHECK (every 4xx carries docs/design.md §5's error body).
 ERROR_BODY_CHECK = "error_body"
 SCHEMA_CHECKS = {"status_code_conformance", "content_type_conformance", "response_headers_conformance",
                  "response_schema_conformance", ERROR_BODY_CHECK}
@@ -132,7 +132,7 @@ def run_schemathesis(url: str, token: str, role: str, args: argparse.Namespace, 
 
 
 def error_body(status: int | None, text: str) -> dict | None:
-    """DESIGN §5's error body of a 4xx (``detail``: a sentence, ``code``: a known machine code), or None."""
+    """docs/design.md §5's error body of a 4xx (``detail``: a sentence, ``code``: a known machine code), or None."""
     try:
         body = json.loads(text)
     except ValueError:
@@ -164,7 +164,8 @@ def check_error_bodies(entries: list[dict], result: RoleResult) -> None:
             continue
         result.findings[key] = Finding(
             check=ERROR_BODY_CHECK, code="", operation=f"{request['method']} {path}", status=response["status"],
-            title="4xx without an error body", message="DESIGN §5: every error is {detail: sentence, code: known code}",
+            title="4xx without an error body",
+            message="docs/design.md §5: every error is {detail: sentence, code: known code}",
             request=f"{request['method']} {request['url']}", response=har_text(response)[:400])
 
 

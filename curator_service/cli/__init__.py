@@ -1,6 +1,6 @@
 """``pobo-curator``: run the service, and administer it through its own HTTP API with the typed admin client
-(DESIGN §6). Listings take ``--json``; errors go to stderr with a non-zero exit code (2: a bad option, named by its
-flag; 1: the server refused, with its sentence)."""
+(docs/design.md §6). Listings take ``--json``; errors go to stderr with a non-zero exit code (2: a bad option, named
+by its flag; 1: the server refused, with its sentence)."""
 
 from __future__ import annotations
 

@@ -4,9 +4,14 @@ The framework runs any :class:`JobKind` it is given and knows no kind by name: t
 :mod:`curator_service.services.job_kinds`, each defining ``KIND = JobKind(...)``, listed once in that package's
 ``KINDS`` (see docs/curator_service.md, "How to add a job kind").
 
+Each kind declares its parameters' pydantic model (``params``). The framework parses a job's parameters with it
+once where they are read, :meth:`JobKind.parse`: on submission from the request (``cost`` and ``event`` get the
+parsed object) and in the worker from the stored JSON (``run`` gets it as ``ctx.params``, ``commit`` beside the
+result), so a kind never validates its parameters itself; a bad one is a 422 that names the parameter.
+
 * ``cost(params, dataset)`` returns the (ε, δ) the job will spend, computed from its parameters alone
-  (never from the data). It validates the parameters: raise ``ValueError`` (or a pydantic
-  ``ValidationError``) with a sentence saying what to fix, and the caller gets a 422.
+  (never from the data). It checks what the model cannot (the parameters against the dataset's public facts):
+  raise ``ValueError`` with a sentence saying what to fix, and the caller gets a 422.
 * ``run(ctx)`` does the work and returns a JSON-serialisable dict: the job's released result. It runs in a
   Dask worker process (:mod:`.worker`), never in the API process. It reads the raw table from ``ctx.table``
   (a learner reads :func:`~curator_service.services.job_kinds.inputs.training_features`: the dataset's public
@@ -17,7 +22,7 @@ The framework runs any :class:`JobKind` it is given and knows no kind by name: t
   spreads independent pieces over the cluster with ``ctx.map(fn, items)`` and draws every piece of privacy noise
   from ``ctx.noise``. Raise :class:`~.outcomes.JobFailed` with a sentence for a failure the submitter may read; any
   other exception is reported by type only (its message might quote data).
-* ``commit(session, job, result)``, when given, makes the job charge at the end instead: submission only
+* ``commit(session, job, params, result)``, when given, makes the job charge at the end instead: submission only
   checks that the cost is affordable, and after ``run`` returns (anything, not only JSON) the worker calls
   ``commit`` in ONE write transaction, unless the job was cancelled: it charges the ledger (the final budget
   check) and stores what ``run`` made, and returns the JSON dict stored as the job's result. A job cancelled
@@ -34,9 +39,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from curator_service.jobs.outcomes import JobCancelled
@@ -45,6 +51,9 @@ from curator_service.persistence.blobs import RawTable
 from curator_service.persistence.models import Job
 from shared.api.schemas import ScalingSpec
 from shared.dp.noise import NoiseSource
+
+P = TypeVar("P", bound=BaseModel)
+"""A kind's parameter model."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +73,8 @@ class DatasetInfo:
 
 
 @dataclass
-class JobContext:
-    """What ``run`` gets: the parameters, the raw table, progress, cancellation and randomness.
+class JobContext(Generic[P]):
+    """What ``run`` gets: the parsed parameters, the raw table, progress, cancellation and randomness.
 
     ``noise`` is the privacy-noise source (floating-point-safe unless the job was seeded in research
     mode); ``rng`` is for everything that is not privacy noise (initial designs, data splits).
@@ -73,7 +82,7 @@ class JobContext:
     """
 
     job_id: int
-    params: dict[str, Any]
+    params: P
     dataset: DatasetInfo | None
     table: RawTable | None
     epsilon: float
@@ -113,29 +122,36 @@ class JobContext:
 
 
 @dataclass(frozen=True)
-class JobKind:
-    """One kind of job. ``roles``: who may submit and see it (``{"curator"}``, or also ``"modeler"``).
+class JobKind(Generic[P]):
+    """One kind of job. ``params``: the model of its parameters (:meth:`parse`). ``roles``: who may submit and see
+    it (``{"curator"}``, or also ``"modeler"``).
 
     ``event(params, dataset)``, when given, states the job's mechanism as a DP event for the ledger
     (:mod:`curator_service.services.ledger_events`: noise scale and sensitivity), from the parameters alone like
-    ``cost``; without it the ledger records the kind's name and its (ε, δ). ``commit(session, job, result)``: see
-    the module's docstring (charge at the end). ``time_limit_seconds`` bounds a job's run below the service's
+    ``cost``; without it the ledger records the kind's name and its (ε, δ). ``commit(session, job, params, result)``:
+    see the module's docstring (charge at the end). ``time_limit_seconds`` bounds a job's run below the service's
     ``POBO_JOB_TIME_LIMIT_SECONDS``; past it the job is failed. ``endpoint``: the one endpoint that creates its
     jobs (with checks of its own), named to whoever tries ``POST /v1/jobs`` instead. ``uncertified(params)``: a
     warning sentence when the job's result is not a DP release as charged (an uncertified mechanism), else None;
-    such jobs show ``certified: false``."""
+    such jobs show ``certified: false``. It reads the stored JSON, as every listing shows it, unparsed."""
 
     name: str
     description: str
-    cost: Callable[[dict[str, Any], DatasetInfo | None], tuple[float, float]]
-    run: Callable[[JobContext], Any]
+    params: type[P]
+    cost: Callable[[P, DatasetInfo | None], tuple[float, float]]
+    run: Callable[[JobContext[P]], Any]
     roles: frozenset[str] = field(default_factory=lambda: frozenset({"curator"}))
     needs_dataset: bool = True
-    event: Callable[[dict[str, Any], DatasetInfo], dict[str, Any]] | None = None
-    commit: Callable[[Session, Job, Any], dict[str, Any]] | None = None
+    event: Callable[[P, DatasetInfo], dict[str, Any]] | None = None
+    commit: Callable[[Session, Job, P, Any], dict[str, Any]] | None = None
     time_limit_seconds: float | None = None
     endpoint: str | None = None
     uncertified: Callable[[dict[str, Any]], str | None] | None = None
+
+    def parse(self, params: dict[str, Any]) -> P:
+        """The job's parameters as the kind's model: the one validation of a request's or a stored job's JSON
+        (a pydantic ``ValidationError`` when they are bad)."""
+        return self.params.model_validate(params)
 
 
 def charged_at_submission(kind: JobKind | None) -> bool:

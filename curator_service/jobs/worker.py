@@ -219,7 +219,7 @@ def _run_job(task: JobTask) -> None:
                 result = kind.run(ctx)
             if beat.stop.is_set():
                 raise JobCancelled
-            _store(db, task.job_id, me, kind, result, note)
+            _store(db, task.job_id, me, kind, ctx.params, result, note)
         except JobCancelled:
             _finish(db, task.job_id, me, "cancelled", f"{state.CANCELLED}; {note}")
         except JobFailed as exc:
@@ -237,7 +237,8 @@ def _finish(db: Database, job_id: int, me: str, status: str, message: str, resul
         state.finish(session, job_id, me, status, message, result)
 
 
-def _context(db: Database, task: JobTask, beat: Heartbeat) -> JobContext:
+def _context(db: Database, task: JobTask, beat: Heartbeat) -> JobContext[Any]:
+    """The job's context, its stored parameters parsed by its kind (once: ``run`` and ``commit`` share them)."""
     with db.read() as session:
         job = session.get_one(Job, task.job_id)
         info = table = simulation_key = None
@@ -246,8 +247,9 @@ def _context(db: Database, task: JobTask, beat: Heartbeat) -> JobContext:
             fingerprint = (dataset.id, dataset.created_at.isoformat(), dataset.n, dataset.d)
             info, table = state.dataset_info(dataset), cached_table(tables(task.database_url, *fingerprint), dataset)
             simulation_key = dataset.simulation_key
-        params, epsilon, delta = dict(job.params), job.epsilon, job.delta
-    noise, rng = seeded_streams(params.get("seed"))
+        stored, epsilon, delta = dict(job.params), job.epsilon, job.delta
+    params = task.kind.parse(stored)
+    noise, rng = seeded_streams(stored.get("seed"))
 
     def progress(fraction: float, message: str | None = None) -> None:
         with db.write() as session:
@@ -258,7 +260,7 @@ def _context(db: Database, task: JobTask, beat: Heartbeat) -> JobContext:
                       simulation_key=simulation_key)
 
 
-def _store(db: Database, job_id: int, me: str, kind: JobKind, result: Any, note: str) -> None:
+def _store(db: Database, job_id: int, me: str, kind: JobKind[Any], params: Any, result: Any, note: str) -> None:
     """Stores the result; with ``kind.commit``, in the one transaction where the commit charges and stores what the
     job made, with the job's row locked so a cancel cannot slip between the check and the charge."""
     with db.write() as session:
@@ -268,5 +270,5 @@ def _store(db: Database, job_id: int, me: str, kind: JobKind, result: Any, note:
         if job.cancel_requested:
             state.finish(session, job_id, me, "cancelled", f"{state.CANCELLED}; {note}")
             return
-        stored = as_json(kind.commit(session, job, result) if kind.commit is not None else result)
+        stored = as_json(kind.commit(session, job, params, result) if kind.commit is not None else result)
         state.finish(session, job_id, me, "succeeded", "done", result=stored)

@@ -1,4 +1,4 @@
-"""How a measurement y is made for one row: ``column``, ``python`` or ``manual`` (DESIGN §3, §5).
+"""How a measurement y is made for one row: ``column``, ``python`` or ``manual`` (docs/design.md §3, §5).
 
 ``column``: y is a column of the table plus optional Gaussian *measurement* noise of the given standard
 deviation. That noise simulates a noisy test; it is not a privacy mechanism, so plain NumPy noise is right.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import func, select
@@ -17,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from curator_service.errors import api_error_from_validation
-from curator_service.jobs import DatasetInfo, JobKind, charged_at_submission
+from curator_service.jobs import DatasetInfo, JobKind, P, charged_at_submission
 from curator_service.jobs.state import budget_note, dataset_info, unfinished_jobs
 from curator_service.persistence.db import Database, get_or_404
 from curator_service.persistence.models import Dataset, Job, utcnow
@@ -78,10 +79,19 @@ class ColumnRefused(ApiError):
         self.cost = cost
 
 
-def job_cost(kind: JobKind, params: dict, info: DatasetInfo | None, principal: Principal) -> tuple[float, float]:
-    """The kind's (ε, δ) for ``params``: a 422 naming the parameter when they are bad (:class:`ColumnRefused` for a
-    column, listing the dataset's numeric columns to a curator only); a kind that returns an impossible cost is a bug
-    of the kind (500)."""
+def parse_params(kind: JobKind[P], params: dict[str, Any]) -> P:
+    """The request's parameters as the kind's model (:meth:`JobKind.parse`); a 422 naming the parameter when the model
+    refuses them."""
+    try:
+        return kind.parse(params)
+    except ValidationError as exc:
+        raise api_error_from_validation(exc, prefix="params.") from None
+
+
+def job_cost(kind: JobKind[P], params: P, info: DatasetInfo | None, principal: Principal) -> tuple[float, float]:
+    """The kind's (ε, δ) for its parsed ``params``: a 422 naming the parameter when they do not fit the dataset
+    (:class:`ColumnRefused` for a column, listing the dataset's numeric columns to a curator only); a kind that returns
+    an impossible cost is a bug of the kind (500)."""
     try:
         epsilon, delta = kind.cost(params, info)
     except UnknownColumn as exc:
@@ -140,8 +150,9 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
         info = None
         if body.dataset_id is not None:
             info = dataset_info(visible_or_404(session, principal, Dataset, body.dataset_id))
+        params = parse_params(kind, body.params)
         try:
-            epsilon, delta = job_cost(kind, body.params, info, principal)
+            epsilon, delta = job_cost(kind, params, info, principal)
         except ColumnRefused as exc:
             refused, (epsilon, delta) = exc, exc.cost
     try:
@@ -158,7 +169,7 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
             elif epsilon > 0 or delta > 0:
                 charged = charged_dataset(info)
                 check_affordable_with_reservations(session, charged.id, epsilon, delta, f"job {kind.name}")
-                event = kind.event(body.params, charged) if kind.event is not None else job_event(kind.name)
+                event = kind.event(params, charged) if kind.event is not None else job_event(kind.name)
                 entry = charge(session, charged.id, Spend(epsilon=epsilon, delta=delta,
                                                           purpose=f"job {kind.name}", mechanism=f"job:{kind.name}",
                                                           event=event, actor=principal))

@@ -8,7 +8,7 @@ PLD accountant, and gets the charged ε back).
 
 * a ``gaussian`` release: one ``GaussianDpEvent`` per part (inputs, DP-PCA's Gram matrix, private measurements),
   composed when there are several;
-* ``po-gp-ucb``: ``NonPrivateDpEvent`` (it is not differentially private; DESIGN §4);
+* ``po-gp-ucb``: ``NonPrivateDpEvent`` (it is not differentially private; docs/design.md §4);
 * a job: the event its kind states (``JobKind.event``; ``dp-mean``: a ``LaplaceDpEvent``), else
   ``UnsupportedDpEvent`` naming the kind: its (ε, δ) is the composition the kind's module documents.
 """

@@ -18,8 +18,8 @@ from shared.api.errors import ApiError
 from shared.api.schemas import PlanOut, PlanRequest, PlanRow, ScalingSpec
 
 MAX_SIMULATED_QUERIES = 200
-"""simulate_runs × (number of ε + 1) × queries: GP-UCB answers simulated per request (20–60 ms each, growing
-with n)."""
+"""simulate_runs × (number of ε + 1) × queries: GP-UCB answers simulated per request (each a GP-UCB step, whose
+cost grows with n)."""
 MAX_SIMULATED_ROWS = 50_000
 MAX_CALIBRATED_CELLS = 5_000_000
 """n × d: the planner calibrates each ε on an n × d stand-in of zeros (memory)."""

@@ -1,4 +1,4 @@
-"""Modeler sessions and index-only queries (DESIGN §3 steps 4–5).
+"""Modeler sessions and index-only queries (docs/design.md §3 steps 4–5).
 
 A query names rows of the released inputs by index; the curator measures the preimage row (or, on a release
 with private measurements, reads the ỹ drawn for it at release time) and stores the answer in the same

@@ -1,4 +1,4 @@
-"""The reconstruction audit (DESIGN §4): how well an attacker who knows K records recovers the others.
+"""The reconstruction audit (docs/design.md §4): how well an attacker who knows K records recovers the others.
 
 Runs :func:`shared.dp.reconstruction_attack.reconstruction_audit` on the data the mechanism saw (raw features for
 ``po-gp-ucb``, publicly scaled features for ``gaussian``) and the stored release. Only aggregate errors

@@ -1,4 +1,4 @@
-"""A release request, answered the way DESIGN §5 says: checked, submitted as a ``release`` job (idempotent
+"""A release request, answered the way docs/design.md §5 says: checked, submitted as a ``release`` job (idempotent
 by ``request_id``), handed to the cluster and waited for up to ``POBO_RELEASE_WAIT_SECONDS``.
 
 Apart from :mod:`.releases` because it submits jobs (:mod:`.jobs`), whose registry imports the ``release`` kind,

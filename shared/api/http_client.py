@@ -1,4 +1,4 @@
-"""The HTTP client both command lines use to talk to a curator service (DESIGN §5).
+"""The HTTP client both command lines use to talk to a curator service (docs/design.md §5).
 
 ``ApiClient`` wraps :mod:`httpx` with bearer authentication, JSON helpers, the error model of the API
 (every 4xx/5xx body is ``{"detail": sentence, "code": machine code}``, raised as :class:`ApiError`

@@ -1,5 +1,5 @@
 """Following a job to its end over HTTP: the one poller both the curator's admin client and the modeler's job
-commands use (``GET /v1/jobs/{id}``, DESIGN §5)."""
+commands use (``GET /v1/jobs/{id}``, docs/design.md §5)."""
 
 from __future__ import annotations
 

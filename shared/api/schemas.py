@@ -1,4 +1,4 @@
-"""The wire contract (HTTP API v1, DESIGN §5): every request and response body both parties exchange.
+"""The wire contract (HTTP API v1, docs/design.md §5): every request and response body both parties exchange.
 
 The curator service validates requests against these models and declares them as its response
 models; the modeler client parses responses with them. Nothing here may carry a raw row, the

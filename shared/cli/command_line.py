@@ -1,7 +1,7 @@
 """Options every command of a command line shares, declared once: :func:`shared_options` adds them to a typer
-command's signature (after the command's own options, so ``pobo-modeler run --url … --token …`` reads as DESIGN §6
-writes it) and hands the command one object built from their values. Both command lines use it for the
-connection options (``--url``, ``--token``)."""
+command's signature (after the command's own options, so ``pobo-modeler run --url … --token …`` reads as
+docs/design.md §6 writes it) and hands the command one object built from their values. Both command lines use it
+for the connection options (``--url``, ``--token``)."""
 
 from __future__ import annotations
 

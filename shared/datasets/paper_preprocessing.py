@@ -18,7 +18,7 @@ variance and mean, the paper's "GP hyperparameters ... learned using maximum lik
 **This preprocessing is data-dependent.** The lengthscales are fitted to the private rows and their
 outcomes, and the centre and scale come from the private rows (the maximal norm is one person's record).
 Releasing anything computed from the result leaks beyond what Algorithm 1 releases (which is itself not
-differentially private, DESIGN §4). It exists only to reproduce the paper's uncertified ``po-gp-ucb``
+differentially private, docs/design.md §4). It exists only to reproduce the paper's uncertified ``po-gp-ucb``
 experiments; the certified ``gaussian`` mechanism uses the table's public ``scaling`` instead.
 """
 

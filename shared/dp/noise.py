@@ -96,7 +96,9 @@ class SeededNoise(NoiseSource):
 class OpenDPNoise(NoiseSource):
     """Floating-point-safe noise from OpenDP's exact discrete Laplace / Gaussian and Gumbel noisy max.
 
-    Unseeded (OpenDP draws from the operating system's CSPRNG); about 20–30 µs per sample on one core.
+    Unseeded (OpenDP draws from the operating system's CSPRNG); one exact sample at a time, hundreds of times the
+    cost of numpy's (``benchmarks/regret_vs_epsilon.py --sampler-cost``,
+    benchmarks/results/regret_vs_epsilon_sampler_cost.json).
     """
 
     floating_point_safe = True

@@ -1,6 +1,6 @@
 """The reconstruction audit: how much of every record an attacker recovers from a release and K known records.
 
-The attack (DESIGN §4) assumes the attacker knows K records and their row indices. It fits the affine map
+The attack (docs/design.md §4) assumes the attacker knows K records and their row indices. It fits the affine map
 Z ≈ [X, 1] B (B is (d + 1) × r) by least squares on those K rows, then inverts it on every other row:
 x̂ᵢ = argmin_x ‖[x, 1] B − zᵢ‖ = (zᵢ − b₀) B_x⁺, with B_x the first d rows of B and b₀ the last.
 

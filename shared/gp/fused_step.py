@@ -48,7 +48,7 @@ def append_block(blocks: List, block: np.ndarray) -> None:
 
 @njit(cache=True)
 def stored_column(blocks: List, t: int, index: int) -> np.ndarray:
-    """V[:t, index] (indexing a typed list from Python costs ~10 µs a call)."""
+    """V[:t, index], read in compiled code (indexing a typed list from Python is slow)."""
     block = blocks[0].shape[0]
     column = np.empty(t)
     for k in range(t):

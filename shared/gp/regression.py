@@ -191,7 +191,7 @@ class CandidatePosterior:
         self._variance = self.prior_variance.copy()  # unclipped
         self._mean = np.full(n, self.prior_mean)  # m + Vᵀ w
         # V, block_rows full rows a block: the typed list for the compiled pass, the same arrays in a Python list
-        # for Python's own indexing (a typed list's costs ~10 µs a call from Python)
+        # for Python's own indexing (indexing a typed list from Python is slow)
         self._block_arrays = [np.empty((self.block_rows, n))]
         self._blocks = new_block_list(self._block_arrays[0])
         while len(self._block_arrays) * self.block_rows < reserve:
@@ -391,7 +391,8 @@ def _compiled_profile(kernel: Kernel) -> tuple[int, float, float, float]:
 
 @cache
 def _blas_controller() -> ThreadpoolController:
-    """Found once: scanning the loaded libraries took ~30 ms a call, more than a warm DPareto refit."""
+    """Found once: scanning the loaded libraries at every call cost more than a warm DPareto refit (docs/dpareto.md,
+    "No library scan per fit")."""
     return ThreadpoolController()
 
 
@@ -497,9 +498,8 @@ def kernel_prototype(kernel: Literal["se", "matern52"] | FittableKernel) -> Fitt
 
 
 COMPILED_OBJECTIVE_MAX_T = 80
-"""Up to this many points the compiled SE objective's plain O(t³) loops beat the numpy path's LAPACK calls (measured
-on the 2-core VM, 2026-11-28: 16 against 136 µs an evaluation at t = 30, 190 against 260 at t = 80, 370 against 320
-at t = 100)."""
+"""Up to this many points the compiled SE objective's plain O(t³) loops beat the numpy path's LAPACK calls (measured:
+docs/gp_engine.md, "Hyperparameters")."""
 
 
 def _negative_lml_and_gradient(

@@ -1,7 +1,7 @@
 """The squared-exponential kernel's negative log marginal likelihood and its gradient as one compiled function.
 
 A hyperparameter fit on t ≤ a few hundred answers evaluates this objective tens of times a fit and refits after
-every answer; in numpy each evaluation is some twenty calls on t × t arrays (~0.14 ms at t = 30), almost all of it
+every answer; in numpy each evaluation is some twenty calls on small t × t arrays, at small t almost all of it
 call overhead. Here, for K = σ² exp(−½ Σ_j (x_aj − x_bj)² / l_j²) + σ_n² I = L Lᵀ, α = K⁻¹ r and W = α αᵀ − K⁻¹
 (Rasmussen & Williams eqs. 2.30 and 5.9):
 

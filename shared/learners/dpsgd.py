@@ -43,8 +43,8 @@ from shared.dp.noise import NoiseSource
 from shared.learners.stopping import check_stop
 
 ADAM_KAPPA, ADAM_BETA1, ADAM_BETA2 = 1e-8, 0.9, 0.999
-# Rows of lots between two stop checks: every 256 steps at batch 1 (0.02 s with seeded noise, 0.2–0.5 s with the
-# exact sampler's), every step from batch 256, whose step (≥ 0.1 ms) dwarfs a check's microsecond or two.
+# Rows of lots between two stop checks: every 256 steps at batch 1, every step from batch 256, whose step (256 rows'
+# gradients and their noise) dwarfs a check.
 STOP_CHECK_ROWS = 256
 
 

@@ -1,4 +1,4 @@
-"""The certified input release (mechanism ``gaussian``, DESIGN §4): a projection plus Gaussian noise.
+"""The certified input release (mechanism ``gaussian``, docs/design.md §4): a projection plus Gaussian noise.
 
     Z = X_s P + G,    G: n × r i.i.d. N(0, σ²)
 

@@ -1,6 +1,6 @@
 """The PO-GP-UCB curator transform (Kharkovskii, Dai & Low, ICML 2020, Algorithm 1).
 
-**This release is NOT differentially private** (DESIGN §4), whatever the paper's Theorem 1 says. Its
+**This release is NOT differentially private** (docs/design.md §4), whatever the paper's Theorem 1 says. Its
 output Z = r^(-1/2) X̃ M is an affine image of the data: Z = (X - mean) B for a d × r matrix B (lifting
 the singular values only changes B). Anyone who knows d + 1 records and their row indices can solve
 for B and the mean and reconstruct every other record exactly; even without side knowledge Z reveals

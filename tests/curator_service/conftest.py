@@ -15,6 +15,7 @@ import pytest
 import uvicorn
 from click.testing import Result
 from fastapi.testclient import TestClient
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
@@ -33,6 +34,12 @@ AUTH_FAILURES_ALLOWED = 1_000_000
 # A test kind that runs until cancelled gives up after this: a test that failed before its cancel must not hold one
 # of the session's two Dask workers for a job's 6 h limit (every later job would queue behind it).
 UNCANCELLED_LIMIT_SECONDS = 300.0
+
+
+class AnyParams(BaseModel):
+    """The parameter model of a test's job kind that reads none: any JSON object."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 def reset_postgres(url: str) -> None:

@@ -1,4 +1,4 @@
-"""Authentication and permissions, endpoint by endpoint (DESIGN §5's role column)."""
+"""Authentication and permissions, endpoint by endpoint (docs/design.md §5's role column)."""
 
 from __future__ import annotations
 

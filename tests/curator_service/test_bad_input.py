@@ -1,4 +1,4 @@
-"""DESIGN §8: every bad input gets a 4xx with a code and a sentence naming what to fix, and stores nothing."""
+"""docs/design.md §8: every bad input gets a 4xx with a code and a sentence naming what to fix, and stores nothing."""
 
 from __future__ import annotations
 

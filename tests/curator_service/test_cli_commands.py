@@ -15,7 +15,7 @@ from curator_service.jobs import JobKind
 from curator_service.jobs.outcomes import JobCancelled
 from curator_service.persistence.db import schema_revision
 from curator_service.services.job_kinds import KINDS
-from tests.curator_service.conftest import ADMIN_HEADERS, UNCANCELLED_LIMIT_SECONDS, bearer, flat
+from tests.curator_service.conftest import ADMIN_HEADERS, UNCANCELLED_LIMIT_SECONDS, AnyParams, bearer, flat
 
 
 def add_dataset_and_release(run, evaluator: str = "column:y") -> None:
@@ -157,7 +157,7 @@ def _waits_for_cancel(ctx) -> dict:
 def test_jobs_list_show_and_cancel(curator_cli, monkeypatch):
     run = curator_cli
     monkeypatch.setitem(KINDS, "wait", JobKind(name="wait", description="runs until cancelled",
-                                               cost=lambda p, d: (0.0, 0.0), run=_waits_for_cancel,
+                                               cost=lambda p, d: (0.0, 0.0), params=AnyParams, run=_waits_for_cancel,
                                                needs_dataset=False))
     with httpx.Client(base_url=run.url, headers=ADMIN_HEADERS) as admin:
         job = admin.post("/v1/jobs", json={"kind": "wait"}).json()

@@ -12,6 +12,7 @@ from curator_service.jobs.runner import JobRunner
 from curator_service.services.job_kinds import KINDS
 from tests.curator_service.conftest import (
     UNCANCELLED_LIMIT_SECONDS,
+    AnyParams,
     assert_error,
     bearer,
     modeler_key,
@@ -86,7 +87,7 @@ def test_modeler_jobs_are_scoped_to_its_releases_and_its_own(client):
 
 def test_curator_only_kinds_refuse_modelers(client, monkeypatch):
     secret = JobKind(name="front", description="curator only", cost=lambda p, d: (0.0, 0.0),
-                     run=lambda ctx: {"front": []}, needs_dataset=False)
+                     params=AnyParams, run=lambda ctx: {"front": []}, needs_dataset=False)
     monkeypatch.setitem(KINDS, "front", secret)
     dataset = register(client)
     key = modeler_key(client, [release(client, dataset["id"])["id"]])
@@ -118,7 +119,7 @@ def wait_for_progress(client, job_id, progress, timeout=30.0):
 
 def test_cancel_a_running_job_keeps_its_charge(client, monkeypatch):
     monkeypatch.setitem(KINDS, "slow", JobKind(name="slow", description="waits", cost=lambda p, d: (0.3, 0.0),
-                                               run=run_until_cancelled))
+                                               params=AnyParams, run=run_until_cancelled))
     dataset = register(client)
     job = client.post("/v1/jobs", json={"kind": "slow", "dataset_id": dataset["id"]}).json()
     assert wait_for_progress(client, job["id"], 0.25)["status"] == "running"
@@ -133,7 +134,7 @@ def test_a_failing_job_reports_its_type_not_its_message(client, monkeypatch):
         raise ValueError(f"row value {ctx.table.features[0, 0]!r}")
 
     monkeypatch.setitem(KINDS, "boom", JobKind(name="boom", description="fails", cost=lambda p, d: (0.1, 0.0),
-                                               run=run))
+                                               params=AnyParams, run=run))
     dataset = register(client)
     job = client.post("/v1/jobs", json={"kind": "boom", "dataset_id": dataset["id"]}).json()
     done = _wait(client, job["id"])
@@ -169,7 +170,7 @@ def test_a_seeded_jobs_noise_and_rng_are_independent_streams(client, monkeypatch
         return {"noise": noise, "rng": ctx.rng.normal(0.0, 1.0, 4)}
 
     monkeypatch.setitem(KINDS, "streams", JobKind(name="streams", description="draws", cost=lambda p, d: (0.0, 0.0),
-                                                  run=run, needs_dataset=False))
+                                                  params=AnyParams, run=run, needs_dataset=False))
     results = [_wait(client, client.post("/v1/jobs", json={"kind": "streams", "params": {"seed": 5}}).json()["id"])
                ["result"] for _ in range(2)]
     assert results[0] == results[1]  # reproducible
@@ -179,7 +180,7 @@ def test_a_seeded_jobs_noise_and_rng_are_independent_streams(client, monkeypatch
 def test_a_job_that_cannot_start_fails_instead_of_staying_queued(make_client, monkeypatch):
     monkeypatch.setattr(JobRunner, "submit", lambda self, job_id: None)  # the service dies before it runs
     monkeypatch.setitem(KINDS, "vanishing", JobKind(name="vanishing", description="removed by an upgrade",
-                                                    cost=lambda p, d: (0.1, 0.0), run=lambda ctx: {}))
+                                                    cost=lambda p, d: (0.1, 0.0), params=AnyParams, run=lambda ctx: {}))
     before = make_client()
     dataset = register(before)
     job = before.post("/v1/jobs", json={"kind": "vanishing", "dataset_id": dataset["id"]}).json()
@@ -192,7 +193,7 @@ def test_a_job_that_cannot_start_fails_instead_of_staying_queued(make_client, mo
 
 def test_dp_bo_progress_and_fitting_do_not_depend_on_the_data(monkeypatch):
     """The learner is fitted at every grid point, in grid order, before GP-UCB's first step, so which λ
-    GP-UCB picks (data-dependent) never shows as a fit (0.1–0.6 s) or a cache hit (~1 ms) between two
+    GP-UCB picks (data-dependent) never shows as a slow fit or a fast repeat between two
     progress points. Two tables whose GP-UCB paths differ give the same sequence of events."""
     from shared.algorithms.kusner.validation_tasks import LogisticValidationTask
     from tests.privacy.test_adversarial_params import run_kind, table, with_column

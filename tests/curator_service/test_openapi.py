@@ -1,4 +1,4 @@
-"""The OpenAPI document is well-formed, lists every endpoint of DESIGN §5 and documents the error model."""
+"""The OpenAPI document is well-formed, lists every endpoint of docs/design.md §5 and documents the error model."""
 
 from __future__ import annotations
 

@@ -136,9 +136,9 @@ def run_context(n: int, seed: int, progress: list) -> JobContext:
                        feature_columns=("a", "b", "c"), evaluator={"kind": "column", "column": "y"},
                        scaling=ScalingSpec.model_validate(dataset_spec()["scaling"]))
     noise, rng = seeded_streams(0)
-    return JobContext(job_id=1, params={**BODY, "seed": 0}, dataset=info, table=table, epsilon=1.0, delta=1e-5,
-                      noise=noise, rng=rng, progress=lambda fraction, message=None: progress.append(fraction),
-                      cancelled=lambda: False)
+    return JobContext(job_id=1, params=release_kind.KIND.parse({**BODY, "seed": 0}), dataset=info, table=table,
+                      epsilon=1.0, delta=1e-5, noise=noise, rng=rng,
+                      progress=lambda fraction, message=None: progress.append(fraction), cancelled=lambda: False)
 
 
 def test_the_job_reports_progress_per_chunk_and_the_same_for_any_data_of_the_same_size(monkeypatch):

@@ -1,5 +1,5 @@
 """The fuzzer's reading of refusals: a schema-valid request refused for what the data says is not a finding; a
-refusal by the request model itself, or one without DESIGN §5's error body, is."""
+refusal by the request model itself, or one without docs/design.md §5's error body, is."""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ def test_a_cancelled_dp_bo_job_fits_nothing_more(monkeypatch):
                        scaling=ScalingSpec(kind="bounds", lower=[0.0, 0.0], upper=[1.0, 1.0]))
     params = {"label_column": "label", "log10_lambda": np.linspace(-4, 1, 9).tolist(), "iterations": 6,
               "epsilon": 0.5, "delta": 1e-5}
-    epsilon, delta = KINDS["dp-bo"].cost(params, info)
+    kind = KINDS["dp-bo"]
+    epsilon, delta = kind.cost(kind.parse(params), info)
     fits = []
     real_split = dp_bo.split_task
 
@@ -36,9 +37,9 @@ def test_a_cancelled_dp_bo_job_fits_nothing_more(monkeypatch):
         return task
 
     monkeypatch.setattr(dp_bo, "split_task", counted_split)
-    ctx = JobContext(job_id=1, params=params, dataset=info, table=raw, epsilon=epsilon, delta=delta,
+    ctx = JobContext(job_id=1, params=kind.parse(params), dataset=info, table=raw, epsilon=epsilon, delta=delta,
                      noise=SeededNoise(np.random.default_rng(1)), rng=np.random.default_rng(2),
                      progress=lambda fraction, message=None: None, cancelled=lambda: True)
     with pytest.raises(JobCancelled):
-        KINDS["dp-bo"].run(ctx)
+        kind.run(ctx)
     assert fits == []  # a kind that looked at the flag only between grid points would fit all 9 first

@@ -15,10 +15,12 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+from pydantic import BaseModel
 
 from curator_service.jobs import JobContext
 from curator_service.jobs.outcomes import JobCancelled
 from curator_service.services.job_kinds import dp_tune
+from shared.api.jobs import DpTuneParams
 from shared.dp.noise import SeededNoise
 from shared.learners import DPLogisticRegression
 from shared.learners.dpsgd import STOP_CHECK_ROWS
@@ -40,19 +42,19 @@ def appeared(*paths: Path) -> list[str]:
 # --- dp-tune's final training, in the job's thread ----------------------------------------------------------------
 
 
-def without_record(params):
-    return {name: value for name, value in params.items() if name != "record"}
+class RecordedTuneParams(DpTuneParams):
+    record: str  # where the kind below writes what it saw
 
 
-def tune_cost(params, dataset):
-    return dp_tune.cost(without_record(params), dataset)
+class TrainingsParams(BaseModel):
+    record: str
+    epochs: int
 
 
 def tune_saying_where_it_stopped(ctx: JobContext):
     """The real dp-tune kind; it marks the end of the candidates × parts (``<record>.parts``) and writes the frames
     of the JobCancelled that ends it (``<record>``)."""
-    record = Path(ctx.params["record"])
-    ctx.params = without_record(ctx.params)
+    record = Path(ctx.params.record)
     parts_map = ctx.map
 
     def map_then_mark(fn, items, progress=None):
@@ -73,7 +75,7 @@ def test_a_cancel_stops_dp_tunes_final_training_where_it_is(client, monkeypatch,
     """The selected candidate's final training on all rows (the noise calibration, then 100 epochs of 1,350 steps:
     some 40 s on the loaded test machine) is under way when the cancel comes: it stops inside it, not after the
     last epoch."""
-    use(monkeypatch, "tune-recorded", tune_saying_where_it_stopped, cost=tune_cost)
+    use(monkeypatch, "tune-recorded", tune_saying_where_it_stopped, cost=dp_tune.cost, params=RecordedTuneParams)
     X, y = synthetic_table(1500, seed=4)
     dataset = upload(client, table_csv(X, (y > np.median(y)).astype(float)),
                      dataset_spec(budget={"epsilon": 1000.0, "delta": 1e-3})).json()
@@ -131,17 +133,17 @@ def recorded_training(record, epochs, seed):
 def trainings_on_the_cluster(ctx: JobContext):
     """Two trainings as pieces on the cluster, then one in the job's thread, whose stop checks it counts (each
     reads the job's cancel flag, ``ctx.cancelled``)."""
-    pieces = ctx.map(partial(recorded_training, ctx.params["record"], ctx.params["epochs"]), [1, 2])
+    pieces = ctx.map(partial(recorded_training, ctx.params.record, ctx.params.epochs), [1, 2])
     checks = []
     flag = ctx.cancelled
     ctx.cancelled = lambda: checks.append(1) or flag()
-    return {"pieces": pieces, "own": train(ctx.params["epochs"], 3), "checks": len(checks)}
+    return {"pieces": pieces, "own": train(ctx.params.epochs, 3), "checks": len(checks)}
 
 
 def test_a_cancel_stops_the_trainings_running_as_pieces_on_the_cluster(client, monkeypatch, tmp_path):
     """Two pieces of 600 epochs (~55 s each on a quiet core) run on the two workers when the job is cancelled: both
     stop inside their training instead of running to their last epoch in the background."""
-    use(monkeypatch, "trainings", trainings_on_the_cluster)
+    use(monkeypatch, "trainings", trainings_on_the_cluster, params=TrainingsParams)
     record = tmp_path / "piece"
     job = submit(client, "trainings", params={"record": str(record), "epochs": 600}).json()
     appeared(*(Path(f"{record}-{seed}.started") for seed in (1, 2)))
@@ -155,7 +157,7 @@ def test_a_cancel_stops_the_trainings_running_as_pieces_on_the_cluster(client, m
 def test_without_a_cancel_the_trainings_run_to_their_end(client, monkeypatch, tmp_path):
     """The positive control: 5 epochs in each piece and in the job's thread end as they would alone (the same
     weights), and the job's own training consulted its cancel flag every 256 steps."""
-    use(monkeypatch, "trainings", trainings_on_the_cluster)
+    use(monkeypatch, "trainings", trainings_on_the_cluster, params=TrainingsParams)
     record = tmp_path / "piece"
     job = submit(client, "trainings", params={"record": str(record), "epochs": 5}).json()
     done = wait(client, job["id"], timeout=DEADLINE)

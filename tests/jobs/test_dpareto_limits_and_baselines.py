@@ -42,6 +42,11 @@ def info(n: int) -> DatasetInfo:
 # --- the work bound ---------------------------------------------------------------------------------------------
 
 
+def cost(params: dict, dataset: DatasetInfo | None) -> tuple[float, float]:
+    """The kind's cost of ``params`` as the engine computes it: parsed by the kind's model, then priced."""
+    return dpareto.KIND.cost(dpareto.KIND.parse(params), dataset)
+
+
 def test_an_over_large_front_is_refused_with_a_422_and_the_defaults_are_accepted(client):
     """768 evaluations × 1000 epochs × 42 steps at lots of 1 (60 rows, 42 for training) is 3.2·10^7 steps; a baseline
     counts too: 2 DPareto evaluations alone fit, with 768 random points beside them they do not."""
@@ -51,7 +56,7 @@ def test_an_over_large_front_is_refused_with_a_422_and_the_defaults_are_accepted
     assert_error(submit(OVER_LARGE), 422, "validation_error", "32,256,000 DP-SGD steps", "10,000,000",
                  "fewer initial points", "batch_size")
     few = {**OVER_LARGE, "initial_points": 2, "iterations": 0}
-    assert dpareto.cost(few, info(60)) == (0.0, 0.0)
+    assert cost(few, info(60)) == (0.0, 0.0)
     assert_error(submit({**few, "baseline": "random", "baseline_points": 768}), 422, "validation_error",
                  "DP-SGD steps", "baseline points")
     assert client.get("/v1/jobs").json() == []
@@ -64,20 +69,20 @@ def test_an_over_large_front_is_refused_with_a_422_and_the_defaults_are_accepted
 def test_the_bound_fits_the_defaults_on_adult_and_the_benchmarks_long_job():
     """The constant's reasons (dpareto.MAX_STEPS): the defaults on all of Adult and on tables of up to ~74,000 rows,
     the service-latency benchmark's long front on its 500 rows, the end-to-end test's front on all of Adult."""
-    assert dpareto.cost({"label_column": "y"}, info(32_561)) == (0.0, 0.0)
-    assert dpareto.cost({"label_column": "y"}, info(74_000)) == (0.0, 0.0)
+    assert cost({"label_column": "y"}, info(32_561)) == (0.0, 0.0)
+    assert cost({"label_column": "y"}, info(74_000)) == (0.0, 0.0)
     with pytest.raises(ValueError, match="DP-SGD steps"):
-        dpareto.cost({"label_column": "y"}, info(80_000))
+        cost({"label_column": "y"}, info(80_000))
     long_job = {"label_column": "y", "initial_points": 64, "iterations": 256, "max_epochs": 200}
-    assert dpareto.cost(long_job, info(500)) == (0.0, 0.0)
-    assert dpareto.cost({"label_column": "y", "initial_points": 8, "iterations": 8}, info(32_561)) == (0.0, 0.0)
+    assert cost(long_job, info(500)) == (0.0, 0.0)
+    assert cost({"label_column": "y", "initial_points": 8, "iterations": 8}, info(32_561)) == (0.0, 0.0)
 
 
 def test_a_grid_baseline_needs_two_values_per_hyperparameter_and_counts_its_points():
     with pytest.raises(ValueError, match="baseline_points ≥ 32"):
-        dpareto.cost({"label_column": "y", "baseline": "grid"}, None)  # 24 points by default: 1 per dimension
+        cost({"label_column": "y", "baseline": "grid"}, None)  # 24 points by default: 1 per dimension
     with pytest.raises(ValueError, match="needs a baseline"):
-        dpareto.cost({"label_column": "y", "baseline_points": 40}, None)
+        cost({"label_column": "y", "baseline_points": 40}, None)
     grid = dpareto.DparetoParams(label_column="y", baseline="grid", baseline_points=242)  # 3^5 = 243 > 242
     assert dpareto.baseline_evaluations(grid) == 32
     assert dpareto.training_steps(grid, 800) == (8 + 16 + 32) * 64 * 100
@@ -130,7 +135,8 @@ def test_a_baseline_is_evaluated_on_the_clusters_workers_and_returned_beside_the
     """3 initial points and 1 HVPoI step; random search's 7 points start with DPareto's 3 initial ones (reused, so
     4 go to the cluster), the grid is the 2^5 within 40. Every baseline piece ran in a worker process."""
     monkeypatch.setitem(KINDS, "dpareto-pids", JobKind(name="dpareto-pids", description="dpareto, recording pids",
-                                                       cost=dpareto.cost, run=dpareto_recording_pids))
+                                                       params=dpareto.DparetoParams, cost=dpareto.cost,
+                                                       run=dpareto_recording_pids))
     dataset = labelled(client)
     job = client.post("/v1/jobs", json={"kind": "dpareto-pids", "dataset_id": dataset["id"],
                                         "params": {**SMALL, **baseline}})

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import BaseModel, model_validator
 from sqlalchemy import select, update
 
 from curator_service.jobs import JobKind
@@ -30,6 +31,7 @@ from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import ADMIN
 from shared.algorithms.ding.dptune import PartTrainer, PrivateLogisticRegression, partition_utilities
 from tests.curator_service.conftest import (
+    AnyParams,
     assert_error,
     bearer,
     dataset_spec,
@@ -61,9 +63,27 @@ def submit(client, kind, dataset_id=None, params=None, **extra):
     return client.post("/v1/jobs", json=body)
 
 
-def use(monkeypatch, name, run, cost=FREE, **kind):
-    monkeypatch.setitem(KINDS, name, JobKind(name=name, description=name, cost=cost, run=run,
+def use(monkeypatch, name, run, cost=FREE, params=AnyParams, **kind):
+    monkeypatch.setitem(KINDS, name, JobKind(name=name, description=name, params=params, cost=cost, run=run,
                                              needs_dataset=cost is not FREE, **kind))
+
+
+class LogParams(BaseModel):
+    path: str
+
+
+class HeldParams(BaseModel):
+    wait_for_cancel: bool = False
+    go: str = "/"  # a file whose creation lets the job finish
+
+
+class LeakParams(BaseModel):
+    in_the_job: bool = False
+
+
+class UtilitiesParams(BaseModel):
+    seed: int
+    loop: bool
 
 
 # --- kinds ------------------------------------------------------------------------------------------------------
@@ -108,7 +128,7 @@ def ignores_everything(ctx):
 
 
 def append_job_id(ctx):
-    with open(ctx.params["path"], "a") as log:
+    with open(ctx.params.path, "a") as log:
         log.write(f"{ctx.job_id}\n")
     time.sleep(0.2)
     return {}
@@ -116,15 +136,15 @@ def append_job_id(ctx):
 
 def make_numbers(ctx):
     ctx.progress(0.5, "made")
-    if ctx.params.get("wait_for_cancel"):
+    if ctx.params.wait_for_cancel:
         until_cancelled(ctx)
-    while not os.path.exists(ctx.params.get("go", "/")):  # held until the test creates the file
+    while not os.path.exists(ctx.params.go):  # held until the test creates the file
         ctx.check_cancelled()
         time.sleep(0.02)
     return [1.0, 2.0]  # not a dict: a kind with a commit may hand anything to it
 
 
-def commit_numbers(session, job, result):
+def commit_numbers(session, job, params, result):
     entry = charge(session, job.dataset_id, Spend(epsilon=job.epsilon, delta=job.delta, purpose=f"job #{job.id}",
                                                   mechanism="job:committed", event=job_event("committed"), actor=ADMIN))
     session.flush()
@@ -132,7 +152,35 @@ def commit_numbers(session, job, result):
     return {"sum": sum(result), "ledger_entry": entry.id}
 
 
-def commit_under_its_key(session, job, result):
+class CountedParams(BaseModel):
+    """Parameters that note each parse of themselves: the process that parsed them, a line in ``log``."""
+
+    log: str
+    epsilon: float
+
+    @model_validator(mode="after")
+    def noted(self) -> CountedParams:
+        with open(self.log, "a") as log:
+            log.write(f"{os.getpid()}\n")
+        return self
+
+
+def counted_cost(params, dataset):
+    assert isinstance(params, CountedParams)
+    return params.epsilon, 0.0
+
+
+def counted_run(ctx):
+    assert isinstance(ctx.params, CountedParams)
+    return {"pid": os.getpid()}
+
+
+def counted_commit(session, job, params, result):
+    assert isinstance(params, CountedParams)
+    return {**result, **commit_numbers(session, job, params, [params.epsilon])}
+
+
+def commit_under_its_key(session, job, params, result):
     """A commit that charges the key that submitted the job, as a release's commit does."""
     entry = charge(session, job.dataset_id, Spend(epsilon=job.epsilon, delta=job.delta, purpose=f"job #{job.id}",
                                                   mechanism="job:capped", event=job_event("capped"),
@@ -185,7 +233,7 @@ def leak_in_a_piece(X, item):
 
 
 def leaky(ctx):
-    if ctx.params.get("in_the_job"):
+    if ctx.params.in_the_job:
         raise ValueError(f"first row {ctx.table.features[0].tolist()}")
     return {"never": ctx.map(partial(leak_in_a_piece, ctx.table.features), range(4))}
 
@@ -193,7 +241,7 @@ def leaky(ctx):
 def test_a_failing_piece_or_job_leaves_no_table_value_in_the_workers_logs(client, monkeypatch):
     """Dask logs a failed task's arguments and exception (with its message); pieces fail by type only and their
     items are hidden, so no value of the table reaches a worker's log or the job's message."""
-    use(monkeypatch, "leaky", leaky, cost=CHARGED)
+    use(monkeypatch, "leaky", leaky, cost=CHARGED, params=LeakParams)
     dataset = register(client)
     values = [f"{v:.9f}".rstrip("0") for v in synthetic_table(40)[0].ravel()]
     for params in ({}, {"in_the_job": True}):
@@ -212,9 +260,9 @@ def dp_tune_utilities(ctx):
     candidates = [PrivateLogisticRegression(learning_rate=lr, batch_size=16, epochs=2, clip_norm=1.0)
                   for lr in (0.3, 3.0, 10.0)]
     labels = binary_labels(ctx.table, "y")
-    make = partial(part_trainer, np.random.default_rng(ctx.params["seed"]))
+    make = partial(part_trainer, np.random.default_rng(ctx.params.seed))
     table = partition_utilities(training_features(ctx), labels, candidates, make, k=5, rng=ctx.rng,
-                                map_fn=map if ctx.params["loop"] else ctx.map)
+                                map_fn=map if ctx.params.loop else ctx.map)
     return {"table": table.tolist()}
 
 
@@ -230,7 +278,7 @@ def test_dp_tune_cells_on_the_cluster_are_the_cells_computed_in_one_process(clie
     seed the 3 × 5 utilities are bit for bit those of a loop in one process, so no cell is trained on another part's
     rows, shares a random stream with another or comes back in another's place. (Each cell has its own generator,
     made before any is fitted: a generator shared by the cells would be copied to each piece on the cluster.)"""
-    use(monkeypatch, "utilities", dp_tune_utilities, cost=CHARGED)
+    use(monkeypatch, "utilities", dp_tune_utilities, cost=CHARGED, params=UtilitiesParams)
     X, y = synthetic_table(300, seed=2)
     dataset = upload(client, table_csv(X, (y > np.median(y)).astype(float)), dataset_spec()).json()
     tables = [wait(client, submit(client, "utilities", dataset["id"], {"seed": 5, "loop": loop}).json()["id"],
@@ -383,7 +431,7 @@ def test_racing_retries_create_one_job(client, monkeypatch):
 
 
 def test_a_committing_kind_is_charged_once_at_commit_and_not_if_cancelled_first(client, monkeypatch):
-    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers)
+    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers, params=HeldParams)
     dataset = register(client, budget={"epsilon": 0.8, "delta": 1e-4})
     waiting = submit(client, "committed", dataset["id"], {"wait_for_cancel": True}).json()
     assert client.get("/v1/ledger").json() == []  # submission checks the budget but charges nothing
@@ -399,7 +447,7 @@ def test_a_committing_kind_is_charged_once_at_commit_and_not_if_cancelled_first(
 
 
 def test_a_commit_that_no_longer_fits_the_budget_fails_and_stores_nothing(client, monkeypatch, tmp_path):
-    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers)
+    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers, params=HeldParams)
     dataset = register(client, budget={"epsilon": 0.8, "delta": 1e-4})
     go = tmp_path / "go"
     held = submit(client, "committed", dataset["id"], {"go": str(go)}).json()  # admitted: 0.5 of 0.8 fits
@@ -417,7 +465,7 @@ def test_a_commit_on_a_worker_that_would_pass_its_keys_cap_is_refused_and_charge
     """A key's ε/δ cap is checked by the ledger's charge itself, so it holds in a commit on a Dask worker (whose
     process imports the job engine and the kind, nothing more); the same job under a key whose cap holds it is charged
     to that key (the positive control)."""
-    use(monkeypatch, "capped", make_numbers, cost=CHARGED, commit=commit_under_its_key)
+    use(monkeypatch, "capped", make_numbers, cost=CHARGED, commit=commit_under_its_key, params=HeldParams)
     dataset = register(client, budget={"epsilon": 10.0, "delta": 1e-4})
     release_id = release(client, dataset["id"])["id"]
     small, large = (modeler_key(client, [release_id], role="curator", epsilon_cap=cap) for cap in (0.4, 0.6))
@@ -442,8 +490,25 @@ def test_a_commit_on_a_worker_that_would_pass_its_keys_cap_is_refused_and_charge
     assert entry["actor"].startswith(f"key:{large['id']}:") and entry["epsilon"] == 0.5
 
 
+def test_a_kinds_parameters_are_parsed_once_on_submission_and_once_in_the_worker(client, monkeypatch, tmp_path):
+    """The engine parses the JSON with the kind's model and hands the same object on: cost at submission, run and
+    commit in the worker; parameters the model refuses are a 422 naming the parameter, and nothing is stored."""
+    use(monkeypatch, "counted", counted_run, cost=counted_cost, commit=counted_commit, params=CountedParams)
+    dataset = register(client)
+    log = tmp_path / "parses.log"
+    assert_error(submit(client, "counted", dataset["id"], {"log": str(log), "epsilon": "much"}), 422,
+                 "validation_error", "params.epsilon")
+    assert client.get("/v1/jobs").json() == [] and not log.exists()
+    done = wait(client, submit(client, "counted", dataset["id"], {"log": str(log), "epsilon": 0.25}).json()["id"])
+    assert done["status"] == "succeeded" and done["result"]["sum"] == 0.25, done
+    assert log.read_text().split() == [str(os.getpid()), str(done["result"]["pid"])]
+    assert done["result"]["pid"] != os.getpid()  # the worker's parse, in the worker process
+    ledger = [(e["id"], e["epsilon"]) for e in client.get("/v1/ledger").json()]
+    assert ledger == [(done["result"]["ledger_entry"], 0.25)]
+
+
 def test_unfinished_committing_jobs_reserve_their_cost(client, monkeypatch, tmp_path):
-    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers)
+    use(monkeypatch, "committed", make_numbers, cost=CHARGED, commit=commit_numbers, params=HeldParams)
     dataset = register(client, budget={"epsilon": 1.2, "delta": 1e-4})
     go = tmp_path / "go"
     answers = [submit(client, "committed", dataset["id"], {"go": str(go)}) for _ in range(5)]
@@ -474,7 +539,7 @@ def test_a_kind_with_its_own_endpoint_is_not_created_by_post_jobs(client, monkey
 
 
 def test_two_replicas_sending_the_same_jobs_run_each_once(make_client, database_url, monkeypatch, tmp_path):
-    use(monkeypatch, "append", append_job_id)
+    use(monkeypatch, "append", append_job_id, params=LogParams)
     first, second = make_client(database_url=database_url), make_client(database_url=database_url)
     log = tmp_path / "runs.log"
     ids = []

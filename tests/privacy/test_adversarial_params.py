@@ -94,9 +94,10 @@ def run_kind(kind: str, params: dict[str, Any], raw: RawTable, seed: int = 0,
     info = DatasetInfo(id=1, n=N, d=len(FEATURES), columns=tuple(raw.columns), numeric_columns=tuple(raw.columns),
                        feature_columns=FEATURES, evaluator={"kind": "column", "column": "y"},
                        scaling=ScalingSpec(kind="bounds", lower=[0.0] * 3, upper=[1.0] * 3))
-    charge = KINDS[kind].cost(params, info)
+    parsed = KINDS[kind].parse(params)
+    charge = KINDS[kind].cost(parsed, info)
     noise = RecordingNoise(seed)
-    ctx = JobContext(job_id=1, params=params, dataset=info, table=raw, epsilon=charge[0], delta=charge[1],
+    ctx = JobContext(job_id=1, params=parsed, dataset=info, table=raw, epsilon=charge[0], delta=charge[1],
                      noise=noise, rng=np.random.default_rng(seed + 1), progress=progress, cancelled=lambda: False)
     return charge, KINDS[kind].run(ctx), noise
 

@@ -108,7 +108,8 @@ def test_laplace_is_epsilon_dp_and_laplace_for_1_1_epsilon_is_not(epsilon):
 
 
 def test_opendp_laplace_is_epsilon_dp():
-    """The production sampler itself, at a sample size the default suite affords (~25 µs per draw)."""
+    """The production sampler itself, at a sample size the default suite affords (OpenDP draws one exact sample at
+    a time)."""
     samples, epsilon = 60_000, 1.0
     a, b = _laplace_samples(1.0, epsilon, samples, OpenDPNoise(), OpenDPNoise())
     assert proven_violation(a, b, epsilon, 0.0, [0.0, 1.0]) <= 0

@@ -8,7 +8,7 @@ sum and output perturbation. For each:
   reported std (mean within 5.3 s/√N, Σr²/s² inside the χ²_N interval at ALPHA), and s is at least the
   std the claimed (ε, δ) needs for the path's *true* sensitivity: the variance's upper confidence bound
   must reach it. A control calibrated to 1.1ε has ~8% less noise and must fail that bound. 10⁵ draws
-  from the seeded source and 2·10⁴ from OpenDP (~25 µs a draw) in the default suite.
+  from the seeded source and 2·10⁴ from OpenDP (one exact sample at a time) in the default suite.
 * **privacy loss** (``test_dp_mechanisms.proven_violation``): outputs of a neighbouring pair at
   distance exactly Δ, projected on the direction that separates them (a sufficient statistic: the
   other directions are identically distributed), sets at the claimed mechanism's worst thresholds,
@@ -186,7 +186,7 @@ def _source(kind: str, seed: int) -> NoiseSource:
 # --- mean/variance ----------------------------------------------------------------------------------
 
 
-# Draws per neighbour: output perturbation re-fits its minimiser for every 100 draws (~15 ms a fit).
+# Draws per neighbour: output perturbation re-fits its minimiser for every 100 draws.
 SAMPLES = {"seeded": 100_000, "opendp": 10_000}
 OUTPUT_PERTURBATION_SAMPLES = {"seeded": 20_000, "opendp": 10_000}
 

@@ -102,7 +102,7 @@ def test_gaussian_release_rows_are_the_samplers_output_on_its_grid():
 def test_dp_mean_job_releases_a_value_on_the_grid():
     source = Recording(OpenDPNoise())
     table = RawTable(columns={"age": np.random.default_rng(3).uniform(20, 80, 500)}, feature_columns=("age",))
-    ctx = JobContext(job_id=1, params={"column": "age", "lower": 18.0, "upper": 90.0, "epsilon": 0.5},
+    ctx = JobContext(job_id=1, params=dp_mean.DpMeanParams(column="age", lower=18.0, upper=90.0, epsilon=0.5),
                      dataset=None, table=table, epsilon=0.5, delta=0.0, noise=source,
                      rng=np.random.default_rng(0), progress=lambda *_: None, cancelled=lambda: False)
     result = dp_mean.run(ctx)

@@ -1,4 +1,4 @@
-"""DESIGN §7: the names outside checks import must stay importable from their canonical paths."""
+"""docs/design.md §7: the names outside checks import must stay importable from their canonical paths."""
 
 import importlib
 

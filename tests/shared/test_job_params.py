@@ -20,7 +20,7 @@ OFFLINE = ["--url", "http://127.0.0.1:9", "--token", "t", "--dataset", "1", "--l
 
 
 def test_the_curator_kinds_validate_with_the_wire_models():
-    assert (dp_mean.DpMeanParams, dp_bo.DpBoParams, dp_tune.DpTuneParams, dpareto.DparetoParams) == (
+    assert (dp_mean.KIND.params, dp_bo.KIND.params, dp_tune.KIND.params, dpareto.KIND.params) == (
         jobs.DpMeanParams, jobs.DpBoParams, jobs.DpTuneParams, jobs.DparetoParams)
 
 
@@ -32,7 +32,7 @@ def test_a_dpareto_range_of_one_value_is_refused_by_the_model(name):
     with pytest.raises(ValidationError, match=f"{name} must be a range"):
         jobs.DparetoParams(label_column="y", **{name: (low, low)})
     with pytest.raises(ValueError, match=f"{name} must be a range"):
-        dpareto.cost({"label_column": "y", name: [low, low]}, None)
+        dpareto.KIND.parse({"label_column": "y", name: [low, low]})
 
 
 @pytest.mark.parametrize(("command", "option", "value"), [

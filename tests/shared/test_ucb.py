@@ -1,4 +1,4 @@
-"""GP-UCB engine: the DESIGN §7 contract, picks against a brute-force refit, batches, refits."""
+"""GP-UCB engine: the docs/design.md §7 contract, picks against a brute-force refit, batches, refits."""
 
 import math
 

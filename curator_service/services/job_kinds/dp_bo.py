@@ -33,7 +33,7 @@ T ≤ 1000, lengthscale in [1e-3, 1e3] decades, signal_std and noise_std in [1e-
 
 Timing. The learner is fitted at every grid point, in grid order, before GP-UCB starts, and progress is
 reported only before that and after each of the T steps, so neither the progress nor its timing depends
-on which λ GP-UCB picks (a fit takes 0.1–0.6 s and a repeat would take ~1 ms, which showed the path).
+on which λ GP-UCB picks (a fit is slow and a repeat served from memory fast, so fitting on demand showed the path).
 The total fitting time still depends on the data (the solver's iteration counts) and is visible as the
 job's duration; cancellation takes effect at the same data-independent points.
 """
@@ -62,19 +62,18 @@ def validation_size(n: int, fraction: float) -> int:
     return round(fraction * n)
 
 
-def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
-    parsed = DpBoParams.model_validate(params)
+def cost(params: DpBoParams, dataset: DatasetInfo | None) -> tuple[float, float]:
     if dataset is not None:
-        check_label_column(dataset, parsed.label_column)
-        m = validation_size(dataset.n, parsed.validation_fraction)
+        check_label_column(dataset, params.label_column)
+        m = validation_size(dataset.n, params.validation_fraction)
         if m < 1 or dataset.n - m < 2:
-            raise ValueError(f"validation_fraction {parsed.validation_fraction} of {dataset.n} rows leaves an empty "
+            raise ValueError(f"validation_fraction {params.validation_fraction} of {dataset.n} rows leaves an empty "
                              "training or validation part; choose a fraction nearer 0.5")
-    return 2 * parsed.epsilon, 2 * parsed.delta
+    return 2 * params.epsilon, 2 * params.delta
 
 
-def run(ctx: JobContext) -> dict[str, Any]:
-    params = DpBoParams.model_validate(ctx.params)
+def run(ctx: JobContext[DpBoParams]) -> dict[str, Any]:
+    params = ctx.params
     labels = binary_labels(ctx.require_table(), params.label_column)
     ctx.progress(0.0, f"fitting the learner at the {len(params.log10_lambda)} grid points")
     task = split_task(training_features(ctx), labels, validation_fraction=params.validation_fraction, rng=ctx.rng)
@@ -125,6 +124,7 @@ KIND = JobKind(
     description="Kusner et al. Algorithm 1: GP-UCB over a public grid of logistic-regression regularisation, then "
                 "a private best lambda (exponential mechanism) and validation accuracy (Laplace), each ε-DP "
                 "for any parameters; costs 2ε, 2δ.",
+    params=DpBoParams,
     cost=cost,
     run=run,
     roles=frozenset({"curator", "modeler"}),

@@ -31,21 +31,19 @@ from shared.api.jobs import DpMeanParams, DpMeanResult
 from shared.dp.mechanisms import bounded_mean_sensitivity, laplace_mechanism
 
 
-def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
-    parsed = DpMeanParams.model_validate(params)
-    check_numeric_column(dataset, "column", parsed.column)
-    return parsed.epsilon, 0.0
+def cost(params: DpMeanParams, dataset: DatasetInfo | None) -> tuple[float, float]:
+    check_numeric_column(dataset, "column", params.column)
+    return params.epsilon, 0.0
 
 
-def event(params: dict[str, Any], dataset: DatasetInfo) -> Event:
+def event(params: DpMeanParams, dataset: DatasetInfo) -> Event:
     """The Laplace mechanism on the clipped mean: scale Δ/ε for Δ = :func:`bounded_mean_sensitivity` (n public)."""
-    parsed = DpMeanParams.model_validate(params)
-    sensitivity = bounded_mean_sensitivity(parsed.lower, parsed.upper, dataset.n)
-    return laplace_event(sensitivity / parsed.epsilon, sensitivity, f"mean of {parsed.column}")
+    sensitivity = bounded_mean_sensitivity(params.lower, params.upper, dataset.n)
+    return laplace_event(sensitivity / params.epsilon, sensitivity, f"mean of {params.column}")
 
 
-def run(ctx: JobContext) -> dict[str, Any]:
-    params = DpMeanParams.model_validate(ctx.params)
+def run(ctx: JobContext[DpMeanParams]) -> dict[str, Any]:
+    params = ctx.params
     # a numeric column: every cell a finite number (check_numeric_column)
     values = ctx.require_table().columns[params.column]
     n = values.shape[0]
@@ -60,6 +58,7 @@ def run(ctx: JobContext) -> dict[str, Any]:
 KIND = JobKind(
     name="dp-mean",
     description="ε-DP mean of a column clipped to public [lower, upper] (Laplace mechanism).",
+    params=DpMeanParams,
     cost=cost,
     run=run,
     roles=frozenset({"curator", "modeler"}),

@@ -71,22 +71,21 @@ def training_steps(params: DpTuneParams, n_train: int) -> int:
     return steps
 
 
-def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
-    parsed = DpTuneParams.model_validate(params)
+def cost(params: DpTuneParams, dataset: DatasetInfo | None) -> tuple[float, float]:
     if dataset is not None:
-        check_label_column(dataset, parsed.label_column)
-        n_train = dataset.n - held_out_split(dataset.n, parsed.test_fraction)
-        if n_train < 4 * parsed.k:
-            raise ValueError(f"k = {parsed.k} parts need at least {4 * parsed.k} training rows; the dataset has "
-                             f"{n_train} after holding out test_fraction {parsed.test_fraction}; choose a smaller k")
-        if (steps := training_steps(parsed, n_train)) > MAX_STEPS:
+        check_label_column(dataset, params.label_column)
+        n_train = dataset.n - held_out_split(dataset.n, params.test_fraction)
+        if n_train < 4 * params.k:
+            raise ValueError(f"k = {params.k} parts need at least {4 * params.k} training rows; the dataset has "
+                             f"{n_train} after holding out test_fraction {params.test_fraction}; choose a smaller k")
+        if (steps := training_steps(params, n_train)) > MAX_STEPS:
             raise ValueError(f"these candidates need about {steps:,} DP-SGD steps and at most {MAX_STEPS:,} are "
                              "allowed; use fewer candidates or epochs, or larger batches")
-    return parsed.max_iterations * parsed.epsilon + parsed.final_epsilon + parsed.evaluation_epsilon, parsed.final_delta
+    return params.max_iterations * params.epsilon + params.final_epsilon + params.evaluation_epsilon, params.final_delta
 
 
-def run(ctx: JobContext) -> dict[str, Any]:
-    params = DpTuneParams.model_validate(ctx.params)
+def run(ctx: JobContext[DpTuneParams]) -> dict[str, Any]:
+    params = ctx.params
     labels = binary_labels(ctx.require_table(), params.label_column)
     X = training_features(ctx)
     test, train = held_out_rows(ctx.require_table(), params.test_fraction, ctx.rng)
@@ -126,6 +125,7 @@ KIND = JobKind(
     description="Ding et al.: private hyperparameter selection (capped elastic-step sparse vector) and a DP-SGD "
                 "logistic regression, with its private held-out accuracy and majority-class baseline; costs "
                 "max_iterations·epsilon + final_epsilon + evaluation_epsilon.",
+    params=DpTuneParams,
     cost=cost,
     run=run,
     # Everything it returns is a charged DP release, so a modeler in scope may ask for it, as for dp-bo.

@@ -64,8 +64,8 @@ from shared.learners.dpsgd import Loss, Optimizer
 MAX_STEPS = 10_000_000
 """DP-SGD steps a job may need at worst. The defaults (24 evaluations × 64 epochs at lots ≥ 8) fit on tables of up
 to ~74,000 rows (all of Adult, 32,561 rows: 4.4·10^6); the service-latency benchmark's long job needs 2.8·10^6 and
-the end-to-end Adult tests at most 2.9·10^6. A small-lot step took 60–90 µs (one core, loaded machine), so the bound
-is 10–15 minutes of CPU, much of it spread over the cluster."""
+the end-to-end Adult tests at most 2.9·10^6. A small-lot step is tens of microseconds of CPU, so the bound is
+minutes of CPU, much of it spread over the cluster."""
 DIMENSIONS = len(dpsgd_space())
 
 
@@ -91,20 +91,19 @@ def training_steps(params: DparetoParams, n_train: int) -> int:
     return evaluations * params.max_epochs * max(1, round(n_train / params.batch_size[0]))
 
 
-def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
-    """Zero: the front is for the curator only and nothing is released to a modeler (not DP, DESIGN §4)."""
-    parsed = DparetoParams.model_validate(params)
-    if parsed.baseline == "grid" and grid_size(parsed) < 2:
+def cost(params: DparetoParams, dataset: DatasetInfo | None) -> tuple[float, float]:
+    """Zero: the front is for the curator only and nothing is released to a modeler (not DP, docs/design.md §4)."""
+    if params.baseline == "grid" and grid_size(params) < 2:
         raise ValueError(f"a grid baseline needs baseline_points ≥ {2**DIMENSIONS} (2 values of each of the "
                          f"{DIMENSIONS} hyperparameters); set baseline_points")
-    check_label_column(dataset, parsed.label_column)
+    check_label_column(dataset, params.label_column)
     if dataset is not None:
-        n_train = dataset.n - held_out_split(dataset.n, parsed.test_fraction)
-        if n_train < 2 * parsed.batch_size[0]:  # so the lot-size range [low, min(high, n_train)] keeps low < high
-            raise ValueError(f"{n_train} training rows are too few for lots of at least {parsed.batch_size[0]}; "
+        n_train = dataset.n - held_out_split(dataset.n, params.test_fraction)
+        if n_train < 2 * params.batch_size[0]:  # so the lot-size range [low, min(high, n_train)] keeps low < high
+            raise ValueError(f"{n_train} training rows are too few for lots of at least {params.batch_size[0]}; "
                              f"the smallest batch_size may be at most half the training rows (the table's {dataset.n} "
-                             f"rows less test_fraction {parsed.test_fraction})")
-        if (steps := training_steps(parsed, n_train)) > MAX_STEPS:
+                             f"rows less test_fraction {params.test_fraction})")
+        if (steps := training_steps(params, n_train)) > MAX_STEPS:
             raise ValueError(f"this front may need {steps:,} DP-SGD steps and at most {MAX_STEPS:,} are allowed; use "
                              "fewer initial points, iterations or baseline points, fewer max_epochs, or a larger "
                              "smallest batch_size")
@@ -123,8 +122,8 @@ def evaluate_setting(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarra
     return oracle(params)
 
 
-def run(ctx: JobContext) -> dict[str, Any]:
-    p = DparetoParams.model_validate(ctx.params)
+def run(ctx: JobContext[DparetoParams]) -> dict[str, Any]:
+    p = ctx.params
     labels = binary_labels(ctx.require_table(), p.label_column)
     X, y = training_features(ctx), labels
     test, train = held_out_rows(ctx.require_table(), p.test_fraction, ctx.rng)
@@ -205,6 +204,7 @@ KIND = JobKind(
     name="dpareto",
     description="Privacy–utility Pareto front of DP-SGD/DP-Adam on the table by multi-objective BO "
                 "(Avent et al. 2020); not DP, curator only, no ledger charge",
+    params=DparetoParams,
     cost=cost,
     run=run,
     roles=frozenset({"curator"}),

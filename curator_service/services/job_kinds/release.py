@@ -36,16 +36,15 @@ from curator_service.services.releases import (
 from shared.api.schemas import CERTIFIED_MECHANISMS, UNCERTIFIED_WARNING, ReleaseCreate
 
 
-def cost(params: dict[str, Any], dataset: DatasetInfo | None) -> tuple[float, float]:
+def cost(body: ReleaseCreate, dataset: DatasetInfo | None) -> tuple[float, float]:
     """The release's (ε, δ); its options are checked against the dataset's d (a bad combination is a 422)."""
-    body = ReleaseCreate.model_validate(params)
     if dataset is not None and body.mechanism == "gaussian":
         check_gaussian_options(body, dataset.d)
     return body.epsilon, body.delta
 
 
-def run(ctx: JobContext) -> ComputedRelease:
-    body = ReleaseCreate.model_validate(ctx.params)
+def run(ctx: JobContext[ReleaseCreate]) -> ComputedRelease:
+    body = ctx.params
     dataset, table = ctx.require_dataset(), ctx.require_table()
     y = None
     if body.measurements is not None:
@@ -80,8 +79,7 @@ def submitter(session: Session, job: Job) -> Principal:
     return principal_of_key(key)
 
 
-def commit(session: Session, job: Job, computed: ComputedRelease) -> dict[str, Any]:
-    body = ReleaseCreate.model_validate(job.params)
+def commit(session: Session, job: Job, body: ReleaseCreate, computed: ComputedRelease) -> dict[str, Any]:
     if job.dataset_id is None:  # submission refuses a release without one
         raise RuntimeError(f"release job {job.id} has no dataset")
     release = store_release(session, submitter(session, job), job.dataset_id, body, computed)
@@ -91,6 +89,7 @@ def commit(session: Session, job: Job, computed: ComputedRelease) -> dict[str, A
 KIND = JobKind(
     name="release",
     description="A release of a dataset's inputs (POST /v1/datasets/{id}/releases), charged when it is stored.",
+    params=ReleaseCreate,
     cost=cost,
     run=run,
     commit=commit,

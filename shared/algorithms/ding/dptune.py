@@ -446,7 +446,8 @@ class PartTrainer:
     when ``private``, else Train(D_i, S_s) (the same clipped SGD without noise).
 
     The part models only feed utilities that the sparse vector then protects, so their noise is not a
-    release: it is drawn from a seeded research source (OpenDP's exact sampler would cost ~25 µs a draw).
+    release: it is drawn from a seeded research source (OpenDP's exact sampler costs hundreds of times more a draw:
+    benchmarks/results/regret_vs_epsilon_sampler_cost.json).
     ``rng`` is this model's own generator (one per cell, so cells may be fitted anywhere in any order).
     """
 
