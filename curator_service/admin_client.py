@@ -17,7 +17,15 @@ from pydantic import BaseModel
 
 from curator_service.settings import MAX_RELEASE_WAIT_SECONDS
 from shared.api.errors import ApiError
-from shared.api.governance import CannotMeasure, Correction, KeyCreateWithPolicy, LabQuery
+from shared.api.governance import (
+    AnswersOut,
+    CannotMeasure,
+    Correction,
+    IdentifierColumnOut,
+    KeyCreateWithPolicy,
+    LabQuery,
+    Worklist,
+)
 from shared.api.http_client import ApiClient
 from shared.api.job_polling import follow_job
 from shared.api.schemas import (
@@ -34,6 +42,7 @@ from shared.api.schemas import (
     KeyCreated,
     KeyOut,
     LedgerEntry,
+    MeasurementSpec,
     PendingQueryList,
     PlanOut,
     PlanRequest,
@@ -257,9 +266,33 @@ class CuratorAdmin:
             params = None if dataset_id is None else {"dataset_id": dataset_id}
             return api.get(f"{API_PREFIX}/queries", params=params, model=PendingQueryList)
 
-    def answer_query(self, query_id: int, value: float) -> QueryResult:
+    def answer_query(self, query_id: int, value: float, confirm_outside_range: bool = False) -> QueryResult:
         with self.admin() as api:
-            return api.post(f"{API_PREFIX}/queries/{query_id}/answer", {"value": value}, model=QueryResult)
+            return api.post(f"{API_PREFIX}/queries/{query_id}/answer",
+                            {"value": value, "confirm_outside_range": confirm_outside_range}, model=QueryResult)
+
+    def answer_by_identifier(self, dataset_id: int, identifier: str, value: float,
+                             confirm_outside_range: bool = False) -> AnswersOut:
+        """Answers every pending query of the row with this identifier (e.g. the MRN)."""
+        with self.admin() as api:
+            return api.post(f"{API_PREFIX}/datasets/{dataset_id}/answers",
+                            {"answers": [{"identifier": identifier, "value": value}],
+                             "confirm_outside_range": confirm_outside_range}, model=AnswersOut)
+
+    def worklist(self, dataset_id: int) -> Worklist:
+        """The dataset's pending queries by identifier, its identifier column and what is measured."""
+        with self.admin() as api:
+            return api.get(f"{API_PREFIX}/datasets/{dataset_id}/worklist", model=Worklist)
+
+    def set_identifier_column(self, dataset_id: int, column: str) -> IdentifierColumnOut:
+        with self.admin() as api:
+            return api.put(f"{API_PREFIX}/datasets/{dataset_id}/identifier-column", {"column": column},
+                           model=IdentifierColumnOut)
+
+    def set_plausible_range(self, dataset_id: int, low: float | None, high: float | None) -> MeasurementSpec:
+        with self.admin() as api:
+            return api.put(f"{API_PREFIX}/datasets/{dataset_id}/plausible-range", {"low": low, "high": high},
+                           model=MeasurementSpec)
 
     def correct_query(self, query_id: int, body: Correction) -> QueryResult:
         """Replaces a manual answer (or a "cannot measure"); the session's lab notes keep the old value and reason."""

@@ -36,6 +36,7 @@ from curator_service.cli.releases import (
     Projection,
     release_options,
 )
+from shared.api.errors import ApiError
 from shared.api.schemas import BudgetRaise, DatasetFromPath, DatasetOut, DatasetSpec, PlanOut, PlanRequest
 
 dataset_app = typer.Typer(help="Register, list and show datasets.", no_args_is_help=True)
@@ -49,7 +50,8 @@ SPEC_FLAGS = {"name": "--name", "feature_columns": "--features", "evaluator": "-
               "budget.delta": "--delta", "goal": "--goal", "scaling": "--lower/--upper or --identity",
               "scaling.lower": "--lower", "scaling.upper": "--upper", "scaling.diameter": "--diameter",
               "measurement.quantity": "--measure", "measurement.unit": "--unit",
-              "measurement.expected_delay_hours": "--expected-delay-hours", "label_columns": "--label-columns"}
+              "measurement.expected_delay_hours": "--expected-delay-hours",
+              "measurement.plausible_range": "--plausible-range", "label_columns": "--label-columns"}
 BUDGET_FLAGS = {"epsilon": "--epsilon", "delta": "--delta", "reason": "--reason"}
 PLAN_FLAGS = {**RELEASE_FLAGS, "epsilons": "--epsilon", "width": "--width", "simulate_runs": "--simulate",
               "queries": "--queries"}
@@ -71,8 +73,8 @@ def _spec(name: str | None, features: str | None, evaluator: str | None, noise_s
     if measurement.get("quantity") is not None:
         spec["measurement"] = {name: value for name, value in measurement.items() if value is not None}
     elif any(value is not None for value in measurement.values()):
-        fail("--unit and --expected-delay-hours describe a quantity: give --measure too (e.g. --measure HbA1c)",
-             USAGE_ERROR)
+        fail("--unit, --expected-delay-hours and --plausible-range describe a quantity: give --measure too (e.g. "
+             "--measure HbA1c)", USAGE_ERROR)
     if label_columns:
         spec["label_columns"] = split(label_columns)
     if name:
@@ -121,6 +123,11 @@ def dataset_add(
     unit: Annotated[str | None, typer.Option(help="The measurement's unit (e.g. mmol/mol).")] = None,
     expected_delay_hours: Annotated[float | None, typer.Option(help="How long a measurement usually takes, in hours "
                                                                "(the lab's turnaround; told to modelers).")] = None,
+    plausible_range: Annotated[tuple[float, float] | None, typer.Option(
+        metavar="LOW HIGH", help="The values a manual measurement plausibly takes, in its unit (public): an answer "
+                                 "outside it must be confirmed (--confirm-outside-range).")] = None,
+    identifier_column: Annotated[str | None, typer.Option(help="The column that names a row for you, e.g. mrn "
+                                                          "(never a feature; never sent to a modeler).")] = None,
     label_columns: Annotated[str | None, typer.Option(help="0/1 columns jobs may name as labels (public names), "
                                                       "comma-separated.")] = None,
     spec: Annotated[Path | None, typer.Option(help="A JSON DatasetSpec; the options above override it.")] = None,
@@ -128,8 +135,9 @@ def dataset_add(
                                               "uploading.")] = False,
     as_json: Json = False,
 ) -> None:
-    """Register a dataset."""
-    measurement = {"quantity": measure, "unit": unit, "expected_delay_hours": expected_delay_hours}
+    """Register a dataset (and, with --identifier-column, name the column that identifies its rows, e.g. the MRN)."""
+    measurement = {"quantity": measure, "unit": unit, "expected_delay_hours": expected_delay_hours,
+                   "plausible_range": list(plausible_range) if plausible_range else None}
     values = _spec(name, features, evaluator, noise_std, epsilon, delta, goal, lower, upper, diameter, identity, spec,
                    measurement, label_columns)
     if on_server:
@@ -141,7 +149,52 @@ def dataset_add(
                  "curator's host)", USAGE_ERROR)
     with curator(server, SPEC_FLAGS) as admin:
         out = admin.register_path(from_path) if on_server else admin.register_csv(csv.read_bytes(), body, csv.name)
+        if identifier_column:
+            try:
+                admin.set_identifier_column(out.id, identifier_column)
+            except ApiError as refusal:
+                fail(f"dataset {out.id} is registered, but its identifier column was refused: {refusal.detail}; "
+                     f"name another with `pobo-curator dataset set-identifier {out.id} COLUMN`")
     _show_datasets(out, "registered", as_json)
+    if identifier_column and not as_json:
+        console.print(f"dataset {out.id}: rows are identified by {identifier_column!r} (it never leaves the curator)",
+                      highlight=False)
+
+
+@dataset_app.command("set-identifier")
+@connects
+def dataset_set_identifier(
+    server: Server,
+    dataset: Annotated[int, typer.Argument(help="Dataset id.")],
+    column: Annotated[str, typer.Argument(help="The column that names a row for you, e.g. mrn.")],
+) -> None:
+    """Name the column that identifies a row for the lab (e.g. the MRN): worklists, answers by --mrn and the echo of
+    every answer use it. It is never a feature and never sent to a modeler."""
+    with curator(server, {"column": "COLUMN"}) as admin:
+        out = admin.set_identifier_column(dataset, column)
+    console.print(f"dataset {out.dataset_id}: rows are identified by {out.column!r} (it never leaves the curator)",
+                  highlight=False)
+
+
+@dataset_app.command("set")
+@connects
+def dataset_set(
+    server: Server,
+    dataset: Annotated[int, typer.Argument(help="Dataset id.")],
+    plausible_range: Annotated[tuple[float, float] | None, typer.Option(
+        metavar="LOW HIGH", help="The values a manual measurement plausibly takes, in its unit (public).")] = None,
+    no_plausible_range: Annotated[bool, typer.Option(help="Remove the plausible range.")] = False,
+) -> None:
+    """Change what a manual dataset's measurement says: its plausible range (answers outside it must be confirmed
+    with --confirm-outside-range)."""
+    if (plausible_range is None) == (not no_plausible_range):
+        fail("give --plausible-range LOW HIGH, or --no-plausible-range", USAGE_ERROR)
+    low, high = plausible_range or (None, None)
+    with curator(server, {"low": "--plausible-range LOW", "high": "--plausible-range HIGH"}) as admin:
+        out = admin.set_plausible_range(dataset, low, high)
+    console.print(f"dataset {dataset}: {out.quantity} "
+                  + (f"plausibly between {out.range_text()}" if out.plausible_range else "has no plausible range"),
+                  highlight=False)
 
 
 def _show_datasets(datasets: DatasetOut | list[DatasetOut], title: str, as_json: bool, as_csv: bool = False) -> None:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 from starlette.datastructures import FormData
 
 from curator_service.console import security
@@ -53,8 +54,15 @@ def _when(value: str | datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-TEMPLATES.env.filters["num"] = _number
-TEMPLATES.env.filters["when"] = _when
+def _unbroken(text: str) -> Markup:
+    """``text`` in a span that never breaks over lines (a number, a moment, an identifier): on a narrow screen its
+    table scrolls, or its card row grows, instead of "40" sitting over ".2"."""
+    return Markup('<span class="nowrap">{}</span>').format(text)
+
+
+TEMPLATES.env.filters["num"] = lambda value, digits=4: _unbroken(_number(value, digits))
+TEMPLATES.env.filters["when"] = lambda value: _unbroken(_when(value))
+TEMPLATES.env.filters["unbroken"] = _unbroken
 
 
 class LoginRequired(Exception):

@@ -617,8 +617,14 @@ async def session_page(request: Request, api: Console, session_id: int) -> HTMLR
     dataset = await api.get(f"/v1/datasets/{release['dataset_id']}")
     correctable = dataset["evaluator_kind"] == "manual"  # only answers the curator typed (the API says why)
     notes = await api.get(f"/v1/sessions/{session_id}/notes")
+    lab = {q["query_id"]: q for q in await api.get(f"/v1/sessions/{session_id}/lab-queries")}
+    for query in queries:  # the row each query asked for, by the curator's identifier (the MRN)
+        query["identifier"] = lab[query["query_id"]]["identifier"]
+    identifier_column = (await api.get(f"/v1/datasets/{dataset['id']}/worklist"))["identifier_column"]
     return render(request, "session.html", page="sessions", session=status, queries=queries, release=release,
                   correctable=correctable, notes=notes, chart=_best_so_far(queries, release["goal"]),
+                  identifier_column=identifier_column,
+                  identifiers={q: lab[q]["identifier"] for q in lab},
                   importance=await _importance(api, release, dataset, queries))
 
 

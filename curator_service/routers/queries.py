@@ -19,9 +19,10 @@ from shared.api.governance import (
     IdentifierColumn,
     IdentifierColumnOut,
     LabQuery,
+    PlausibleRange,
     Worklist,
 )
-from shared.api.schemas import AnswerRequest, PendingQueryList, QueryResult
+from shared.api.schemas import AnswerRequest, MeasurementSpec, PendingQueryList, QueryResult
 
 router = APIRouter(tags=["sessions and queries"])
 
@@ -44,7 +45,7 @@ def answer_query(request: Request, principal: Curator, query_id: QueryId, body: 
     """Posts the measured value of a pending manual query; an answer cannot be changed afterwards except by a recorded
     correction."""
     with request.app.state.db.write() as session:
-        return queries.answer_query(session, principal, query_id, body.value)
+        return queries.answer_query(session, principal, query_id, body.value, body.confirm_outside_range)
 
 
 @router.put("/v1/datasets/{dataset_id}/identifier-column", response_model=IdentifierColumnOut,
@@ -55,6 +56,16 @@ def set_identifier_column(request: Request, principal: Curator, dataset_id: Data
     modeler."""
     with request.app.state.db.write() as session:
         return lab.set_identifier_column(session, request.app.state.tables, principal, dataset_id, body.column)
+
+
+@router.put("/v1/datasets/{dataset_id}/plausible-range", response_model=MeasurementSpec,
+            summary="Set the plausible range of a manual measurement (public; answers outside it must be confirmed)")
+def set_plausible_range(request: Request, principal: Curator, dataset_id: DatasetId,
+                        body: PlausibleRange) -> MeasurementSpec:
+    """Sets [low, high], in the measurement's unit, or removes it (both null). An answer or correction outside it is
+    refused (422 ``outside_plausible_range``) until sent again with ``confirm_outside_range``."""
+    with request.app.state.db.write() as session:
+        return lab.set_plausible_range(session, principal, dataset_id, body.low, body.high)
 
 
 @router.get("/v1/datasets/{dataset_id}/worklist", response_model=Worklist,
@@ -72,18 +83,22 @@ def answer_by_identifier(request: Request, principal: Curator, dataset_id: Datas
     """Answers pending queries by the curator's row identifier, all or nothing."""
     answers = [lab.Answer(f"answer {k}", a.identifier, a.value) for k, a in enumerate(body.answers, start=1)]
     with request.app.state.db.write() as session:
-        return lab.answer_by_identifier(session, request.app.state.tables, principal, dataset_id, answers)
+        return lab.answer_by_identifier(session, request.app.state.tables, principal, dataset_id, answers,
+                                        body.confirm_outside_range)
 
 
 @router.post("/v1/datasets/{dataset_id}/answers/csv", response_model=AnswersOut,
              summary="Answer pending queries from a CSV (a header line, then identifier,value lines), all or nothing")
 def answer_from_csv(request: Request, principal: Curator, dataset_id: DatasetId,
                     file: Annotated[UploadFile, File(description="A header line (e.g. mrn,value), then "
-                                                                 "identifier,value lines.")]) -> AnswersOut:
-    """Answers pending queries from a CSV (a header line, then identifier,value lines), all or nothing."""
+                                                                 "identifier,value lines.")],
+                    confirm_outside_range: bool = False) -> AnswersOut:
+    """Answers pending queries from a CSV (a header line, then identifier,value lines), all or nothing; a value
+    outside the dataset's plausible range is refused unless ``confirm_outside_range=true``."""
     answers = lab.parse_answers_csv(file.file.read())
     with request.app.state.db.write() as session:
-        return lab.answer_by_identifier(session, request.app.state.tables, principal, dataset_id, answers)
+        return lab.answer_by_identifier(session, request.app.state.tables, principal, dataset_id, answers,
+                                        confirm_outside_range)
 
 
 @router.post("/v1/queries/{query_id}/cannot-measure", response_model=QueryResult,
@@ -100,7 +115,7 @@ def correct_answer(request: Request, principal: Curator, query_id: QueryId, body
     """Corrects a manual answer with a reason; the old and new value and the reason go to the query's notes, the
     audit log records only the query id."""
     with request.app.state.db.write() as session:
-        return lab.correct(session, principal, query_id, body.value, body.reason)
+        return lab.correct(session, principal, query_id, body.value, body.reason, body.confirm_outside_range)
 
 
 @router.get("/v1/sessions/{session_id}/lab-queries", response_model=list[LabQuery],

@@ -36,7 +36,7 @@ from curator_service.persistence.models import (
 from curator_service.services.audit import record
 from curator_service.services.datasets import csv_rows, invalid
 from curator_service.services.policy import Principal
-from curator_service.services.queries import pending_queries, post_answer, query_result
+from curator_service.services.queries import check_plausible, pending_queries, post_answer, query_result
 from shared.api.errors import ApiError
 from shared.api.governance import AnswersOut, IdentifierColumnOut, LabQuery, WorkItem, Worklist
 from shared.api.schemas import MeasurementSpec, PendingQueryList, QueryResult, _Model
@@ -165,6 +165,29 @@ def worklist(session: Session, tables: TableCache, dataset_id: int) -> Worklist:
     ])
 
 
+def set_plausible_range(session: Session, principal: Principal, dataset_id: int, low: float | None,
+                        high: float | None) -> MeasurementSpec:
+    """Sets (or, with both bounds null, removes) the plausible range of a manual dataset's measurement. The range
+    is public (it describes the quantity, like its unit), so it may be shown to modelers with the quantity."""
+    dataset = get_or_404(session, Dataset, dataset_id, lock=True)
+    if dataset.evaluator["kind"] != "manual":
+        raise invalid(f"dataset {dataset_id} is measured by its {dataset.evaluator['kind']} evaluator, not by hand; "
+                      "a plausible range checks manual answers only")
+    if dataset.measurement is None:
+        raise invalid(f"dataset {dataset_id} names no measured quantity, so a range has no unit to be read in; "
+                      "register it with the quantity (--measure, spec.measurement.quantity)")
+    if (low is None) != (high is None):
+        raise invalid("give both 'low' and 'high' (or neither, to remove the range)")
+    try:
+        measurement = MeasurementSpec.model_validate(
+            {**dataset.measurement, "plausible_range": None if low is None else [low, high]})
+    except ValueError:
+        raise invalid("'low' must be below 'high': give the range as LOW HIGH, e.g. 20 120") from None
+    dataset.measurement = measurement.model_dump()
+    record(session, principal, "dataset.plausible_range", f"dataset:{dataset_id}")
+    return measurement
+
+
 # --- answers -----------------------------------------------------------------------------------------------------
 
 
@@ -187,7 +210,7 @@ def parse_answers_csv(content: bytes) -> list[Answer]:
 
 
 def answer_by_identifier(session: Session, tables: TableCache, principal: Principal, dataset_id: int,
-                         answers: Sequence[Answer]) -> AnswersOut:
+                         answers: Sequence[Answer], confirm_outside_range: bool = False) -> AnswersOut:
     """Posts each measurement to every pending query of its row, all or nothing: the first bad answer (not a finite
     number, an identifier given twice, or one with no pending query) refuses the lot with a sentence naming it."""
     dataset = get_or_404(session, Dataset, dataset_id)
@@ -215,6 +238,7 @@ def answer_by_identifier(session: Session, tables: TableCache, principal: Princi
             raise invalid(f"{answer.where}: no pending query of dataset {dataset_id} has this identifier (unknown, "
                           "already answered, or never asked); check it against the worklist or remove it")
         given.add(index)
+        check_plausible(session, waiting[index][0], answer.value, confirm_outside_range, f"{answer.where}: the value")
         rows.append((waiting[index], answer.value))
     answered = [post_answer(session, principal, query, value) for queries, value in rows for query in queries]
     return AnswersOut(answered=answered)
@@ -237,7 +261,8 @@ def cannot_measure(session: Session, principal: Principal, query_id: int, reason
     return query_result(query)
 
 
-def correct(session: Session, principal: Principal, query_id: int, value: float, reason: str) -> QueryResult:
+def correct(session: Session, principal: Principal, query_id: int, value: float, reason: str,
+            confirm_outside_range: bool = False) -> QueryResult:
     """Replaces a manual answer (or a "cannot measure") with ``value``; the query's notes keep the old value and
     the reason. Answers the curator did not type are refused: an evaluator's, and above all a private measurement's
     (a true value there would undo the noise that protects it)."""
@@ -254,6 +279,7 @@ def correct(session: Session, principal: Principal, query_id: int, value: float,
     if kind != "manual":
         raise ApiError(409, "conflict", f"query {query_id} was measured by the dataset's {kind} evaluator, not by "
                        "hand; only manual answers can be corrected")
+    check_plausible(session, query, value, confirm_outside_range, "the corrected value")
     _note(session, principal, query, "correct", value, reason)
     query.status, query.value, query.answered_at = "done", value, utcnow()
     return query_result(query)

@@ -28,6 +28,7 @@ from curator_service.services.releases import check_served
 from curator_service.settings import Settings
 from shared.api.errors import ApiError
 from shared.api.schemas import (
+    MeasurementSpec,
     PendingQuery,
     PendingQueryList,
     QueryList,
@@ -238,7 +239,8 @@ def pending_queries(session: Session, tables: TableCache, dataset_id: int | None
     ])
 
 
-def answer_query(session: Session, principal: Principal, query_id: int, value: float) -> QueryResult:
+def answer_query(session: Session, principal: Principal, query_id: int, value: float,
+                 confirm_outside_range: bool = False) -> QueryResult:
     """Posts the measurement of a pending manual query (once: answers cannot be changed)."""
     if not math.isfinite(value):
         raise ApiError(422, "validation_error", "'value' must be a finite number; send the measured value")
@@ -247,7 +249,25 @@ def answer_query(session: Session, principal: Principal, query_id: int, value: f
         raise ApiError(409, "conflict", f"query {query_id} is already answered or marked 'cannot measure' (status "
                        f"{query.status}); correct it with a reason instead (pobo-curator queries correct {query_id} "
                        f"VALUE --reason '…', or POST /v1/queries/{query_id}/correct)")
+    check_plausible(session, query, value, confirm_outside_range)
     return post_answer(session, principal, query, value)
+
+
+OUTSIDE_RANGE = "outside_plausible_range"
+
+
+def check_plausible(session: Session, query: Query, value: float, confirmed: bool, where: str = "the value") -> None:
+    """Refuses (422, ``outside_plausible_range``) a value outside the dataset's plausible range unless the person
+    confirmed it. The sentence names the public range, never the value."""
+    dataset = session.get_one(Dataset, session.get_one(Release, session.get_one(
+        ModelingSession, query.session_id).release_id).dataset_id)
+    if confirmed or dataset.measurement is None:
+        return
+    measurement = MeasurementSpec.model_validate(dataset.measurement)
+    if measurement.outside(value):
+        raise ApiError(422, OUTSIDE_RANGE, f"{where} lies outside the plausible range of {measurement.quantity} "
+                       f"({measurement.range_text()}) stated for dataset {dataset.id}; check it, and if it is right "
+                       "send it again with 'confirm_outside_range': true")
 
 
 def post_answer(session: Session, principal: Principal, query: Query, value: float) -> QueryResult:

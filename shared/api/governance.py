@@ -13,7 +13,16 @@ from typing import Literal
 
 from pydantic import Field
 
-from shared.api.schemas import FILE_ROW, KeyCreate, MeasurementSpec, Number, QueryResult, _Model, _Request
+from shared.api.schemas import (
+    FILE_ROW,
+    KeyCreate,
+    MeasurementSpec,
+    Number,
+    QueryResult,
+    _Model,
+    _Request,
+    confirm_outside_range_field,
+)
 
 REASON_MAX_LENGTH = 150
 """A reason is kept in the query's lab notes (query_notes), never in the audit log."""
@@ -118,6 +127,7 @@ class IdentifiedAnswers(_Request):
     """``POST /v1/datasets/{id}/answers`` (``POST /v1/datasets/{id}/answers/csv`` takes the same as a CSV)."""
 
     answers: list[IdentifiedAnswer] = Field(min_length=1, max_length=100_000)
+    confirm_outside_range: bool = confirm_outside_range_field()
 
 
 class AnswersOut(_Model):
@@ -137,3 +147,12 @@ class Correction(_Request):
 
     value: Number
     reason: str = Field(min_length=1, max_length=REASON_MAX_LENGTH)
+    confirm_outside_range: bool = confirm_outside_range_field()
+
+
+class PlausibleRange(_Request):
+    """``PUT /v1/datasets/{id}/plausible-range``: the values a manual measurement plausibly takes (public, shown
+    with the quantity); null bounds remove the range."""
+
+    low: Number | None = Field(default=None, allow_inf_nan=False)
+    high: Number | None = Field(default=None, allow_inf_nan=False)

@@ -217,6 +217,10 @@ class ApiClient:
         response = self.request("POST", path, json=json, files=files, data=data, idempotent=idempotent)
         return _parse(response, model)
 
+    def put(self, path: str, json: Any = None, *, model: type[Model] | None = None) -> Any:
+        """``PUT`` a JSON body (a put sets a state, so a retry sets the same one); parsed into ``model`` when given."""
+        return _parse(self.request("PUT", path, json=json), model)
+
     def delete(self, path: str, *, model: type[Model] | None = None) -> Any:
         """``DELETE`` (not retried once it may have reached the server)."""
         return _parse(self.request("DELETE", path), model)

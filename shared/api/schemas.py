@@ -370,6 +370,29 @@ class MeasurementSpec(_Model):
         default=None, gt=0, le=24 * 365, allow_inf_nan=False,
         description="How long a measurement usually takes to come back, in hours (manual measurements: the lab's "
                     "turnaround); null: not stated.")
+    plausible_range: tuple[Number, Number] | None = Field(
+        default=None,
+        description="[low, high]: the values a manual measurement plausibly takes, in its unit (public, like the "
+                    "quantity). An answer or correction outside it is refused until it is sent again with "
+                    "'confirm_outside_range': true (a typo such as 40.2 for 4.2 is caught before it is stored); "
+                    "null: no range.")
+
+    @model_validator(mode="after")
+    def _ordered_range(self) -> MeasurementSpec:
+        if self.plausible_range is not None:
+            low, high = self.plausible_range
+            if not (math.isfinite(low) and math.isfinite(high) and low < high):
+                raise ValueError("'plausible_range' must be two finite numbers [low, high] with low < high")
+        return self
+
+    def outside(self, value: float) -> bool:
+        """Whether ``value`` lies outside the plausible range (never, without one)."""
+        return self.plausible_range is not None and not (
+            self.plausible_range[0] <= value <= self.plausible_range[1])
+
+    def range_text(self) -> str:
+        low, high = self.plausible_range or (math.nan, math.nan)
+        return f"{low:g} to {high:g}" + (f" {self.unit}" if self.unit else "")
 
 
 class DatasetSpec(_Request):
@@ -802,8 +825,14 @@ class QueryList(_Model):
     queries: list[QueryResult]
 
 
+def confirm_outside_range_field() -> Any:
+    return Field(default=False, description="True: store the value even though it lies outside the dataset's "
+                                            "plausible range (the person checked it).")
+
+
 class AnswerRequest(_Request):
     value: Number
+    confirm_outside_range: bool = confirm_outside_range_field()
 
 
 class PendingQuery(_Model):

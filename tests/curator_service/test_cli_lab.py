@@ -42,7 +42,8 @@ def test_pending_queries_name_the_mrn_and_what_to_measure_and_corrections_go_by_
         session = modeler.post("/v1/releases/1/sessions").json()["id"]
         modeler.post(f"/v1/sessions/{session}/queries", json={"indices": [4, 7]})
         release = modeler.get("/v1/releases/1").json()
-    assert release["measurement"] == {"quantity": "HbA1c", "unit": "mmol/mol", "expected_delay_hours": 48.0}
+    assert release["measurement"] == {"quantity": "HbA1c", "unit": "mmol/mol", "expected_delay_hours": 48.0,
+                                      "plausible_range": None}
     assert release["evaluator_kind"] == "manual" and release["feature_columns"] == ["f0", "f1", "f2"]
     info = CliRunner().invoke(modeler_app, ["info", "--url", run.url, "--token", token, "--release", "1"],
                               env={"COLUMNS": "250"})
@@ -142,3 +143,52 @@ def test_a_command_without_a_token_names_the_variable_and_the_file_serve_wrote(t
     said = flat(result.stderr)
     assert "no admin token: set POBO_ADMIN_TOKEN to the admin token (or pass --token)" in said
     assert f"wrote one to {tmp_path / 'pobo-curator' / 'admin_token'}" in said
+
+
+def test_the_lab_answers_and_corrects_by_mrn_and_a_value_outside_the_plausible_range_must_be_confirmed(curator_cli,
+                                                                                                       tmp_path):
+    run = curator_cli
+    csv = lab_csv(tmp_path / "lab.csv")
+    added = run("dataset", "add", str(csv), "--name", "lab", "--features", "f0,f1,f2", "--evaluator", "manual",
+                "--epsilon", "4", "--lower", "0,0,0", "--upper", "1,1,1", "--measure", "HbA1c", "--unit", "mmol/mol",
+                "--plausible-range", "20", "120", "--identifier-column", "mrn")
+    assert "rows are identified by 'mrn'" in flat(added)
+    run("release", "create", "--dataset", "1", "--epsilon", "1")
+    with httpx.Client(base_url=run.url, headers=ADMIN_HEADERS) as admin:
+        token = admin.post("/v1/keys", json={"name": "lab", "release_ids": [1], "max_queries": 5}).json()["token"]
+    with httpx.Client(base_url=run.url, headers=bearer(token)) as modeler:
+        session = modeler.post("/v1/releases/1/sessions").json()["id"]
+        modeler.post(f"/v1/sessions/{session}/queries", json={"indices": [4, 7, 9]})
+    first, second, third = json.loads(run.invoke("queries", "pending", "--json").stdout)
+
+    typo = run.invoke("queries", "answer", "--mrn", first["identifier"], "--dataset", "1", "5,9")
+    assert typo.exit_code == 1 and "outside the plausible range of HbA1c (20 to 120 mmol/mol)" in flat(typo.stderr)
+    assert "--confirm-outside-range" in flat(typo.stderr) and "5.9" not in typo.stderr  # never the value
+    answered = run("queries", "answer", "--mrn", first["identifier"], "--dataset", "1", "59,5")  # a decimal comma
+    assert f"MRN {first['identifier']}: HbA1c 59.5 mmol/mol (query {first['query_id']} answered)" in flat(answered)
+    by_id = run("queries", "answer", str(second["query_id"]), "7", "--confirm-outside-range")
+    assert f"MRN {second['identifier']}: HbA1c 7 mmol/mol" in flat(by_id)
+
+    corrected = run("queries", "correct", "--mrn", first["identifier"], "--dataset", "1", "95.5", "--reason",
+                    "digits swapped when typed")
+    assert f"MRN {first['identifier']}: HbA1c 59.5 → 95.5 mmol/mol (query {first['query_id']} corrected" in flat(
+        corrected)
+    outside = run.invoke("queries", "correct", "--mrn", first["identifier"], "--dataset", "1", "955",
+                         "--reason", "x")
+    assert outside.exit_code == 1 and "outside the plausible range" in flat(outside.stderr)
+    unknown = run.invoke("queries", "correct", "--mrn", "MRN-9999", "--dataset", "1", "50", "--reason", "x")
+    assert unknown.exit_code == 1 and "no answered (or marked cannot measure) query of dataset 1 is for MRN MRN-9999" \
+        in flat(unknown.stderr)
+    marked = run("queries", "cannot-measure", "--mrn", third["identifier"], "--dataset", "1", "--reason",
+                 "sample haemolysed")
+    assert f"MRN {third['identifier']}: cannot measure (query {third['query_id']}" in flat(marked)
+    with httpx.Client(base_url=run.url, headers=ADMIN_HEADERS) as admin:
+        notes = admin.get(f"/v1/sessions/{session}/notes").json()
+        assert [(n["query_id"], n["old_value"], n["new_value"]) for n in notes] == [
+            (first["query_id"], 59.5, 95.5), (third["query_id"], None, None)]
+        assert admin.get("/v1/datasets/1").json()["measurement"]["plausible_range"] == [20.0, 120.0]
+
+    run("dataset", "set", "1", "--no-plausible-range")
+    run("dataset", "set-identifier", "1", "f0", exit_code=1)  # a feature is released: never an identifier
+    assert "MRN" in run("queries", "correct", "--mrn", first["identifier"], "--dataset", "1", "955", "--reason",
+                        "no range any more")
