@@ -11,9 +11,13 @@
   before anything is read, or as soon as the body grows past the limit.
 * **Back-off.** After ``POBO_AUTH_FAILURES_ALLOWED`` failed authentications from one client address within
   :data:`FORGET_SECONDS`, each further failure makes that address wait 1, 2, 4, … up to :data:`MAX_WAIT_SECONDS`
-  seconds, during which its ``/v1`` requests get 429 with ``Retry-After`` and its console logins are refused. Each
-  wait is audited once (``auth.throttled``), not each request it refuses. The count is per process and per peer
-  address (behind a reverse proxy, run uvicorn with ``--forwarded-allow-ips`` so the peer is the client).
+  seconds, during which its ``/v1`` requests get 429 with ``Retry-After`` and its console logins are refused, unless
+  they present a *proven* token: one that authenticated within the last :data:`PROVEN_SECONDS` (from any address).
+  A guesser never holds one, so the wait still bounds its guesses, while the modelers and the admin who share its
+  address (behind a NAT, or a proxy whose headers are not believed) keep working with the tokens they use; only a
+  token not yet used waits with the guesser. Each wait is audited once (``auth.throttled``), not each request it
+  refuses. The count is per process and per client address: the TCP peer's, or behind a reverse proxy named in
+  ``POBO_FORWARDED_ALLOW_IPS`` the address it forwards (no other peer's ``X-Forwarded-For`` is believed).
 
 The console's own calls to the API (in process, :mod:`curator_service.console.client`) carry their session's
 principal in the ASGI scope and pass the token checks; the body limits hold for them too.
@@ -21,9 +25,13 @@ principal in the ASGI scope and pass the token checks; the body limits hold for 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import re
+import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 from fastapi.security import HTTPAuthorizationCredentials
@@ -47,16 +55,43 @@ _UPLOAD_PATTERNS: tuple[re.Pattern[str], ...] = tuple(compile_path(path)[0] for 
 
 FORGET_SECONDS = 15 * 60.0
 MAX_WAIT_SECONDS = 300.0
+PROVEN_SECONDS = 24 * 3600.0
 MAX_CLIENTS = 65_536
-"""Addresses the back-off remembers at most (the oldest are forgotten first)."""
+"""Addresses (and proven tokens) the back-off remembers at most (the oldest are forgotten first)."""
 
 
 class AuthThrottle:
-    """Failed authentications per client address, and the wait each must sit out (see the module's docstring)."""
+    """Failed authentications per client address, the wait each must sit out, and the tokens proven lately (see the
+    module's docstring). A proven token is kept as an HMAC under a key of this process, never as itself."""
 
     def __init__(self, allowed: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.allowed, self.clock = allowed, clock
         self._clients: dict[str, tuple[int, float, float]] = {}  # address -> (failures, last failure, wait until)
+        self._proven: OrderedDict[bytes, float] = OrderedDict()  # HMAC of a token -> when it last authenticated
+        self._secret = secrets.token_bytes(32)
+
+    def _digest(self, token: str) -> bytes:
+        return hmac.digest(self._secret, token.encode(), hashlib.sha256)
+
+    def proved(self, token: str) -> None:
+        """Records that ``token`` authenticated just now."""
+        digest = self._digest(token)
+        self._proven[digest] = self.clock()
+        self._proven.move_to_end(digest)
+        if len(self._proven) > MAX_CLIENTS:
+            self._proven.popitem(last=False)
+
+    def proven(self, token: str | None) -> bool:
+        """Whether ``token`` authenticated within the last :data:`PROVEN_SECONDS`."""
+        if token is None:
+            return False
+        last = self._proven.get(self._digest(token))
+        return last is not None and self.clock() - last <= PROVEN_SECONDS
+
+    def refuses(self, client: str, token: str | None) -> float:
+        """Seconds a request of ``client`` presenting ``token`` must still wait (0: it may go on)."""
+        wait = self.wait(client)
+        return 0.0 if wait <= 0 or self.proven(token) else wait
 
     def wait(self, client: str) -> float:
         """Seconds ``client`` must still wait before it may authenticate again (0: none)."""
@@ -186,8 +221,11 @@ class AdmissionMiddleware:
             return message
 
         async def watching_send(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] == 401:
-                await note_failure(Request(scope), self.throttle)
+            if message["type"] == "http.response.start":
+                if message["status"] == 401:
+                    await note_failure(Request(scope), self.throttle)
+                elif (token := head.bearer_token()) is not None and scope.get("state", {}).get("principal"):
+                    self.throttle.proved(token)  # the route authenticated it (request.state.principal)
             await send(message)
 
         await self.app(scope, limited_receive, watching_send if guarded else send)
@@ -195,11 +233,11 @@ class AdmissionMiddleware:
     async def _refusal(self, scope: Scope, head: Head) -> JSONResponse | None:
         """The 429 of a waiting client, or the 401 of a missing or (for a body that may be large) bad token; None
         when the request may go on."""
-        wait = self.throttle.wait(client_address(scope))
+        token = head.bearer_token()
+        wait = self.throttle.refuses(client_address(scope), token)
         if wait > 0:
             refusal = throttled(wait)
             return error_response(refusal.status, refusal.code, refusal.detail, {"Retry-After": str(math.ceil(wait))})
-        token = head.bearer_token()
         if token is not None and not head.may_be_large():
             return None
         request = Request(scope)
@@ -209,4 +247,5 @@ class AdmissionMiddleware:
         except ApiError as refusal:
             await note_failure(request, self.throttle)
             return error_response(refusal.status, refusal.code, refusal.detail)
+        self.throttle.proved(token)
         return None

@@ -7,12 +7,13 @@ password, which is put into ``POBO_DATABASE_URL``. A trailing newline in a secre
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, PositiveInt, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.sources.utils import parse_env_vars
 from sqlalchemy.engine import make_url
@@ -89,6 +90,10 @@ class Settings(BaseSettings):
     max_json_bytes: PositiveInt = 1024 * 1024  # every other request body (curator_service.admission)
     # Failed authentications a client address may make (within 15 minutes) before it must wait (doubling, ≤ 5 min).
     auth_failures_allowed: PositiveInt = 10
+    # The peers whose X-Forwarded-For / X-Forwarded-Proto the server believes (comma-separated addresses or networks,
+    # "*" for any): the reverse proxy in front of it, and nothing else. Empty (the default): none, so the client
+    # address the back-off and the audit trail use is always the TCP peer's.
+    forwarded_allow_ips: str = ""
     console_idle_seconds: PositiveInt = 30 * 60  # a console session unused this long has ended
     console_session_seconds: PositiveInt = 8 * 3600  # and every console session ends this long after its login
     # The job engine (curator_service.jobs): None starts a local Dask cluster of job_workers worker processes
@@ -161,6 +166,21 @@ class Settings(BaseSettings):
             raise ValueError("POBO_DATABASE_URL is not a database URL "
                              "(e.g. postgresql+psycopg://user@host/db)") from None
         return values
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _trusted_proxies(cls, value: str) -> str:
+        entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+        for entry in entries:
+            if entry == "*":
+                continue
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"POBO_FORWARDED_ALLOW_IPS names {entry!r}, which is not an IP address or network; "
+                                 "give the reverse proxy's address (e.g. 172.30.53.10 or 10.0.0.0/24), "
+                                 "comma-separated, or leave it empty to trust no proxy") from None
+        return ",".join(entries)
 
     @model_validator(mode="after")
     def _authenticated_cluster(self) -> Settings:

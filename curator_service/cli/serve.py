@@ -5,13 +5,17 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
 
 from curator_service.cli.common import USAGE_ERROR, console, fail
 from curator_service.settings import ADMIN_TOKEN_FILE, Settings
+
+if TYPE_CHECKING:
+    import uvicorn
+    from fastapi import FastAPI
 
 DataDir = Annotated[Path | None, typer.Option(help="Where the embedded database lives (POBO_DATA_DIR).")]
 DatabaseUrl = Annotated[str | None, typer.Option(help="SQLAlchemy URL, e.g. postgresql+psycopg://… "
@@ -43,21 +47,23 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
+    forwarded_allow_ips: Annotated[str | None, typer.Option(
+        help="The reverse proxy's address(es), comma-separated: only these peers' X-Forwarded-For is believed "
+             "(POBO_FORWARDED_ALLOW_IPS; default: none, the TCP peer is the client).")] = None,
     access_log: Annotated[bool, typer.Option(help="Log every HTTP request (uvicorn's access log). Off by default: "
                                              "the audit trail records every query and refusal, and the line costs each "
                                              "query.")] = False,
 ) -> None:
     """Run the curator service; jobs run on a local Dask cluster of worker processes started beside it
     (POBO_JOB_WORKERS), or on the cluster POBO_DASK_SCHEDULER names."""
-    import uvicorn
-
     os.umask(0o077)  # everything the service writes (database, WAL, admin token) is for its owner only
 
     from curator_service.app import create_app
 
-    settings = _settings(data_dir=data_dir, database_url=database_url)
+    given = {"data_dir": data_dir, "database_url": database_url, "forwarded_allow_ips": forwarded_allow_ips}
+    settings = _settings(**given)
     if settings.admin_token is None:
-        settings = _settings(data_dir=data_dir, database_url=database_url, admin_token=_admin_token(settings.data_dir))
+        settings = _settings(**given, admin_token=_admin_token(settings.data_dir))
         console.print("admin token: POBO_ADMIN_TOKEN is unset, using the one in "
                       f"{settings.data_dir / ADMIN_TOKEN_FILE}")
     console.print(f"pobo curator on http://{host}:{port} (mode {settings.mode}, "
@@ -78,7 +84,21 @@ def serve(
         console.print(f"jobs: the Dask cluster at {settings.dask_scheduler}")
         if settings.dask_allow_plaintext and settings.dask_scheduler.startswith("tcp://"):
             console.print("WARNING: " + PLAINTEXT_WARNING % settings.dask_scheduler)
-    uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
+    if settings.forwarded_allow_ips:
+        console.print(f"X-Forwarded-For believed from {settings.forwarded_allow_ips} only")
+    uvicorn.Server(server_config(app, settings, host, port, access_log=access_log)).run()
+
+
+def server_config(app: FastAPI, settings: Settings, host: str, port: int, *, access_log: bool = False,
+                  log_level: str = "info") -> uvicorn.Config:
+    """How ``serve`` runs the app under uvicorn. Proxy headers (``X-Forwarded-For``, ``X-Forwarded-Proto``) are
+    believed only from the peers ``POBO_FORWARDED_ALLOW_IPS`` names: uvicorn's own default believes any loopback
+    peer, so a caller on the host could name any client address it liked and escape the back-off."""
+    import uvicorn
+
+    trusted = settings.forwarded_allow_ips
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=access_log,
+                          proxy_headers=bool(trusted), forwarded_allow_ips=trusted or [])
 
 
 def upgrade(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:

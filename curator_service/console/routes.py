@@ -98,10 +98,11 @@ async def login(request: Request) -> RedirectResponse:
     """Opens a console session for the admin token or a curator key (a failed login counts toward the client's
     back-off, :mod:`curator_service.admission`). The browser gets the session's id, never the token."""
     form = await checked_form(request)
-    if (wait := request.app.state.auth_throttle.wait(client_address(request.scope))) > 0:
+    token = field(form, "token")
+    throttle = request.app.state.auth_throttle
+    if (wait := throttle.refuses(client_address(request.scope), token or None)) > 0:
         return redirect("/console/login", f"Too many failed logins from this address; wait {math.ceil(wait)} s, "
                         "then log in with the admin token or a curator key.", "error")
-    token = field(form, "token")
     if not token:
         return redirect("/console/login", "Paste the admin token or a curator key.", "error")
     if (previous := security.session_id(request)) is not None:  # a login replaces the browser's session
@@ -109,10 +110,11 @@ async def login(request: Request) -> RedirectResponse:
     opened = await run_in_threadpool(_open_session, request, token)
     if isinstance(opened, ApiError):
         if opened.status == 401:
-            await note_failure(request, request.app.state.auth_throttle)
+            await note_failure(request, throttle)
         response = redirect("/console/login", opened.detail, "error")
         security.log_out(response)  # the browser's previous session, if any, was ended above
         return response
+    throttle.proved(token)
     response = redirect("/console/datasets", "Logged in.")
     security.log_in(response, opened)
     return response

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -25,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from curator_service.services import audit
+from curator_service.services.key_policy import GovernanceRefusal, write_audited
 from curator_service.services.policy import Principal, principal_for_token
 from shared.api.errors import ApiError
 
@@ -80,6 +82,18 @@ def authenticate(
             return request.state.principal
     except ApiError:
         _audit_refusal(request, ANONYMOUS, "auth.failed")
+        raise
+
+
+@contextmanager
+def governance_write(request: Request, principal: Principal) -> Iterator[Session]:
+    """The request's write transaction for an act of key governance
+    (:func:`curator_service.services.key_policy.write_audited`): a refusal is audited with its reason, and only so."""
+    try:
+        with write_audited(request.app.state.db, principal) as session:
+            yield session
+    except GovernanceRefusal:
+        request.state.refusal_audited = True
         raise
 
 

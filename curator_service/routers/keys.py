@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from curator_service.routers.auth import AnyRole, Curator
+from curator_service.routers.auth import AnyRole, Curator, governance_write
 from curator_service.routers.params import KeyId
 from curator_service.services import keys
-from curator_service.services.key_policy import write_audited
 from shared.api.errors import ApiError
 from shared.api.governance import KeyCreateWithPolicy, KeyPolicy, KeyPolicyOut
 from shared.api.schemas import KeyCreated, KeyOut
@@ -20,7 +19,7 @@ def create_key(request: Request, principal: Curator, body: KeyCreateWithPolicy) 
     """Creates a modeler (or curator) key scoped to releases, with a query budget and an optional policy. The token is
     shown once and only its hash is stored. A key creates only keys inside its own policy (no cap of its own, job
     kinds it may run, an expiry no later than its own); a refusal is a 403, audited."""
-    with write_audited(request, principal) as session:
+    with governance_write(request, principal) as session:
         return keys.create_key(session, principal, body, policy=body)
 
 
@@ -57,7 +56,7 @@ def set_policy(request: Request, principal: Curator, key_id: KeyId, body: KeyPol
     """Changes the policy fields sent (caps, job kinds, expiry, governance) and keeps the others; null returns a
     field to the role's default. The admin token or a governance key only, never on its own policy, and within its
     own policy. Audited, a refusal (403) too."""
-    with write_audited(request, principal) as session:
+    with governance_write(request, principal) as session:
         return keys.set_policy(session, principal, key_id, body)
 
 
@@ -65,5 +64,5 @@ def set_policy(request: Request, principal: Curator, key_id: KeyId, body: KeyPol
 def revoke_key(request: Request, principal: Curator, key_id: KeyId) -> KeyOut:
     """Revokes a key: its token stops working at once, for new sessions and for queries in open ones, and its console
     sessions end. The admin token or a governance key only. Audited, a refusal (403) too."""
-    with write_audited(request, principal) as session:
+    with governance_write(request, principal) as session:
         return keys.revoke_key(session, principal, key_id)

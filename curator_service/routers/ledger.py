@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from curator_service.routers.auth import Curator
+from curator_service.routers.auth import Curator, governance_write
 from curator_service.routers.params import DatasetFilter, DatasetId
 from curator_service.services import audit, ledger
-from curator_service.services.key_policy import check_governs, write_audited
+from curator_service.services.key_policy import check_governs
 from shared.api.schemas import BudgetRaise, BudgetStatus, LedgerEntry
 
 router = APIRouter(tags=["ledger and audit"])
@@ -19,7 +19,7 @@ def raise_budget(request: Request, principal: Curator, dataset_id: DatasetId, bo
     """Raises a dataset's total (ε, δ) by a recorded ledger entry with the curator's reason; a budget never changes
     silently, and the total δ must stay below 1. The admin token or a governance key only (a refusal is a 403,
     audited)."""
-    with write_audited(request, principal) as session:
+    with governance_write(request, principal) as session:
         check_governs(session, principal, "dataset.budget_raise", f"dataset:{dataset_id}")
         return ledger.raise_budget(session, principal, dataset_id, body)
 

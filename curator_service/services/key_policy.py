@@ -27,9 +27,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
-from starlette.requests import Request
 
+from curator_service.persistence.db import Database
 from curator_service.persistence.models import ApiKey, utcnow
 from curator_service.persistence.models import KeyPolicy as PolicyRow
 from curator_service.services.audit import record
@@ -88,18 +89,17 @@ class GovernanceRefusal(ApiError):
 
 
 @contextmanager
-def write_audited(request: Request, principal: Principal) -> Iterator[Session]:
-    """The request's write transaction, and a :class:`GovernanceRefusal` raised in it audited in a transaction of its
-    own (the request's own rolls back with nothing written), in place of the generic ``refused.<code>`` event
-    (:func:`curator_service.routers.auth.audit_refusals`), which would not say why."""
-    db = request.app.state.db
+def write_audited(db: Database, principal: Principal) -> Iterator[Session]:
+    """A write transaction, and a :class:`GovernanceRefusal` raised in it audited in a transaction of its own (this
+    one rolls back with nothing written) before it leaves. The router marks the refusal audited, so the generic
+    ``refused.<code>`` event (:func:`curator_service.routers.auth.audit_refusals`), which would not say why, is not
+    written too."""
     try:
         with db.write() as session:
             yield session
     except GovernanceRefusal as refusal:
         with db.write() as session:
             record(session, principal, f"{refusal.action}.refused", f"{refusal.target} ({refusal.why})")
-        request.state.refusal_audited = True
         raise
 
 
@@ -113,7 +113,24 @@ def governs(session: Session, principal: Principal) -> bool:
             and row.delta_cap is None and row.jobs is None)
 
 
-def check_governs(session: Session, principal: Principal, action: str, target: str) -> None:
+def check_governs(session: Session, principal: Principal, action: str, target: str,
+                  target_key_id: int | None = None) -> None:
+    """403 unless ``principal`` governs (:func:`governs`), read in this write transaction after locking the
+    principal's key row (and ``target_key_id``'s, the key the act changes, in id order so two acts never wait on each
+    other): a revocation or a policy change of that key commits either before the check, which then refuses, or
+    after this transaction. The principal was authenticated before the transaction began, so a key revoked or
+    expired since is refused here (401), not trusted for the act."""
+    if principal.key_id is not None:
+        ids = sorted({principal.key_id} | ({target_key_id} if target_key_id is not None else set()))
+        rows = {key.id: key for key in session.scalars(select(ApiKey).where(ApiKey.id.in_(ids))
+                                                       .order_by(ApiKey.id).with_for_update())}
+        own = rows.get(principal.key_id)
+        if own is None or own.revoked:
+            raise ApiError(401, "unauthorized", "this key was revoked; ask the curator for a new key")
+        row = session.get(PolicyRow, principal.key_id)
+        if row is not None and row.expires_at is not None and as_utc(row.expires_at) <= utcnow():
+            raise ApiError(401, "unauthorized", f"this key expired at {row.expires_at.isoformat()}; ask the curator "
+                           "for a new key")
     if not governs(session, principal):
         raise GovernanceRefusal(action, target, "not a governance key",
                                 f"{ACTS[action]} needs the admin token or a curator key marked for governance (no "

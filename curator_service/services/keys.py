@@ -87,7 +87,7 @@ def list_keys(session: Session) -> list[KeyOut]:
 def revoke_key(session: Session, principal: Principal, key_id: int) -> KeyOut:
     """Revokes a key at once: its token stops authenticating, its sessions stop answering and its console sessions
     end. The admin token or a governance key only."""
-    check_governs(session, principal, "key.revoke", f"key:{key_id}")
+    check_governs(session, principal, "key.revoke", f"key:{key_id}", key_id)
     key = get_or_404(session, ApiKey, key_id, lock=True)
     key.revoked = True
     end_sessions_of_key(session, key.id)
@@ -109,7 +109,7 @@ def set_policy(session: Session, principal: Principal, key_id: int, changes: Key
     if principal.key_id == key_id:
         raise GovernanceRefusal("key.policy", target, "its own policy", "a key may not change its own policy (it "
                                 "could lift its own limits); ask the admin or a governance key to change it")
-    check_governs(session, principal, "key.policy", target)
+    check_governs(session, principal, "key.policy", target, key_id)
     key = get_or_404(session, ApiKey, key_id, lock=True)
     check_policy(key.role, changes)
     sent = sorted(changes.model_fields_set)

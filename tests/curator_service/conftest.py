@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from curator_service.app import create_app
 from curator_service.cli import app as cli_app
+from curator_service.cli.serve import server_config
 from curator_service.settings import Settings
 from curator_service.testing import free_port
 
@@ -212,13 +213,14 @@ def flat(output: str) -> str:
 
 @pytest.fixture
 def live_server(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., str]]:
-    """Starts the app under a real uvicorn server on a free loopback port (in a thread); returns its URL."""
+    """Starts the app under a real uvicorn server on a free loopback port (in a thread), configured as ``serve``
+    configures it; returns its URL."""
     servers: list[tuple[uvicorn.Server, threading.Thread]] = []
 
     def start(**overrides: Any) -> str:
         port = free_port()
-        config = uvicorn.Config(create_app(make_settings(**overrides)), host="127.0.0.1", port=port,
-                                log_level="warning")
+        settings = make_settings(**overrides)
+        config = server_config(create_app(settings), settings, "127.0.0.1", port, log_level="warning")
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()

@@ -14,7 +14,7 @@ import pytest
 from fastapi.params import File, Form
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from curator_service.admission import MAX_WAIT_SECONDS, UPLOAD_ROUTES, AuthThrottle
+from curator_service.admission import MAX_WAIT_SECONDS, PROVEN_SECONDS, UPLOAD_ROUTES, AuthThrottle
 from curator_service.console.security import read_flash
 from tests.curator_service.conftest import (
     ADMIN,
@@ -123,6 +123,43 @@ def test_repeated_bad_tokens_make_the_client_wait_and_the_wait_is_audited_once(m
     assert [e["target"] for e in events if e["action"] == "auth.throttled"] == [
         "client testclient: 4 failed authentications; waits 1 s",
         "client testclient: 5 failed authentications; waits 2 s"]
+
+
+def test_a_proven_token_passes_a_waiting_address_and_a_guess_or_an_unused_token_does_not():
+    now = [0.0]
+    throttle = AuthThrottle(allowed=1, clock=lambda: now[0])
+    throttle.proved("pobo_used")
+    for _ in range(3):
+        throttle.failed("10.0.0.1")
+    assert throttle.refuses("10.0.0.1", "pobo_guess") == 2.0 and throttle.refuses("10.0.0.1", None) == 2.0
+    assert throttle.refuses("10.0.0.1", "pobo_unused") == 2.0
+    assert throttle.refuses("10.0.0.1", "pobo_used") == 0.0
+    now[0] += PROVEN_SECONDS + 1  # long unused: waits like any token (the address waits again)
+    for _ in range(12):
+        throttle.failed("10.0.0.1")
+    assert throttle.refuses("10.0.0.1", "pobo_used") == MAX_WAIT_SECONDS
+
+
+def test_one_callers_bad_tokens_do_not_lock_out_the_others_on_its_address(make_client):
+    """Behind a NAT (or a proxy whose headers are not believed) every caller shares one address: a guesser's
+    failures make its guesses wait, and the admin and a modeler who used their tokens lately go on working."""
+    client = make_client(auth_failures_allowed=3)
+    rel = release(client, register(client)["id"])
+    key = modeler_key(client, [rel["id"]])
+    unused = modeler_key(client, [rel["id"]])
+    assert client.get("/v1/releases", headers=bearer(key["token"])).status_code == 200
+    for _ in range(20):
+        client.get("/v1/keys", headers=bearer("pobo_guess"))
+    assert_error(client.get("/v1/keys", headers=bearer("pobo_guess")), 429, "too_many_requests")
+    assert_error(client.get("/v1/keys", headers={"Authorization": "Basic eDp5"}), 429, "too_many_requests")
+    assert client.get("/v1/keys", headers=bearer(ADMIN)).status_code == 200
+    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"]))
+    assert session.status_code == 201, session.text
+    queried = client.post(f"/v1/sessions/{session.json()['id']}/queries", json={"indices": [0]},
+                          headers=bearer(key["token"]))
+    assert queried.status_code == 200, queried.text
+    # A token not yet used cannot be told from a guess: it waits with the address.
+    assert_error(client.get("/v1/releases", headers=bearer(unused["token"])), 429, "too_many_requests")
 
 
 def console_form(client) -> tuple[str, str]:

@@ -4,6 +4,7 @@ the demo behind its profile, and only the TLS front published."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 
@@ -48,3 +49,12 @@ def test_the_demo_is_behind_its_profile_and_only_the_tls_front_is_published():
     caddyfile = (ROOT / "deploy" / "Caddyfile").read_text()
     assert "https://localhost:8443 {" in caddyfile and "reverse_proxy curator:8000" in caddyfile
     assert front["depends_on"]["curator"]["condition"] == "service_healthy"
+
+
+def test_the_curator_believes_forwarded_headers_from_the_tls_front_alone():
+    document = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    front = document["services"]["tls-front"]["networks"]["default"]["ipv4_address"]
+    subnet = document["networks"]["default"]["ipam"]["config"][0]["subnet"]
+    assert ipaddress.ip_address(front) in ipaddress.ip_network(subnet)
+    assert document["services"]["curator"]["environment"]["POBO_FORWARDED_ALLOW_IPS"] == front
+    assert "trusted_proxies" not in (ROOT / "deploy" / "Caddyfile").read_text()  # Caddy forwards the peer itself

@@ -63,12 +63,19 @@ def test_constructing_settings_directly_ignores_the_environment(monkeypatch, tmp
     ("POBO_MAX_UPLOAD_BYTES", "-1"), ("POBO_ALLOW_UNCERTIFIED_MECHANISMS", "maybe"),
     ("POBO_DATABASE_URL", "not a url"), ("POBO_DASK_SCHEDULER", "scheduler:8786"), ("POBO_JOB_LIMIT_PER_KEY", "0"),
     ("POBO_JOB_TIME_LIMIT_SECONDS", "0"), ("POBO_JOB_TIME_LIMIT_SECONDS", "inf"), ("POBO_RELEASE_WAIT_SECONDS", "-1"),
+    ("POBO_FORWARDED_ALLOW_IPS", "10.0.0.1,proxy.internal"),
 ])
 def test_bad_values_stop_the_start_with_the_setting_named(variable, value, tmp_path):
     with pytest.raises(pydantic.ValidationError) as caught:
         Settings.from_env({variable: value}, data_dir=tmp_path)
     field = variable.removeprefix("POBO_").lower()
     assert field in str(caught.value) or variable in str(caught.value)
+
+
+def test_forwarded_headers_are_believed_from_no_peer_unless_named(tmp_path):
+    assert Settings.from_env({}, data_dir=tmp_path).forwarded_allow_ips == ""
+    named = Settings.from_env({"POBO_FORWARDED_ALLOW_IPS": " 172.30.53.10, 10.0.0.0/24"}, data_dir=tmp_path)
+    assert named.forwarded_allow_ips == "172.30.53.10,10.0.0.0/24"
 
 
 def test_admin_token_from_a_file_without_its_trailing_newline(tmp_path):
@@ -102,7 +109,7 @@ def test_the_serve_command_refuses_a_short_admin_token_and_starts_nothing(tmp_pa
 
     from curator_service.cli import app
 
-    monkeypatch.setattr("uvicorn.run", lambda *args, **kwargs: pytest.fail("the service started"))
+    monkeypatch.setattr("uvicorn.Server.run", lambda *args, **kwargs: pytest.fail("the service started"))
     result = CliRunner().invoke(app, ["serve", "--data-dir", str(tmp_path)], env={"POBO_ADMIN_TOKEN": "short"})
     assert result.exit_code == 2 and "at least 32 random characters" in result.output, result.output
 

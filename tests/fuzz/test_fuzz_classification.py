@@ -55,3 +55,11 @@ def test_every_4xx_without_an_error_body_is_a_contract_violation(fuzz_api):
     assert sorted((f.operation, f.status, f.count) for f in result.findings.values()) == [
         ("GET /v1/releases/3/inputs", 404, 2), ("GET /v1/releases/3/inputs", 405, 1)]
     assert result.failures(schema=True) == 3 and result.failures(schema=False) == 0
+
+
+def test_only_requests_past_authentication_and_the_back_off_count_as_reached(fuzz_api):
+    from collections import Counter
+
+    result = fuzz_api.RoleResult("modeler", requests=10, statuses=Counter({200: 4, 401: 3, 429: 2, 404: 1}))
+    assert result.reached == 5
+    assert "10 requests (5 reached their endpoint)" in fuzz_api.figures(result)
