@@ -48,8 +48,10 @@ from curator_service.services.policy import principal_for_token
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.api.errors import ApiError
 from shared.api.schemas import UNFINISHED_JOB_STATUSES
-from shared.gp.importance import ard_importance
+from shared.gp.importance import importance_intervals, importance_warnings
 from shared.regret import best_so_far
+from shared.releases.noise_ratio import meaning as noise_meaning
+from shared.releases.noise_ratio import release_noise_to_spread
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -427,6 +429,7 @@ async def review_release(request: Request, api: Console, dataset_id: int) -> HTM
     if options["mechanism"] == "gaussian":
         try:
             planned = (await _plan(api, dataset_id, [epsilon], options))["rows"][0]
+            planned["noise_meaning"] = noise_meaning(planned["noise_to_spread"])
         except ApiRefusal as refusal:  # e.g. no public box to plan for: the confirmation says so
             planned = {"refusal": refusal.detail}
     return render(request, "release_confirm.html", page="datasets", dataset=dataset, epsilon=epsilon,
@@ -626,22 +629,28 @@ IMPORTANCE_MIN_ANSWERS = 5
 IMPORTANCE_MAX_ROWS = 100_000  # one page of released inputs
 
 
-async def _importance(api: Api, release: dict, dataset: dict, queries: list[dict]):
+async def _importance(api: Api, release: dict, dataset: dict, queries: list[dict]) -> dict | None:
     """Parameter importance for an identity release (its coordinates are the named features): the modeler's own ARD
-    fit on the session's answered queries (:func:`shared.gp.importance.ard_importance`), 1/ℓ_j relative to the
-    largest; None for other releases or too few answers. The inputs are the released (noisy) Z the modeler sees,
-    read through the API (an audited ``release.inputs``)."""
+    fit on the session's answered queries, 1/ℓ_j relative to the largest, with the half-samples' intervals and the
+    warnings of :func:`shared.gp.importance.importance_warnings`; None for other releases or too few answers. The
+    inputs are the released (noisy) Z the modeler sees, read through the API (an audited ``release.inputs``)."""
     answered = [q for q in queries if q["status"] == "done" and q["value"] is not None]
     if (release.get("projection") != "identity" or len(answered) < IMPORTANCE_MIN_ANSWERS
             or release["n"] > IMPORTANCE_MAX_ROWS):
         return None
     Z = np.asarray((await api.get(f"/v1/releases/{release['id']}/inputs", limit=IMPORTANCE_MAX_ROWS))["rows"])
     X, y = Z[[q["index"] for q in answered]], np.asarray([q["value"] for q in answered])
-    lengthscales, relative = await run_in_threadpool(ard_importance, X, y, np.ptp(Z, axis=0))
-    titles = [f"{name}: lengthscale {scale:.3g} (importance {r:.2f} of the largest)"
-              for name, scale, r in zip(dataset["feature_columns"], lengthscales, relative)]
-    return charts.bar_chart("importance", dataset["feature_columns"], relative.tolist(), titles,
-                            caption="parameter importance: 1 / ARD lengthscale, relative to the largest")
+    found = await run_in_threadpool(importance_intervals, X, y, np.ptp(Z, axis=0))
+    names = dataset["feature_columns"]
+    warnings = importance_warnings(names, found, len(answered), release_noise_to_spread(release, Z))
+    titles = [f"{name}: lengthscale {scale:.3g} (importance {r:.2f} of the largest; half-samples {lo:.2f}–{hi:.2f})"
+              for name, scale, r, lo, hi in zip(names, found.lengthscales, found.relative, found.low, found.high)]
+    order = np.argsort(found.relative)[::-1]
+    rows = [{"name": names[j], "relative": float(found.relative[j]), "low": float(found.low[j]),
+             "high": float(found.high[j]), "first": float(found.first_share[j])} for j in order]
+    return {"chart": charts.bar_chart("importance", names, found.relative.tolist(), titles,
+                                      caption="parameter importance: 1 / ARD lengthscale, relative to the largest"),
+            "rows": rows, "warnings": warnings, "answers": len(answered)}
 
 
 @router.get("/queries", response_class=HTMLResponse)

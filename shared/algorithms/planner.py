@@ -46,6 +46,7 @@ from shared.gp.ucb import run_gp_ucb
 from shared.releases import GaussianRelease, PcaOption, gaussian_release
 from shared.releases.gaussian import Projection
 from shared.releases.measurements import MeasurementOption
+from shared.releases.noise_ratio import box_spread
 
 UCB_DELTA = 0.025
 REFIT_EVERY = 5
@@ -106,11 +107,8 @@ def random_search_multiple(n: int, mu: float) -> float:
 
 
 def noise_to_spread(parameters: dict, setting: ReleaseSetting) -> float:
-    """σ_x over the per-coordinate spread of rows uniform in the public box (module docstring)."""
-    spread = setting.width / math.sqrt(12.0)
-    if parameters["projection"] == "jl":
-        spread *= math.sqrt(setting.d / setting.dim)
-    return parameters["noise_std"] / spread
+    """σ_x over the per-coordinate spread of rows uniform in the public box (:mod:`shared.releases.noise_ratio`)."""
+    return parameters["noise_std"] / box_spread(setting.width, setting.d, setting.dim, parameters["projection"])
 
 
 def random_search_regret(values: np.ndarray, queries: int) -> float:

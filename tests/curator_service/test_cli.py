@@ -57,6 +57,10 @@ def test_release_options_and_every_public_parameter_on_the_command_line(curator_
                    "--measurements-share", "0.5"))
     assert "identity" in out and "projection identity, r = 3" in out and "input share 0.5" in out
     assert "private measurements: clip [-2, 2], share 0.5, noise σ_y =" in out
+    sigma = float(out.split("input noise σ = ")[1].split()[0].rstrip(",;"))
+    stated = float(out.split("release 1: noise / spread ")[1].split()[0])
+    assert stated == float(f"{sigma / (1 / 3**0.5 / 12**0.5):.2g}")  # rows uniform in the unit-diameter box
+    assert "(input noise σ over the spread of rows uniform in the public box)" in out
     out = flat(run("release", "create", "--dataset", "1", "--epsilon", "1", "--dim", "2", "--projection", "pca",
                    "--pca-share", "0.2", "--pca-clip-norm", "1"))
     assert "projection pca, r = 2" in out and "DP-PCA: share 0.2, clip norm 1, Gram noise σ =" in out
