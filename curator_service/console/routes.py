@@ -45,6 +45,7 @@ from curator_service.console.uploads import KeptFile, KeptUploads
 from curator_service.routers.auth import ANONYMOUS
 from curator_service.services import audit, console_sessions
 from curator_service.services.policy import principal_for_token
+from shared.algorithms.kusner.dpbo import lambda_verdict
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.api.errors import ApiError
 from shared.api.schemas import UNFINISHED_JOB_STATUSES
@@ -748,10 +749,9 @@ def result_notes(kind: str, result: dict) -> list[str]:
                          f"{scale / max(abs(value), 1e-12):.0f}× the value, so the true best accuracy lies anywhere "
                          f"in ṽ ± {LAPLACE_95 * scale:.2g} (95 %); accuracies are between 0 and 1. A larger ε or a "
                          "larger validation set makes it informative.")
-        temperature = 2 * result["selection_sensitivity"] / result["epsilon"]
-        if temperature >= 1:
-            notes.append(f"λ̃ is close to a uniform draw from the grid: the exponential mechanism's scale 2Δ/ε = "
-                         f"{temperature:.3g} is wider than the whole range of accuracies (0 to 1).")
+        # the result's ε is the job's total: λ̃ is one of its two releases
+        notes.append(lambda_verdict(result["selection_sensitivity"], result["epsilon"] / 2,
+                                    result.get("grid_size") or 2).sentence)
     if kind == "dp-tune":
         held = result["held_out"]
         if held["accuracy"] is not None and held["noise_scale"] > 0.1:
