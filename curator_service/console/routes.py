@@ -44,11 +44,12 @@ from curator_service.console.reads import list_sessions, live_state
 from curator_service.console.uploads import KeptFile, KeptUploads
 from curator_service.routers.auth import ANONYMOUS
 from curator_service.services import audit, console_sessions
+from curator_service.services.planner import MAX_SIMULATED_QUERIES, MAX_SIMULATED_ROWS
 from curator_service.services.policy import principal_for_token
 from shared.algorithms.kusner.dpbo import lambda_verdict
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.api.errors import ApiError
-from shared.api.schemas import UNFINISHED_JOB_STATUSES
+from shared.api.schemas import MAX_PLAN_RUNS, UNFINISHED_JOB_STATUSES
 from shared.gp.importance import importance_intervals, importance_warnings
 from shared.regret import best_so_far
 from shared.releases.noise_ratio import meaning as noise_meaning
@@ -374,10 +375,24 @@ def _release_options(form: FormData, problems: Problems) -> dict[str, Any]:
             "dim": dim if dim == "auto" else problems.check(lambda: whole_number(form, "dim", "The dimension r"))}
 
 
-async def _plan(api: Api, dataset_id: int, epsilons: list[float], options: dict[str, Any]) -> dict:
-    """The planner's table (``POST /v1/datasets/{id}/plan``): noise and bound at each ε; it charges nothing."""
-    return await api.post(f"/v1/datasets/{dataset_id}/plan",
-                          {"epsilons": epsilons, "delta": options["delta"], "dim": options["dim"]})
+PLAN_QUERIES = 20
+"""Queries per simulated run in the console's planning panel: as many runs as a request may simulate
+(``MAX_SIMULATED_QUERIES``) at this length, so that the regret has a standard error."""
+
+
+def simulated_runs(n: int, count: int) -> int:
+    """Stand-in runs the planning panel asks for with ``count`` ε: 0 when fewer than 2 fit in one request."""
+    runs = min(MAX_PLAN_RUNS, MAX_SIMULATED_QUERIES // ((count + 1) * PLAN_QUERIES))
+    return runs if runs >= 2 and PLAN_QUERIES <= n <= MAX_SIMULATED_ROWS else 0
+
+
+async def _plan(api: Api, dataset_id: int, epsilons: list[float], options: dict[str, Any], simulate: int = 0) -> dict:
+    """The planner's table (``POST /v1/datasets/{id}/plan``): noise and bound at each ε, and the simulated regret
+    with ``simulate`` stand-in runs; it charges nothing."""
+    body = {"epsilons": epsilons, "delta": options["delta"], "dim": options["dim"]}
+    if simulate:
+        body |= {"simulate_runs": simulate, "queries": PLAN_QUERIES}
+    return await api.post(f"/v1/datasets/{dataset_id}/plan", body)
 
 
 @router.post("/datasets/{dataset_id}/plan", response_class=HTMLResponse)
@@ -394,7 +409,8 @@ async def plan_release(request: Request, api: Console, dataset_id: int) -> HTMLR
     plan = None
     if not problems:
         try:
-            plan = await _plan(api, dataset_id, epsilons, options)
+            n = (await api.get(f"/v1/datasets/{dataset_id}"))["n"]
+            plan = await _plan(api, dataset_id, epsilons, options, simulated_runs(n, len(epsilons)))
         except ApiRefusal as refusal:
             problems.place(refusal, RELEASE_FIELDS, RELEASE_WORDS)
     return await _dataset_page(request, api, dataset_id, form, problems, plan, 422 if problems else 200)

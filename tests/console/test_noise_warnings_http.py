@@ -46,3 +46,28 @@ def test_review_and_session_pages_say_when_the_inputs_are_mostly_noise(console_c
         assert "Only 20 answers" not in shown  # 10 per coordinate: not few
         intervals = _text(shown, "importance-intervals")
         assert "dose" in intervals and "age" in intervals and "% of halves" in intervals
+
+
+def test_the_planning_panel_names_risk_and_utility_flags_noisy_rows_and_says_the_epsilon_for_unit_noise(
+        console_curator):
+    X = np.random.default_rng(2).uniform(size=(80, 2))
+    dataset = console_curator.register_table(f"plan-{uuid.uuid4().hex[:6]}", X, ["dose", "age"],
+                                             evaluator={"kind": "column", "column": "y"}, budget=(10.0, 1e-3),
+                                             extra_columns={"y": X.sum(axis=1)}, scaling=UNIT_BOX)
+    page_path = f"/console/datasets/{dataset.id}"
+    with httpx.Client(base_url=console_curator.url, timeout=300) as console:
+        cookies = _logged_in(console, console_curator.admin_token)
+        page = console.get(page_path, headers=cookies).text
+        typed = {"csrf": _hidden(page, "csrf"), "mechanism": "gaussian", "epsilon": "0.5, 1000", "delta": "1e-6",
+                 "dim": "auto"}
+        shown = html.unescape(console.post(f"{page_path}/plan", data=typed, headers=cookies).text)
+    table = _text(shown, "plan-table")
+    assert "risk: at most × random search per query (lower is safer)" in table
+    assert "utility: simulated regret ± s.e. (lower is better)" in table
+    rows = re.findall(r'<tr data-epsilon="([^"]+)"( class="mostly-noise")?>', shown)
+    assert [(float(e), bool(flag)) for e, flag in rows] == [(0.5, True), (1000.0, False)]
+    assert len(re.findall(r'<td class="regret">[\d.]+ ± [\d.]+</td>', shown)) == 2
+    needed = float(re.search(r"ε needed for noise / spread ≈ 1: ([\d.,]+)\.", _text(shown, "plan-unit-noise"))
+                   .group(1).replace(",", ""))
+    assert 0.5 < needed < 1000
+    assert "the mean ± its standard error over 3 synthetic stand-in tables" in _text(shown, "plan-simulation")

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from shared.algorithms.planner import ReleaseSetting
+from shared.algorithms.planner import ReleaseSetting, epsilon_for_ratio, plan
 from shared.algorithms.planner import noise_to_spread as planner_ratio
 from shared.releases.noise_ratio import meaning, noise_to_spread, release_noise_to_spread
 
@@ -46,3 +46,12 @@ def test_a_release_dict_without_noise_or_box_and_rows_has_no_ratio():
     release = {**release, "noise_std": 0.1, "projection": "identity",
                "neighbouring_step": {"box_diameter": 1.0, "features": [{}, {}]}}
     assert release_noise_to_spread(release).value == pytest.approx(0.1 / (1 / math.sqrt(2) / math.sqrt(12)))
+
+
+def test_the_epsilon_for_unit_noise_gives_a_ratio_of_one_and_the_plan_states_it():
+    setting = ReleaseSetting(n=500, d=3, width=1 / 3**0.5)
+    needed = epsilon_for_ratio(setting)
+    below, at, above = plan(setting, [needed / 2, needed, needed * 2]).rows
+    assert below.noise_to_spread > 1.5 and at.noise_to_spread == pytest.approx(1.0, rel=0.02)
+    assert above.noise_to_spread < 0.7
+    assert plan(setting, [1.0]).unit_noise_epsilon == needed
