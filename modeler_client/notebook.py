@@ -11,15 +11,19 @@ from __future__ import annotations
 import html
 import sys
 
-from modeler_client.importance import parameter_importance
+from modeler_client.importance import ImportanceWarning, parameter_importance
 from modeler_client.plot import figure_importance, run_title
 from modeler_client.remote import RemoteRelease
 from modeler_client.runfile import RunRecord
 
+__all__ = ["ImportanceWarning", "RunProgress", "importance_figure", "in_notebook", "status_line"]
+
 
 def importance_figure(release: RemoteRelease, record: RunRecord):
     """The bar chart of :func:`modeler_client.plot.figure_importance` for ``record``'s answers on ``release``'s
-    inputs (shown inline when it is a cell's result)."""
+    inputs (shown inline when it is a cell's result), with its intervals; when the numbers may mean little (a
+    release whose noise exceeds the rows' spread, few answers, an unsettled ranking) each reason is raised as an
+    :class:`~modeler_client.importance.ImportanceWarning` and printed in red under the bars."""
     return figure_importance(parameter_importance(release.Z, record), run_title([record]))
 
 

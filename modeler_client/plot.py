@@ -11,6 +11,7 @@ P(best of k ≤ v_(m)) = C(m, k) / C(n, k) with v_(m) the m-th smallest value.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -127,14 +128,25 @@ def plot_runs(records: Sequence[RunRecord], out: str | Path, **options) -> Path:
 
 
 def figure_importance(importance: Importance, title: str = "") -> Figure:
-    """A horizontal bar per released coordinate: its relative importance (1 / ARD lengthscale, largest = 1)."""
+    """A horizontal bar per released coordinate: its relative importance (1 / ARD lengthscale, largest = 1), with
+    the half-samples' middle-80% interval as an error bar; the warnings, if any, in red beneath."""
     order = np.argsort(importance.relative)
-    fig = Figure(figsize=(6.4, 0.9 + 0.32 * len(order)))
+    lines = [textwrap.fill("⚠ " + sentence, 90) for sentence in importance.warnings]
+    extra = sum(line.count("\n") + 1 for line in lines)
+    fig = Figure(figsize=(6.4, 0.9 + 0.32 * len(order) + 0.17 * extra))
     ax = fig.add_subplot()
-    ax.barh([importance.names[j] for j in order], [importance.relative[j] for j in order], color="C0")
+    relative = np.array([importance.relative[j] for j in order])
+    error = None
+    if importance.low:
+        low, high = np.array([importance.low[j] for j in order]), np.array([importance.high[j] for j in order])
+        error = np.vstack([np.maximum(relative - low, 0.0), np.maximum(high - relative, 0.0)])
+    ax.barh([importance.names[j] for j in order], relative, color="C0", xerr=error, capsize=3, ecolor="0.25")
     what = "feature" if importance.per_feature else "released coordinate (mixes the features)"
-    ax.set(xlabel="relative importance: 1 / ARD lengthscale, largest = 1", xlim=(0, 1.05),
+    ax.set(xlabel="relative importance: 1 / ARD lengthscale, largest = 1 (bars: half-samples' middle 80%)",
+           xlim=(0, 1.1),
            title=(title + "\n" if title else "") + f"Importance per {what}, from {importance.observations} answers")
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    if lines:
+        fig.text(0.01, 0.01, "\n".join(lines), color="#b00", fontsize=7, va="bottom")
+    fig.tight_layout(rect=(0, 0.17 * extra / fig.get_figheight(), 1, 1))
     return fig

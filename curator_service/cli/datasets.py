@@ -290,6 +290,9 @@ def plan(
         _show_plan(out)
 
 
+RISK_COLUMN = "risk: ≤ × random search per query (lower is safer)"
+
+
 def _show_plan(out: PlanOut) -> None:
     n, width = out.n, out.width
     rows = []
@@ -300,19 +303,24 @@ def _show_plan(out: PlanOut) -> None:
             "ε": f"{row.epsilon:g}", "μ": f"{row.mu:.2g}",
             "input noise σ": f"{row.parameters.noise_std:.2g} ({row.parameters.noise_std / width:.0%} of a range)",
             "measurement noise σ_y": "-" if measurements is None else f"{measurements.noise_std:.2g}",
-            "noise / spread": f"{row.noise_to_spread:.2g}",
-            "vs random search": (f"≤ {multiple:.2g}× per query" if multiple < 0.999 * n else "no bound"),
-            "regret (σ of y)": "-" if row.regret is None else f"{row.regret:.2f} ± {row.regret_stderr:.2f}",
+            "noise / spread": f"{row.noise_to_spread:.2g}" + (" ⚠ mostly noise" if row.noise_to_spread > 1 else ""),
+            RISK_COLUMN: (f"{multiple:.2g}×" if multiple < 0.999 * n else "no bound"),
+            "utility: simulated regret ± s.e. (lower is better)": (
+                "-" if row.regret is None else f"{row.regret:.2f} ± {row.regret_stderr:.2f}"),
         })
     first = out.rows[0].parameters
     show(rows, list(rows[0]),
          f"plan for dataset {out.dataset_id} (n = {n}, d = {out.d}, each scaled feature in [0, {width:.3g}], "
          f"δ = {out.delta:g}, r = {first.dim}, {first.projection})")
     console.print("input noise σ: added to every released coordinate, in scaled units (a feature's range is "
-                  f"[0, {width:.3g}]); measurement noise σ_y: in the measurement's own unit; vs random search: how "
-                  "many times a random guess's chance any modeler can have of first hitting a target row per query; "
-                  "regret: simulated distance from the best row's value, in standard deviations of the measured "
-                  "values (0 = found it)", highlight=False)
+                  f"[0, {width:.3g}]); measurement noise σ_y: in the measurement's own unit; noise / spread: above 1 "
+                  "(⚠) the released inputs are mostly noise; risk: how many times a random guess's chance any "
+                  "modeler can have of first hitting a target row per query — a privacy risk, lower is safer, not a "
+                  "utility; utility: simulated distance from the best row's value, in standard deviations of the "
+                  "measured values (0 = found it) with its standard error over the stand-in tables", highlight=False)
+    unit = out.unit_noise_epsilon
+    console.print("ε needed for noise / spread ≈ 1: " + (f"{unit:.3g}" if unit is not None else "outside 1e-4 to 1e8")
+                  + " (below it the released inputs are mostly noise)", highlight=False)
     console.print(f"the bound: {out.assumptions}", highlight=False)
     console.print(f"the bound covers {out.bound_covers}", highlight=False)
     if out.random_search_regret is not None:

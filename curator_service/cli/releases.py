@@ -27,6 +27,7 @@ from curator_service.cli.common import (
 )
 from curator_service.cli.jobs import JOB_COLUMNS
 from shared.api.schemas import JobOut, ReleaseCreate, ReleaseOut
+from shared.releases.noise_ratio import release_noise_to_spread
 
 release_app = typer.Typer(help="Make, list and show releases of a dataset's inputs.", no_args_is_help=True)
 
@@ -160,6 +161,16 @@ def _release_cell(column: str, value: Any) -> str:
     return cell(column, value)
 
 
+def noise_to_spread_line(release: ReleaseOut) -> str:
+    """``noise / spread …`` and what it means (:mod:`shared.releases.noise_ratio`), or why it cannot be said."""
+    ratio = release_noise_to_spread(release)
+    if ratio is None:
+        return ("noise / spread: not stated here (no public box); `pobo-modeler info` reads it off the released "
+                "rows")
+    colour = "bold red" if ratio.too_noisy else "green"
+    return f"noise / spread [{colour}]{ratio.text()}[/]. {ratio.sentence()}"
+
+
 def show_releases(releases: ReleaseOut | list[ReleaseOut], title: str, as_json: bool) -> None:
     """The releases' table, then every release's public parameters and warnings, one per line; or JSON (an object
     for one release, a list for a listing)."""
@@ -176,5 +187,7 @@ def show_releases(releases: ReleaseOut | list[ReleaseOut], title: str, as_json: 
     for release in releases:
         if release.parameters:
             console.print(f"release {release.id}: " + "\n  ".join(release.parameters.summary_lines()))
+        if release.noise_std is not None:
+            console.print(f"release {release.id}: {noise_to_spread_line(release)}")
         for warning in release.warnings:
             console.print(f"[yellow]warning (release {release.id}):[/yellow] {warning}")

@@ -44,12 +44,16 @@ from curator_service.console.reads import list_sessions, live_state
 from curator_service.console.uploads import KeptFile, KeptUploads
 from curator_service.routers.auth import ANONYMOUS
 from curator_service.services import audit, console_sessions
+from curator_service.services.planner import MAX_SIMULATED_QUERIES, MAX_SIMULATED_ROWS
 from curator_service.services.policy import principal_for_token
+from shared.algorithms.kusner.dpbo import lambda_verdict
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.api.errors import ApiError
-from shared.api.schemas import UNFINISHED_JOB_STATUSES
-from shared.gp.importance import ard_importance
+from shared.api.schemas import MAX_PLAN_RUNS, UNFINISHED_JOB_STATUSES
+from shared.gp.importance import importance_intervals, importance_warnings
 from shared.regret import Goal, best_so_far
+from shared.releases.noise_ratio import meaning as noise_meaning
+from shared.releases.noise_ratio import release_noise_to_spread
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -373,10 +377,24 @@ def _release_options(form: FormData, problems: Problems) -> dict[str, Any]:
             "dim": dim if dim == "auto" else problems.check(lambda: whole_number(form, "dim", "The dimension r"))}
 
 
-async def _plan(api: Api, dataset_id: int, epsilons: list[float], options: dict[str, Any]) -> dict:
-    """The planner's table (``POST /v1/datasets/{id}/plan``): noise and bound at each ε; it charges nothing."""
-    return await api.post(f"/v1/datasets/{dataset_id}/plan",
-                          {"epsilons": epsilons, "delta": options["delta"], "dim": options["dim"]})
+PLAN_QUERIES = 20
+"""Queries per simulated run in the console's planning panel: as many runs as a request may simulate
+(``MAX_SIMULATED_QUERIES``) at this length, so that the regret has a standard error."""
+
+
+def simulated_runs(n: int, count: int) -> int:
+    """Stand-in runs the planning panel asks for with ``count`` ε: 0 when fewer than 2 fit in one request."""
+    runs = min(MAX_PLAN_RUNS, MAX_SIMULATED_QUERIES // ((count + 1) * PLAN_QUERIES))
+    return runs if runs >= 2 and PLAN_QUERIES <= n <= MAX_SIMULATED_ROWS else 0
+
+
+async def _plan(api: Api, dataset_id: int, epsilons: list[float], options: dict[str, Any], simulate: int = 0) -> dict:
+    """The planner's table (``POST /v1/datasets/{id}/plan``): noise and bound at each ε, and the simulated regret
+    with ``simulate`` stand-in runs; it charges nothing."""
+    body = {"epsilons": epsilons, "delta": options["delta"], "dim": options["dim"]}
+    if simulate:
+        body |= {"simulate_runs": simulate, "queries": PLAN_QUERIES}
+    return await api.post(f"/v1/datasets/{dataset_id}/plan", body)
 
 
 @router.post("/datasets/{dataset_id}/plan", response_class=HTMLResponse)
@@ -393,7 +411,8 @@ async def plan_release(request: Request, api: Console, dataset_id: int) -> HTMLR
     plan = None
     if not problems and epsilons is not None:
         try:
-            plan = await _plan(api, dataset_id, epsilons, options)
+            n = (await api.get(f"/v1/datasets/{dataset_id}"))["n"]
+            plan = await _plan(api, dataset_id, epsilons, options, simulated_runs(n, len(epsilons)))
         except ApiRefusal as refusal:
             problems.place(refusal, RELEASE_FIELDS, RELEASE_WORDS)
     return await _dataset_page(request, api, dataset_id, form, problems, plan, 422 if problems else 200)
@@ -429,6 +448,7 @@ async def review_release(request: Request, api: Console, dataset_id: int) -> HTM
     if options["mechanism"] == "gaussian":
         try:
             planned = (await _plan(api, dataset_id, [epsilon], options))["rows"][0]
+            planned["noise_meaning"] = noise_meaning(planned["noise_to_spread"])
         except ApiRefusal as refusal:  # e.g. no public box to plan for: the confirmation says so
             planned = {"refusal": refusal.detail}
     return render(request, "release_confirm.html", page="datasets", dataset=dataset, epsilon=epsilon,
@@ -634,22 +654,28 @@ IMPORTANCE_MIN_ANSWERS = 5
 IMPORTANCE_MAX_ROWS = 100_000  # one page of released inputs
 
 
-async def _importance(api: Api, release: dict, dataset: dict, queries: list[dict]):
+async def _importance(api: Api, release: dict, dataset: dict, queries: list[dict]) -> dict | None:
     """Parameter importance for an identity release (its coordinates are the named features): the modeler's own ARD
-    fit on the session's answered queries (:func:`shared.gp.importance.ard_importance`), 1/ℓ_j relative to the
-    largest; None for other releases or too few answers. The inputs are the released (noisy) Z the modeler sees,
-    read through the API (an audited ``release.inputs``)."""
+    fit on the session's answered queries, 1/ℓ_j relative to the largest, with the half-samples' intervals and the
+    warnings of :func:`shared.gp.importance.importance_warnings`; None for other releases or too few answers. The
+    inputs are the released (noisy) Z the modeler sees, read through the API (an audited ``release.inputs``)."""
     answered = [q for q in queries if q["status"] == "done" and q["value"] is not None]
     if (release.get("projection") != "identity" or len(answered) < IMPORTANCE_MIN_ANSWERS
             or release["n"] > IMPORTANCE_MAX_ROWS):
         return None
     Z = np.asarray((await api.get(f"/v1/releases/{release['id']}/inputs", limit=IMPORTANCE_MAX_ROWS))["rows"])
     X, y = Z[[q["index"] for q in answered]], np.asarray([q["value"] for q in answered])
-    lengthscales, relative = await run_in_threadpool(ard_importance, X, y, np.ptp(Z, axis=0))
-    titles = [f"{name}: lengthscale {scale:.3g} (importance {r:.2f} of the largest)"
-              for name, scale, r in zip(dataset["feature_columns"], lengthscales, relative)]
-    return charts.bar_chart("importance", dataset["feature_columns"], relative.tolist(), titles,
-                            caption="parameter importance: 1 / ARD lengthscale, relative to the largest")
+    found = await run_in_threadpool(importance_intervals, X, y, np.ptp(Z, axis=0))
+    names = dataset["feature_columns"]
+    warnings = importance_warnings(names, found, len(answered), release_noise_to_spread(release, Z))
+    titles = [f"{name}: lengthscale {scale:.3g} (importance {r:.2f} of the largest; half-samples {lo:.2f}–{hi:.2f})"
+              for name, scale, r, lo, hi in zip(names, found.lengthscales, found.relative, found.low, found.high)]
+    order = np.argsort(found.relative)[::-1]
+    rows = [{"name": names[j], "relative": float(found.relative[j]), "low": float(found.low[j]),
+             "high": float(found.high[j]), "first": float(found.first_share[j])} for j in order]
+    return {"chart": charts.bar_chart("importance", names, found.relative.tolist(), titles,
+                                      caption="parameter importance: 1 / ARD lengthscale, relative to the largest"),
+            "rows": rows, "warnings": warnings, "answers": len(answered)}
 
 
 @router.get("/queries", response_class=HTMLResponse)
@@ -747,10 +773,9 @@ def result_notes(kind: str, result: dict) -> list[str]:
                          f"{scale / max(abs(value), 1e-12):.0f}× the value, so the true best accuracy lies anywhere "
                          f"in ṽ ± {LAPLACE_95 * scale:.2g} (95 %); accuracies are between 0 and 1. A larger ε or a "
                          "larger validation set makes it informative.")
-        temperature = 2 * result["selection_sensitivity"] / result["epsilon"]
-        if temperature >= 1:
-            notes.append(f"λ̃ is close to a uniform draw from the grid: the exponential mechanism's scale 2Δ/ε = "
-                         f"{temperature:.3g} is wider than the whole range of accuracies (0 to 1).")
+        # the result's ε is the job's total: λ̃ is one of its two releases
+        notes.append(lambda_verdict(result["selection_sensitivity"], result["epsilon"] / 2,
+                                    result.get("grid_size") or 2).sentence)
     if kind == "dp-tune":
         held = result["held_out"]
         if held["accuracy"] is not None and held["noise_scale"] > 0.1:

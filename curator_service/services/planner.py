@@ -92,5 +92,5 @@ def plan_release(db: Database, principal: Principal, dataset_id: int, body: Plan
                       random_search_multiple=row.random_search_multiple, parameters=row.parameters,
                       regret=row.regret, regret_stderr=row.regret_stderr) for row in planned.rows],
         random_search_regret=planned.random_search_regret, non_private_regret=planned.non_private_regret,
-        half_gap_epsilon=planned.half_gap_epsilon,
+        half_gap_epsilon=planned.half_gap_epsilon, unit_noise_epsilon=planned.unit_noise_epsilon,
     )

@@ -20,6 +20,7 @@ from modeler_client.commands.common import (
 from shared.api.governance import KeyPolicyOut
 from shared.api.scaling import step_line
 from shared.api.schemas import NeighbouringStep, ReleaseOut
+from shared.releases.noise_ratio import NoiseToSpread, release_noise_to_spread
 
 
 def step_text(step: NeighbouringStep) -> str:
@@ -43,7 +44,23 @@ def _duration(hours: float) -> str:
     return f"{hours:.2g} hours" if hours < 48 else f"{hours / 24:.2g} days"
 
 
-def release_table(release: ReleaseOut) -> Table:
+def noise_text(ratio: NoiseToSpread | None) -> str:
+    """The noise-to-spread ratio and what it means (:mod:`shared.releases.noise_ratio`)."""
+    if ratio is None:
+        return "— (no input noise)"
+    colour = "bold red" if ratio.too_noisy else "green"
+    return f"[{colour}]{ratio.text()}[/]\n{ratio.sentence()}"
+
+
+def release_ratio(client, release: ReleaseOut) -> NoiseToSpread | None:
+    """From the public box when the release states one, else from its released rows (fetched only then)."""
+    ratio = release_noise_to_spread(release)
+    if ratio is None and release.noise_std is not None:
+        ratio = release_noise_to_spread(release, client.inputs(release.id))
+    return ratio
+
+
+def release_table(release: ReleaseOut, ratio: NoiseToSpread | None = None) -> Table:
     table = Table(title=f"release {release.id}", show_header=False)
     certified = ("[bold green]yes[/]" if release.certified
                  else "[bold red]NO: not certified differentially private (see the warning)[/]")
@@ -62,6 +79,7 @@ def release_table(release: ReleaseOut) -> Table:
         "label columns (jobs)": ", ".join(release.label_columns) or "none approved by the curator",
         "public parameters": "—" if release.parameters is None else "\n".join(release.parameters.summary_lines()),
         "input noise std": "—" if release.noise_std is None else f"{release.noise_std:.6g}",
+        "noise / spread": noise_text(ratio),
         "sensitivity": "—" if release.sensitivity is None else f"{release.sensitivity:.6g}",
         "omega, sigma_min, lifted": ", ".join(
             "—" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)
@@ -114,7 +132,7 @@ def info(
     releases = [client.release(release)] if release is not None else client.releases()
     for item in releases:
         show_release_warnings(item)
-        console.print(release_table(item))
+        console.print(release_table(item, release_ratio(client, item)))
 
 
 def register(app: typer.Typer) -> None:

@@ -22,8 +22,10 @@ def plot(
         float | None, typer.Option(help="Known best value (overrides the run files') to plot simple regret.")
     ] = None,
     importance: Annotated[bool, typer.Option("--importance", help="Instead: a bar chart of each feature's importance "
-                                             "(ARD lengthscales fitted on the first run's answers; fetches the "
-                                             "released inputs, so it needs --token).")] = False,
+                                             "(ARD lengthscales fitted on the first run's answers, with intervals "
+                                             "from refits on half-samples and a warning when the release is mostly "
+                                             "noise or the answers are few; fetches the released inputs, so it "
+                                             "needs --token).")] = False,
     url: OptionalUrl = None,
     token: OptionalToken = None,
 ) -> None:
@@ -33,12 +35,16 @@ def plot(
         record = records[0]
         client = connect(url or record.url, token)
         try:
-            found = parameter_importance(client.inputs(record.release_id), record)
+            found = parameter_importance(client.inputs(record.release_id), record, warn=False)
         except ValueError as error:
             raise typer.BadParameter(str(error), param_hint="PATHS") from None
         target = out or paths[0].with_name(paths[0].stem + "-importance.png")
         target.parent.mkdir(parents=True, exist_ok=True)
         figure_importance(found, run_title([record])).savefig(target, dpi=110)
+        for sentence in found.warnings:
+            console.print(f"[bold red]warning:[/] {sentence}", highlight=False)
+        console.print("relative importance, its half-samples' middle-80% interval, how often it came first:",
+                      highlight=False)
         for line in found.lines():
             console.print(line, highlight=False)
         console.print(f"wrote {target}")

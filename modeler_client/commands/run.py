@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import signal
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,6 +27,7 @@ from modeler_client.commands.common import (
 from modeler_client.loop import LoopEvent, RemoteGPUCB
 from modeler_client.remote import RemoteSession
 from modeler_client.runfile import MAX_BATCH, RunRecord, RunSettings
+from shared.api.http_client import ApiError
 from shared.gp.ucb import describe_engine, engine_device
 
 
@@ -101,9 +104,56 @@ def chosen_device(device: str) -> str | None:
         raise typer.BadParameter(str(error), param_hint="--device") from None
 
 
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a run: ``signal_name`` says which."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+EXIT_INTERRUPTED = {"SIGINT": 130, "SIGTERM": 143}
+EXIT_QUERIES_USED_UP = 4
+
+
+@contextmanager
+def stops_on_signals():
+    """SIGTERM raises :class:`Stopped` like Ctrl-C does (the handler before is put back after)."""
+    def stop(signum, frame):
+        raise Stopped(signal.Signals(signum).name)
+
+    try:
+        before = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def with_the_lab(record: RunRecord) -> str:
+    """What the curator still holds of this run: the pending queries and a request whose answer was not seen."""
+    parts = []
+    pending = record.pending()
+    if pending:
+        rows = ", ".join(str(q.index) for q in pending[:10]) + (" …" if len(pending) > 10 else "")
+        parts.append(f"{len(pending)} quer{'y' if len(pending) == 1 else 'ies'} pending with the lab (row"
+                     f"{'s' if len(pending) > 1 else ''} {rows}): they are charged and their answers are kept for "
+                     "this run")
+    if record.in_flight is not None:
+        parts.append(f"a request for row(s) {', '.join(map(str, record.in_flight.indices))} was sent and its answer "
+                     "not seen: resuming re-sends it and the server returns the stored answer, not charged again")
+    return "; ".join(parts) if parts else "nothing is pending with the lab"
+
+
 def drive(client, path: Path, device: str | None = None, **options) -> RunRecord:
     """Run (or resume) the run file at ``path`` with a progress display (:class:`modeler_client.loop.RemoteGPUCB`:
-    Algorithm 2 one query per request, or GP-BUCB batches); GP-UCB's posterior on ``device``."""
+    Algorithm 2 one query per request, or GP-BUCB batches); GP-UCB's posterior on ``device``.
+
+    Ctrl-C or SIGTERM ends it with the run file saved, a sentence on what the lab holds and the resume command (exit
+    130 or 143); a key whose queries run out ends it with the usual summary (exit 4)."""
     record = RunRecord.load(path)
     show_release_warnings(record.release)
     engine = describe_engine(device)
@@ -112,12 +162,44 @@ def drive(client, path: Path, device: str | None = None, **options) -> RunRecord
     description = TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis",
                                                                        max_width=DESCRIPTION_WIDTH))
     columns = (SpinnerColumn(), description, BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
-        display = ProgressDisplay(progress, record.settings.iterations)
-        record = RemoteGPUCB.resume(client, path, on_event=display, device=device, **options).run()
+    loop = None
+    try:
+        with stops_on_signals(), Progress(*columns, console=console, transient=False) as progress:
+            display = ProgressDisplay(progress, record.settings.iterations)
+            loop = RemoteGPUCB.resume(client, path, on_event=display, device=device, **options)
+            record = loop.run()
+    except KeyboardInterrupt as stop:
+        name = stop.signal_name if isinstance(stop, Stopped) else "SIGINT"
+        if loop is not None:
+            record = loop.record
+            loop.session.save()
+        console.print(f"[bold yellow]stopped ({'Ctrl-C' if name == 'SIGINT' else name})[/]: {record.summary()}; "
+                      f"{with_the_lab(record)}. The run file {path} is saved; continue with: pobo-modeler resume "
+                      f"{path}", highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED.get(name, 130)) from None
+    except ApiError as error:
+        if error.code != "query_budget_exhausted" or loop is None:
+            raise
+        record = loop.record
+        record.in_flight = None  # refused, so neither stored nor charged: nothing to re-send
+        loop.session.save()
+        console.print(f"[bold yellow]this key's queries are used up[/]: {record.summary()}; {with_the_lab(record)}; "
+                      f"{record.elapsed_seconds:.1f} s; run file {path}. The server said: {error.detail}",
+                      highlight=False)
+        raise typer.Exit(EXIT_QUERIES_USED_UP) from None
     console.print(f"[bold green]done[/]: {record.summary()}; {record.elapsed_seconds:.1f} s; run file {path}; "
                   f"posterior on {engine}; session {record.session_id} closed", highlight=False)
     return record
+
+
+def queries_left_warning(client: ModelerClient, wanted: int) -> None:
+    """A warning up front when the run wants more queries than the key has left."""
+    policy = client.my_policy()
+    left = policy.max_queries - policy.used_queries
+    if wanted > left:
+        console.print(f"[bold yellow]warning[/]: this run wants {wanted} more quer{'y' if wanted == 1 else 'ies'} "
+                      f"and this key has {left} of {policy.max_queries} left: it will stop after {left} with the "
+                      "usual summary (ask the curator for a key with more queries to go on)", highlight=False)
 
 
 def report_finished(client, path: Path) -> None:
@@ -208,6 +290,7 @@ def run(
             existing.save(out)
         else:
             console.print(f"[yellow]{out} exists: resuming that run[/]")
+        queries_left_warning(client, existing.settings.iterations - len(existing.queries))
         drive(client, out, **options)
         return
     reuse_sessions = [reused_session(path, release, client.url) for path in reuse_from or []]
@@ -229,6 +312,7 @@ def run(
         batch_beta=batch_beta.value,
         reuse_sessions=reuse_sessions,
     )
+    queries_left_warning(client, iterations)
     RemoteSession.start(client, release, out, settings)
     drive(client, out, **options)
 
@@ -283,6 +367,7 @@ def resume(
     if record.complete():
         report_finished(client, path)
         return
+    queries_left_warning(client, record.settings.iterations - len(record.queries))
     drive(client, path, device=resolved, poll=poll, max_poll=max_poll, pending_timeout=pending_timeout)
 
 

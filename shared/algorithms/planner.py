@@ -46,6 +46,7 @@ from shared.gp.ucb import run_gp_ucb
 from shared.releases import GaussianRelease, PcaOption, gaussian_release
 from shared.releases.gaussian import Projection
 from shared.releases.measurements import MeasurementOption
+from shared.releases.noise_ratio import box_spread
 
 UCB_DELTA = 0.025
 REFIT_EVERY = 5
@@ -106,11 +107,8 @@ def random_search_multiple(n: int, mu: float) -> float:
 
 
 def noise_to_spread(parameters: dict, setting: ReleaseSetting) -> float:
-    """σ_x over the per-coordinate spread of rows uniform in the public box (module docstring)."""
-    spread = setting.width / math.sqrt(12.0)
-    if parameters["projection"] == "jl":
-        spread *= math.sqrt(setting.d / setting.dim)
-    return parameters["noise_std"] / spread
+    """σ_x over the per-coordinate spread of rows uniform in the public box (:mod:`shared.releases.noise_ratio`)."""
+    return parameters["noise_std"] / box_spread(setting.width, setting.d, setting.dim, parameters["projection"])
 
 
 def random_search_regret(values: np.ndarray, queries: int) -> float:
@@ -149,6 +147,32 @@ def gp_ucb_regret(Z: np.ndarray, f: np.ndarray, queries: int, *, input_noise_std
     return float((f.max() - run.values.max()) / f.std())
 
 
+UNIT_RATIO_RANGE = (1e-4, 1e8)
+"""The ε searched for noise/spread ≈ 1 (:func:`epsilon_for_ratio`)."""
+
+
+def epsilon_for_ratio(setting: ReleaseSetting, target: float = 1.0, *, tolerance: float = 0.01,
+                      seed: int = 0) -> float | None:
+    """The ε at which the release's noise-to-spread ratio is ``target`` (within ``tolerance``, relative), by
+    bisection on log ε over the release's own calibration (σ_x falls as ε grows); None outside ``UNIT_RATIO_RANGE``."""
+    zeros = np.zeros((setting.n, setting.d))
+    y_zeros = np.zeros(setting.n) if setting.measurements else None
+
+    def ratio(epsilon: float) -> float:
+        return noise_to_spread(setting.release(zeros, epsilon, seed, y_zeros).public_parameters(), setting)
+
+    low, high = (math.log(e) for e in UNIT_RATIO_RANGE)
+    if ratio(math.exp(high)) > target or ratio(math.exp(low)) < target:
+        return None
+    while high - low > tolerance:
+        middle = 0.5 * (low + high)
+        if ratio(math.exp(middle)) > target:
+            low = middle
+        else:
+            high = middle
+    return float(math.exp(high))
+
+
 @dataclass(frozen=True)
 class PlanRow:
     epsilon: float
@@ -168,6 +192,8 @@ class Plan:
     random_search_regret: float | None = None
     non_private_regret: float | None = None
     bound_covers: str = field(default="")
+    unit_noise_epsilon: float | None = None
+    """The ε at which noise/spread ≈ 1 (:func:`epsilon_for_ratio`): below it the released inputs are mostly noise."""
 
     @property
     def half_gap_epsilon(self) -> float | None:
@@ -210,8 +236,9 @@ def plan(setting: ReleaseSetting, epsilons: list[float], *, simulate_runs: int =
                             random_search_multiple(setting.n, record_mu(mu, setting)), parameters))
     covers = ("every query of any modeler, adaptive or not (measurements are private)" if setting.measurements
               else "choices made from the released inputs alone (measurements are returned as computed)")
+    unit = epsilon_for_ratio(setting, seed=seed)
     if simulate_runs <= 0:
-        return Plan(setting, rows, queries, bound_covers=covers)
+        return Plan(setting, rows, queries, bound_covers=covers, unit_noise_epsilon=unit)
 
     lengthscale = lengthscale or setting.width / 8.0 * math.sqrt(setting.d / 2.0)
     regrets = np.empty((simulate_runs, len(epsilons)))
@@ -231,7 +258,7 @@ def plan(setting: ReleaseSetting, epsilons: list[float], *, simulate_runs: int =
     stderr = regrets.std(axis=0) / math.sqrt(simulate_runs)
     rows = [PlanRow(**{**vars(row), "regret": float(m), "regret_stderr": float(s)})
             for row, m, s in zip(rows, regrets.mean(axis=0), stderr)]
-    return Plan(setting, rows, queries, float(np.mean(random_regret)), float(np.mean(non_private)), covers)
+    return Plan(setting, rows, queries, float(np.mean(random_regret)), float(np.mean(non_private)), covers, unit)
 
 
 def _stand_in_measurements(f: np.ndarray, option: MeasurementOption | None) -> np.ndarray | None:

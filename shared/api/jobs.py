@@ -96,6 +96,7 @@ class DpBoResult(_Result):
     validation_size: int
     dataset_kernel: float
     info_gain_bound: float
+    grid_size: int | None = Field(default=None, description="|Λ|, the grid λ̃ is chosen from.")
     guarantee: str
 
 

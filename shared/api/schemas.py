@@ -725,8 +725,9 @@ class PlanRow(_Model):
     mu: float = Field(description="The release's Gaussian-DP μ at this ε.")
     noise_to_spread: float = Field(description="Input noise σ over the spread of rows uniform in the public box.")
     random_search_multiple: float = Field(
-        description="Any modeler's chance of first hitting a target set on a query is at most this many times random "
-                    "search's (n·Φ(Φ⁻¹(1/n) + μ); n means the bound says nothing)."
+        description="A privacy risk, not a utility (lower is safer): any modeler's chance of first hitting a target "
+                    "set on a query is at most this many times random search's (n·Φ(Φ⁻¹(1/n) + μ); n means the "
+                    "bound says nothing)."
     )
     parameters: ReleaseParameters = Field(description="What the release would state (computed on a stand-in).")
     regret: float | None = Field(default=None, description="Mean simulated simple regret (in std of f).")
@@ -750,6 +751,9 @@ class PlanOut(_Model):
         default=None, description="The smallest planned ε whose simulated regret is at most halfway from random "
                                   "search to non-private GP-UCB (null: none, or not simulated)."
     )
+    unit_noise_epsilon: float | None = Field(
+        default=None, description="The ε at which noise / spread ≈ 1: below it the released inputs are mostly noise "
+                                  "(null: outside 1e-4 to 1e8).")
     charged: bool = Field(default=False, description="Always false: planning spends no budget and reads no row.")
 
 

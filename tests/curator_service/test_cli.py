@@ -6,6 +6,8 @@ import httpx
 from typer.testing import CliRunner
 
 from curator_service.cli import app
+from curator_service.cli.releases import DEFAULT_RELEASE_DELTA
+from shared.algorithms.planner import ReleaseSetting, epsilon_for_ratio
 from tests.conftest import aligned_table
 from tests.curator_service.conftest import ADMIN, bearer, flat
 
@@ -57,6 +59,10 @@ def test_release_options_and_every_public_parameter_on_the_command_line(curator_
                    "--measurements-share", "0.5"))
     assert "identity" in out and "projection identity, r = 3" in out and "input share 0.5" in out
     assert "private measurements: clip [-2, 2], share 0.5, noise σ_y =" in out
+    sigma = float(out.split("input noise σ = ")[1].split()[0].rstrip(",;"))
+    stated = float(out.split("release 1: noise / spread ")[1].split()[0])
+    assert stated == float(f"{sigma / (1 / 3**0.5 / 12**0.5):.2g}")  # rows uniform in the unit-diameter box
+    assert "(input noise σ over the spread of rows uniform in the public box)" in out
     out = flat(run("release", "create", "--dataset", "1", "--epsilon", "1", "--dim", "2", "--projection", "pca",
                    "--pca-share", "0.2", "--pca-clip-norm", "1"))
     assert "projection pca, r = 2" in out and "DP-PCA: share 0.2, clip norm 1, Gram noise σ =" in out
@@ -74,7 +80,10 @@ def test_plan_prints_the_noise_the_bound_and_the_simulated_regret_and_charges_no
         "--epsilon", "8", "--lower", "0,0,0", "--upper", "1,1,1")
     out = flat(run("plan", "--dataset", "1", "--epsilon", "0.5,1,2,4", "--simulate", "1", "--queries", "10"))
     assert "plan for dataset 1 (n = 20, d = 3" in out and "identity" in out
-    assert "≤ 1." in out and "noise / spread" in out and "vs random search" in out and "regret (σ of y)" in out
+    assert "noise / spread" in out and "risk: ≤ × random search per query (lower is safer)" in out
+    assert "utility: simulated regret ± s.e. (lower is better)" in out and "⚠ mostly noise" in out
+    needed = epsilon_for_ratio(ReleaseSetting(n=20, d=3, width=1 / 3**0.5, delta=DEFAULT_RELEASE_DELTA))
+    assert f"ε needed for noise / spread ≈ 1: {needed:.3g} (below it the released inputs are mostly noise)" in out
     assert "% of a range)" in out and "in standard deviations of the measured values" in out
     assert "half the gap is forecast at" in out and "nothing was charged and no row was read" in out
     assert ("the bound: ≤ N× random search per query, for a modeler whose pick rate on an ordinary record is at most "

@@ -19,7 +19,7 @@ from tests.modeler_client.test_cli_and_plot import flat
 
 RESULT_KEYS = {"log10_lambda", "lambda", "index", "validation_accuracy", "epsilon", "delta", "selection_sensitivity",
                "value_sensitivity", "value_noise_scale", "iterations", "validation_size", "dataset_kernel",
-               "info_gain_bound", "guarantee"}
+               "info_gain_bound", "grid_size", "guarantee"}
 
 
 def box(X: np.ndarray) -> dict:
@@ -42,8 +42,17 @@ def test_dp_bo_through_the_cli(curator):
     key = curator.issue_key([release.id], max_queries=10, jobs=["dp-bo"])
     common = ["--url", curator.url, "--token", key.token, "--release", str(release.id)]
 
-    done = modeler(*common, "--label-column", "label", "--epsilon", "2", "--delta", "1e-5", "--iterations", "6",
-                   "--grid-points", "9")
+    options = ["--label-column", "label", "--epsilon", "2", "--delta", "1e-5", "--iterations", "6", "--grid-points",
+               "9"]
+    planned = modeler(*common, *options, "--plan")
+    assert planned.returncode == 0, planned.stderr + planned.stdout
+    plan = flat(planned.stdout)
+    assert "total charged to the dataset ε = 4, δ = 2e-05 (two releases, λ̃ and ṽ, of ε = 2, δ = 1e-05 each)" in plan
+    assert "nothing was submitted or charged" in plan and "λ̃ is not useful" in plan
+    with curator.admin() as api:
+        assert not [j for j in api.get("/v1/jobs") if j["dataset_id"] == dataset.id], "the plan submitted a job"
+
+    done = modeler(*common, *options)
     assert done.returncode == 0, done.stderr + done.stdout
     text = flat(done.stdout)
     assert "λ̃" in text and "ṽ" in text and "privacy cost ε = 4, δ = 2e-05" in text
@@ -66,6 +75,10 @@ def test_dp_bo_through_the_cli(curator):
     assert (f"sensitivities λ̃: {result['selection_sensitivity']:.4g}, ṽ: {result['value_sensitivity']:.4g} "
             f"noise scale of ṽ {scale:.3g} (Laplace; standard deviation {np.sqrt(2) * scale:.3g})") in text
     assert f"ṽ (private best validation accuracy) {result['validation_accuracy']:.3g}" in text
+    # the plan stated the job's own noise before anything was charged, and the verdict on λ̃ is the same after
+    assert (f"sensitivities λ̃: {result['selection_sensitivity']:.4g}, ṽ: {result['value_sensitivity']:.4g} "
+            f"expected noise of ṽ Laplace scale {scale:.3g}") in plan
+    assert "λ̃ is not useful: at ε = 2 per release over 9 grid points" in text and result["grid_size"] == 9
     # At ε = 2 the noise's standard deviation (≥ √2/2) passes a quarter of an accuracy's range: said in plain words.
     assert f"ṽ = {result['validation_accuracy']:.3g} is mostly noise: its noise has standard deviation" in text
     assert "the curator has approved no label columns" in flat(done.stderr)  # nothing says 'label' is 0/1

@@ -56,16 +56,10 @@ GUARANTEE = ("lambda and validation_accuracy are each epsilon-DP for every row o
              "Assumption-1 bound is used when larger); the job is charged (2 epsilon, 2 delta)")
 
 
-def validation_size(n: int, fraction: float) -> int:
-    """m = |V| (public: n and the fraction are); the same rounding as
-    :func:`shared.algorithms.kusner.validation_tasks.split_task`."""
-    return round(fraction * n)
-
-
 def cost(params: DpBoParams, dataset: DatasetInfo | None) -> tuple[float, float]:
     if dataset is not None:
         check_label_column(dataset, params.label_column)
-        m = validation_size(dataset.n, params.validation_fraction)
+        m = dpbo.validation_size(dataset.n, params.validation_fraction)
         if m < 1 or dataset.n - m < 2:
             raise ValueError(f"validation_fraction {params.validation_fraction} of {dataset.n} rows leaves an empty "
                              "training or validation part; choose a fraction nearer 0.5")
@@ -88,7 +82,7 @@ def run(ctx: JobContext[DpBoParams]) -> dict[str, Any]:
     prior = dpbo.GPPrior(params.lengthscale, params.signal_std, params.prior_mean)
     dataset_kernel = params.dataset_kernel
     if dataset_kernel is None:
-        dataset_kernel = max(-1.0, 1.0 - 1.0 / (2.0 * m**2 * params.signal_std**2))
+        dataset_kernel = dpbo.default_dataset_kernel(m, params.signal_std)
     info_gain = dpbo.information_gain_bound(grid.reshape(-1, 1), dpbo.GPPrior(params.lengthscale).covariance(),
                                             (params.noise_std / params.signal_std) ** 2, params.iterations)
     settings = dpbo.NoisyObservations(params.epsilon, params.delta, params.iterations, dataset_kernel,
@@ -115,6 +109,7 @@ def run(ctx: JobContext[DpBoParams]) -> dict[str, Any]:
         validation_size=m,
         dataset_kernel=dataset_kernel,
         info_gain_bound=info_gain,
+        grid_size=len(grid),
         guarantee=GUARANTEE,
     ).model_dump(by_alias=True)
 

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Literal, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from shared.checks import open_unit, positive
 from shared.dp.mechanisms import laplace_mechanism
@@ -427,10 +428,7 @@ def dp_bo_noisy(
     if info_gain is None:
         info_gain = information_gain_bound(candidates, GPPrior(prior.lengthscale, 1.0, 0.0, prior.kernel).covariance(),
                                            relative_noise**2, params.iterations)
-    selection = range_floor(s * mean_sensitivity(params.iterations, n, params.delta, params.dataset_kernel),
-                            params.value_range)
-    value_sens = range_floor(s * max_value_sensitivity(params.iterations, n, params.delta, params.dataset_kernel,
-                                                       relative_noise, info_gain), params.value_range)
+    selection, value_sens = noisy_sensitivities(n, s, params, info_gain)
     index = private_hyperparameter(clip_to_range(run.posterior_mean, params.value_range), selection,
                                    params.epsilon, noise)
     value = float(laplace_mechanism(clip_to_range(run.best_observed, params.value_range), value_sens,
@@ -438,6 +436,91 @@ def dp_bo_noisy(
     release = Release(index, value, 2 * params.epsilon, 2 * params.delta, selection, value_sens,
                       value_sens / params.epsilon)
     return DPBOResult(release, run)
+
+
+def noisy_sensitivities(n_candidates: int, signal_std: float, params: NoisyObservations,
+                        info_gain: float) -> tuple[float, float]:
+    """Algorithm 1's (λ̃, ṽ) sensitivities with the range floor: public, so they can be stated before a run."""
+    relative_noise = params.noise_std / signal_std
+    selection = range_floor(signal_std * mean_sensitivity(params.iterations, n_candidates, params.delta,
+                                                          params.dataset_kernel), params.value_range)
+    value = range_floor(signal_std * max_value_sensitivity(params.iterations, n_candidates, params.delta,
+                                                           params.dataset_kernel, relative_noise, info_gain),
+                        params.value_range)
+    return selection, value
+
+
+def validation_size(n: int, fraction: float) -> int:
+    """m = |V| (public: n and the fraction are); the same rounding as
+    :func:`shared.algorithms.kusner.validation_tasks.split_task`."""
+    return round(fraction * n)
+
+
+def default_dataset_kernel(validation_size: int, signal_std: float) -> float:
+    """k₁(V, V′) = 1 − 1/(2 m² s²): the model's neighbour standard deviation is then 1/m, the most one record can
+    move an accuracy over m validation rows."""
+    return max(-1.0, 1.0 - 1.0 / (2.0 * validation_size**2 * signal_std**2))
+
+
+@dataclass(frozen=True)
+class PlannedNoise:
+    """What a ``dp-bo`` job will add, from its public parameters alone: both sensitivities, ṽ's Laplace scale and
+    the job's total charge (two releases of (ε, δ) each)."""
+
+    selection_sensitivity: float
+    value_sensitivity: float
+    value_noise_scale: float
+    total_epsilon: float
+    total_delta: float
+    info_gain: float
+
+
+def planned_noise(grid: ArrayLike, *, epsilon: float, delta: float, iterations: int, validation_size: int,
+                  lengthscale: float, signal_std: float, noise_std: float, dataset_kernel: float | None,
+                  value_range: tuple[float, float]) -> PlannedNoise:
+    """Algorithm 1's noise as the ``dp-bo`` job computes it (the same functions), before it runs."""
+    grid = np.asarray(grid, dtype=float).reshape(-1, 1)
+    kernel = default_dataset_kernel(validation_size, signal_std) if dataset_kernel is None else dataset_kernel
+    info_gain = information_gain_bound(grid, GPPrior(lengthscale).covariance(), (noise_std / signal_std) ** 2,
+                                       iterations)
+    settings = NoisyObservations(epsilon, delta, iterations, kernel, noise_std, info_gain, value_range=value_range)
+    selection, value = noisy_sensitivities(len(grid), signal_std, settings, info_gain)
+    return PlannedNoise(selection, value, value / epsilon, 2 * epsilon, 2 * delta, info_gain)
+
+
+VERDICT_CONFIDENCE = 0.9
+USEFUL_GAP = 0.1
+"""λ̃ is called useful when, with probability ``VERDICT_CONFIDENCE``, its posterior-mean accuracy is within
+``USEFUL_GAP`` (ten accuracy points) of the best grid point's."""
+
+
+@dataclass(frozen=True)
+class LambdaVerdict:
+    useful: bool
+    gap: float
+    epsilon_needed: float
+    sentence: str
+
+
+def lambda_verdict(selection_sensitivity: float, epsilon: float, grid_size: int) -> LambdaVerdict:
+    """Whether λ̃ is worth having: the exponential mechanism's utility bound (:func:`selection_utility_bound`,
+    a = ln 10) says that with probability 0.9 the chosen grid point's posterior-mean accuracy is within
+    gap = 2Δ/ε·(ln |Λ| + ln 10) of the best one's. ``epsilon`` is the ε of the λ̃ release alone (half the job's
+    charge). Useful when gap ≤ ``USEFUL_GAP``; otherwise the ε per release that brings it there."""
+    a = -math.log(1.0 - VERDICT_CONFIDENCE)
+    gap = selection_utility_bound(selection_sensitivity, epsilon, grid_size, a)
+    needed = epsilon * gap / USEFUL_GAP
+    if gap <= USEFUL_GAP:
+        sentence = (f"λ̃ is useful: with probability {VERDICT_CONFIDENCE:.0%} its accuracy (the GP's posterior mean) "
+                    f"is within {gap:.2g} of the best of the {grid_size} grid points'.")
+    else:
+        how = ("more than the whole range of an accuracy (0 to 1), so λ̃ is close to a random grid point"
+               if gap >= 1 else "so λ̃ may miss the best λ by that much")
+        sentence = (f"λ̃ is not useful: at ε = {epsilon:.3g} per release over {grid_size} grid points the exponential "
+                    f"mechanism keeps its accuracy within only {gap:.2g} of the best (probability "
+                    f"{VERDICT_CONFIDENCE:.0%}), {how}; --epsilon {needed:.3g} or more (charged twice) brings that "
+                    f"to {USEFUL_GAP}.")
+    return LambdaVerdict(gap <= USEFUL_GAP, gap, needed, sentence)
 
 
 def dp_bo_noise_free(
