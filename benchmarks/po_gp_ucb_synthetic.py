@@ -83,6 +83,7 @@ PAPER_FIG2A_GAP = {1.1: 0.011, 0.9: 0.069, 0.0: 0.099}  # S_50(PO-GP-UCB) − S_
 class Setting:
     hyperparameters: str
     runs: int
+    ard: bool | None = None  # fitted: one lengthscale per coordinate at every r (True) or the engine's default (None)
 
 
 def gp_options(problem: Problem, setting: Setting, cache: dict) -> dict:
@@ -96,9 +97,9 @@ def gp_options(problem: Problem, setting: Setting, cache: dict) -> dict:
             fit = fit_hyperparameters(problem.X[rows], problem.f[rows], n_restarts=2, rng=0)
             kernel, noise, mean = fit.kernel, max(fit.noise_variance, problem.noise_variance), fit.prior_mean
         cache[problem.name] = dict(kernel=kernel, noise_variance=noise, prior_mean=mean)
-    options = dict(cache[problem.name], delta=DELTA_UCB / 2, n_init=N_INIT)
+    options = dict(cache[problem.name], delta=DELTA_UCB / 2, n_init=N_INIT, acquisition=harness.PAPER_ACQUISITION)
     if setting.hyperparameters == "fitted":
-        options |= dict(refit_every=5, n_restarts=1)
+        options |= dict(refit_every=5, n_restarts=1, ard=setting.ard)
     return options
 
 
@@ -319,9 +320,10 @@ def plot(results: dict, stem: str, quick: bool) -> str:
     return str(harness.save_figure(fig, stem, quick=quick))
 
 
-def gp_problem(extent: float) -> Problem:
-    """The synthetic GP with l = 1.25 on [−extent, extent]²: the same draw as l = 1.25 · 5 / extent on [−5, 5]²."""
-    return synthetic_gp_problem(0, lengthscale=PAPER_LENGTHSCALE * SYNTHETIC_HALF_WIDTH / extent)
+def gp_problem(extent: float, seed: int = 0) -> Problem:
+    """The synthetic GP draw ``seed`` with l = 1.25 on [−extent, extent]²: the same draw as l = 1.25 · 5 / extent on
+    [−5, 5]²."""
+    return synthetic_gp_problem(seed, lengthscale=PAPER_LENGTHSCALE * SYNTHETIC_HALF_WIDTH / extent)
 
 
 def extent_sweep(runs: int, console: Console) -> dict:
@@ -344,6 +346,31 @@ def extent_sweep(runs: int, console: Console) -> dict:
     return dict(runs=runs, lengthscale=PAPER_LENGTHSCALE, paper_non_private_s50=PAPER_NON_PRIVATE_S50, extents=rows)
 
 
+def run_table(args: argparse.Namespace, setting: Setting, console: Console) -> None:
+    """``--table``: one r table of the synthetic GP (every r, ``setting.runs`` paired runs) in its own results file."""
+    if args.table not in PAPER_TABLES:
+        raise SystemExit(f"no r table at log ε = {args.table}; the tables are at {sorted(PAPER_TABLES)}")
+    problem = gp_problem(args.extent, args.function_seed)
+    options = gp_options(problem, setting, {})
+    started = time.perf_counter()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        rs = PAPER_TABLES[args.table][0]
+        task = progress.add_task(f"table ε = e^{args.table}", total=setting.runs * len(rs))
+        configs = [run_config(problem, setting, options, args.table, r, progress, task) for r in rs]
+    print_tables({str(args.table): configs}, console, "synthetic GP")
+    name = (f"po_gp_ucb_synthetic_table_e{args.table}_{setting.hyperparameters}{'_ard' if setting.ard else ''}"
+            f"_A{args.extent:g}_f{args.function_seed}")
+    path = harness.write_dated_json(name, dict(
+        settings=dict(T=T, n_init=N_INIT, delta=DELTA, delta_ucb=DELTA_UCB, runs=setting.runs,
+                      hyperparameters=setting.hyperparameters, ard=setting.ard, extent=args.extent,
+                      function_seed=args.function_seed, lengthscale=PAPER_LENGTHSCALE,
+                      acquisition=harness.PAPER_ACQUISITION),
+        sigma_min=centred_gram(problem.X).sigma_min, crossing=crossing_points(problem.X),
+        tables={str(args.table): configs}, seconds=time.perf_counter() - started))
+    console.print(f"wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     harness.add_quick(parser, "5 runs per configuration, to try things out")
@@ -354,6 +381,11 @@ def main() -> None:
     parser.add_argument("--extent", type=float, default=DEFAULT_EXTENT,
                         help="half-width A of the grid [−A, A]² the GP (l = 1.25) is drawn on")
     parser.add_argument("--extent-sweep", action="store_true", help="only non-private GP-UCB over several extents")
+    parser.add_argument("--ard", action="store_true",
+                        help="fitted: one lengthscale per coordinate at every r (default: per coordinate up to r = 16)")
+    parser.add_argument("--table", type=float, metavar="LOG_EPSILON",
+                        help="only this r table of the synthetic GP, saved to a results file named by date and commit")
+    parser.add_argument("--function-seed", type=int, default=0, help="which GP draw (default 0)")
     parser.add_argument("--report", type=Path,
                         help="only check the paper's claims again on this saved JSON (rewritten)")
     args = parser.parse_args()
@@ -366,8 +398,11 @@ def main() -> None:
                                                 experiment.get("crossing"), console, paper_gap)
         args.report.write_text(json.dumps(saved, indent=1) + "\n")
         return
-    setting = Setting(args.hyperparameters, args.runs or (5 if args.quick else 50))
+    setting = Setting(args.hyperparameters, args.runs or (5 if args.quick else 50), True if args.ard else None)
     console = Console(width=150)
+    if args.table is not None:
+        run_table(args, setting, console)
+        return
     if args.extent_sweep:
         sweep = extent_sweep(setting.runs, console)
         console.print(f"wrote {harness.write_json('po_gp_ucb_synthetic_extent', sweep, quick=args.quick)}")

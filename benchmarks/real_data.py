@@ -116,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--hyperparameters", choices=["fixed", "fitted"], default="fixed",
                         help="po-gp-ucb and non-private GP-UCB: the preprocessing's ML fit held fixed (default), or "
                              "refitted by the modeler's loop (public-scaling and gaussian runs always refit)")
+    parser.add_argument("--ard", action="store_true",
+                        help="fitted runs: one lengthscale per released coordinate at every r (default: per coordinate "
+                             "up to r = 16, one shared beyond), so an r table compares one kernel family")
+    parser.add_argument("--table", type=float, metavar="LOG_EPSILON",
+                        help="only this r table's po-gp-ucb settings (--rs, default all its r) with --table-runs runs, "
+                             "each setting written to its own results file named by date and commit as it finishes")
+    parser.add_argument("--rs", type=int, nargs="+", help="with --table: only these r")
     parser.add_argument("--diagnose", action="store_true",
                         help="only why the non-private baseline lost: S_T by kernel, in-process (--runs runs)")
     parser.add_argument("--sensitivity", action="store_true",
@@ -157,7 +164,11 @@ def main(argv: list[str] | None = None) -> None:
         workers=args.workers,
         quick=args.quick,
         hyperparameters=args.hyperparameters,
+        ard=True if args.ard else None,
     )
+    if args.table is not None:
+        run_table(args, plan, console)
+        return
     started = time.perf_counter()
     all_results, claims, diagnosis = {}, {}, {}
     with (tempfile.TemporaryDirectory(prefix="pobo-real-data-") as tmp,
@@ -203,6 +214,31 @@ def main(argv: list[str] | None = None) -> None:
     path = harness.write_json(name, out, quick=args.quick)
     plot(all_results, harness.result_path(name, "png", quick=args.quick))
     console.print(f"wrote {path} and its .png")
+
+
+def run_table(args: argparse.Namespace, plan: Plan, console: Console) -> None:
+    """``--table``: each (dataset, r) of one r table run on its own and saved at once (``harness.write_dated_json``),
+    so settings that finish are kept whatever happens to the others."""
+    with (tempfile.TemporaryDirectory(prefix="pobo-real-data-") as tmp,
+          benchmark_curator(Path(tmp) / "curator") as curator):
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console) as progress:
+            for key in args.datasets:
+                experiment = EXPERIMENTS[key]
+                if args.table not in experiment.paper_tables:
+                    raise SystemExit(f"{key} has no r table at log ε = {args.table}; its tables are at "
+                                     f"{sorted(experiment.paper_tables)}")
+                ctx = prepare_dataset(experiment, experiment.load(), curator, curator.data_dir, plan, console)
+                rs = args.rs or experiment.paper_tables[args.table][0]
+                for r in rs:
+                    setting = Setting("po-gp-ucb", "table", plan.table_runs, log_epsilon=args.table, r=r)
+                    started = time.perf_counter()
+                    results = run_dataset(ctx, plan, progress, console, settings=[setting])
+                    name = f"real_data_{key}_e{args.table}_r{r}{'_ard' if plan.ard else ''}"
+                    path = harness.write_dated_json(name, dict(
+                        plan=dataclasses.asdict(plan), wall_seconds=time.perf_counter() - started, n_init=N_INIT,
+                        refit_every=REFIT_EVERY, dataset_key=key, datasets={key: results}))
+                    console.print(f"wrote {path}")
 
 
 def replace_baselines(saved: dict, fresh: dict, command: str, console: Console) -> None:
