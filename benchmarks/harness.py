@@ -16,6 +16,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import shlex  # noqa: E402
 import subprocess  # noqa: E402
@@ -58,8 +59,10 @@ def write_json(name: str, payload: dict, *, quick: bool = False) -> Path:
     return path
 
 
+@functools.cache
 def commit_stamp() -> tuple[str, bool]:
-    """The short commit of the repository's HEAD and whether the tree differs from it (tracked files)."""
+    """The short commit of the repository's HEAD and whether the tree differs from it (tracked files), as at the first
+    call: a script calls it when it starts, so a long run is named by the code it started with."""
     git = ["git", "-C", str(REPOSITORY)]
     commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()

@@ -348,6 +348,7 @@ def extent_sweep(runs: int, console: Console) -> dict:
 
 def run_table(args: argparse.Namespace, setting: Setting, console: Console) -> None:
     """``--table``: one r table of the synthetic GP (every r, ``setting.runs`` paired runs) in its own results file."""
+    harness.commit_stamp()  # the commit the run starts from names its files
     if args.table not in PAPER_TABLES:
         raise SystemExit(f"no r table at log ε = {args.table}; the tables are at {sorted(PAPER_TABLES)}")
     problem = gp_problem(args.extent, args.function_seed)

@@ -219,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
 def run_table(args: argparse.Namespace, plan: Plan, console: Console) -> None:
     """``--table``: each (dataset, r) of one r table run on its own and saved at once (``harness.write_dated_json``),
     so settings that finish are kept whatever happens to the others."""
+    harness.commit_stamp()  # the commit the run starts from names its files
     with (tempfile.TemporaryDirectory(prefix="pobo-real-data-") as tmp,
           benchmark_curator(Path(tmp) / "curator") as curator):
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
