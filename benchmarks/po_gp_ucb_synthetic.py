@@ -326,6 +326,37 @@ def gp_problem(extent: float, seed: int = 0) -> Problem:
     return synthetic_gp_problem(seed, lengthscale=PAPER_LENGTHSCALE * SYNTHETIC_HALF_WIDTH / extent)
 
 
+def extent_sweep_over_draws(runs: int, seeds: list[int], console: Console) -> dict:
+    """Non-private GP-UCB's S_50 (generating hyperparameters) for each grid extent of ``SWEEP_EXTENTS`` on each GP draw
+    of ``seeds``: the extent chosen over several draws is the one whose mean over draws is nearest the paper's
+    non-private level (``PAPER_NON_PRIVATE_S50``)."""
+    setting, rows = Setting("fixed", runs), {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console) as progress:
+        task = progress.add_task("extent sweep over draws", total=runs * len(SWEEP_EXTENTS) * len(seeds))
+        for extent in SWEEP_EXTENTS:
+            per_draw = {}
+            for seed in seeds:
+                problem = gp_problem(extent, seed)
+                config = run_config(problem, setting, gp_options(problem, setting, {}), math.inf, None, progress, task)
+                per_draw[str(seed)] = dict(zip(("s50", "stderr"), s50(config)), final=config["final"])
+            means = [d["s50"] for d in per_draw.values()]
+            rows[str(extent)] = dict(mean_over_draws=float(np.mean(means)),
+                                     stderr_over_draws=float(np.std(means, ddof=1) / math.sqrt(len(means))),
+                                     draws=per_draw)
+    chosen = min(rows, key=lambda e: abs(rows[e]["mean_over_draws"] - PAPER_NON_PRIVATE_S50))
+    table = Table(title=f"non-private GP-UCB, S_50 / σ_y by grid extent, mean over {len(seeds)} GP draws ({runs} runs "
+                        f"each); paper ≈ {PAPER_NON_PRIVATE_S50}")
+    for column in ("A", "mean over draws ± s.e.", "per draw"):
+        table.add_column(column)
+    for extent, row in rows.items():
+        table.add_row(extent, f"{row['mean_over_draws']:.4f} ± {row['stderr_over_draws']:.4f}",
+                      " ".join(f"{d['s50']:.3f}" for d in row["draws"].values()))
+    console.print(table)
+    console.print(f"extent nearest the paper's non-private level over the draws: A = {chosen}")
+    return dict(runs=runs, seeds=seeds, lengthscale=PAPER_LENGTHSCALE, paper_non_private_s50=PAPER_NON_PRIVATE_S50,
+                chosen_extent=float(chosen), extents=rows)
+
+
 def extent_sweep(runs: int, console: Console) -> dict:
     """Non-private GP-UCB's S_50 (generating hyperparameters) for each grid extent of ``SWEEP_EXTENTS``."""
     setting, rows = Setting("fixed", runs), {}
@@ -382,6 +413,9 @@ def main() -> None:
     parser.add_argument("--extent", type=float, default=DEFAULT_EXTENT,
                         help="half-width A of the grid [−A, A]² the GP (l = 1.25) is drawn on")
     parser.add_argument("--extent-sweep", action="store_true", help="only non-private GP-UCB over several extents")
+    parser.add_argument("--draws", type=int, nargs="+", metavar="SEED",
+                        help="with --extent-sweep: on each of these GP draws, saved to a results file named by date "
+                             "and commit")
     parser.add_argument("--ard", action="store_true",
                         help="fitted: one lengthscale per coordinate at every r (default: per coordinate up to r = 16)")
     parser.add_argument("--table", type=float, metavar="LOG_EPSILON",
@@ -403,6 +437,11 @@ def main() -> None:
     console = Console(width=150)
     if args.table is not None:
         run_table(args, setting, console)
+        return
+    if args.extent_sweep and args.draws:
+        harness.commit_stamp()
+        sweep = extent_sweep_over_draws(setting.runs, args.draws, console)
+        console.print(f"wrote {harness.write_dated_json('po_gp_ucb_synthetic_extent_draws', sweep)}")
         return
     if args.extent_sweep:
         sweep = extent_sweep(setting.runs, console)
