@@ -53,8 +53,10 @@ import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import tempfile  # noqa: E402
+import math  # noqa: E402
 import time  # noqa: E402
 
+import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 
@@ -67,7 +69,13 @@ from real_data_experiments import (  # noqa: E402
     REFIT_EVERY,
     Plan,
     Setting,
+    initial_rows,
+    seed_of,
 )
+from modeler_client.runfile import RunSettings  # noqa: E402
+from shared.datasets.paper_preprocessing import fit_paper_preprocessing  # noqa: E402
+from shared.regret import best_so_far, simple_regret  # noqa: E402
+from shared.releases import po_gp_ucb_release  # noqa: E402
 from real_data_plot import plot  # noqa: E402
 from real_data_report import (  # noqa: E402
     check_claims,
@@ -83,6 +91,8 @@ from real_data_run import (  # noqa: E402
     benchmark_curator,
     crossing_epsilon,
     diagnose,
+    in_process_loop,
+    in_process_metadata,
     prepare_dataset,
     run_dataset,
     sigma_min_sensitivity,
@@ -123,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only this r table's po-gp-ucb settings (--rs, default all its r) with --table-runs runs, "
                              "each setting written to its own results file named by date and commit as it finishes")
     parser.add_argument("--rs", type=int, nargs="+", help="with --table: only these r")
+    parser.add_argument("--in-process", action="store_true",
+                        help="with --table: release and run in-process (no curator; the same seeds and initial file "
+                             "rows, Z in the file's row order), for a machine too loaded to serve HTTP")
     parser.add_argument("--diagnose", action="store_true",
                         help="only why the non-private baseline lost: S_T by kernel, in-process (--runs runs)")
     parser.add_argument("--sensitivity", action="store_true",
@@ -167,7 +180,8 @@ def main(argv: list[str] | None = None) -> None:
         ard=True if args.ard else None,
     )
     if args.table is not None:
-        run_table(args, plan, console)
+        harness.commit_stamp()
+        (run_table_in_process if args.in_process else run_table)(args, plan, console)
         return
     started = time.perf_counter()
     all_results, claims, diagnosis = {}, {}, {}
@@ -214,6 +228,49 @@ def main(argv: list[str] | None = None) -> None:
     path = harness.write_json(name, out, quick=args.quick)
     plot(all_results, harness.result_path(name, "png", quick=args.quick))
     console.print(f"wrote {path} and its .png")
+
+
+def run_table_in_process(args: argparse.Namespace, plan: Plan, console: Console) -> None:
+    """``--table --in-process``: each (dataset, r) released with ``po_gp_ucb_release`` on the paper's inputs in file
+    order, seeded as the service's release of that setting and run (``seed_of``), then the modeler's loop in-process
+    from the run's initial file rows; saved per setting like :func:`run_table`."""
+    for key in args.datasets:
+        experiment = EXPERIMENTS[key]
+        table = experiment.load()
+        preprocessing = fit_paper_preprocessing(table.features, table.objective, fit_rows=plan.fit_rows, seed=0)
+        X = preprocessing.transform(table.features)
+        y = table.objective
+        goal, sd = table.goal, float(np.std(y))
+        best = float(y.max() if goal == "maximize" else y.min())
+        iterations = plan.iterations or experiment.iterations
+        settings = RunSettings(iterations=iterations, optimum=best, signal_std=sd,
+                               acquisition=harness.PAPER_ACQUISITION, ard=plan.ard)
+        for r in args.rs or experiment.paper_tables[args.table][0]:
+            started, finals, curves, releases = time.perf_counter(), [], [], []
+            for run in range(plan.table_runs):
+                seed = seed_of(key, "po-gp-ucb", args.table, None, r, run)
+                release = po_gp_ucb_release(X, math.exp(args.table), experiment.delta, r, np.random.default_rng(seed))
+                indices, _, _ = in_process_loop(release.Z, in_process_metadata(table.n, r, goal), settings, y,
+                                                initial_rows(table.n, run))
+                curve = simple_regret(best_so_far(y[indices], goal), best, sd)
+                curves.append(curve)
+                finals.append(float(curve[-1]))
+                releases.append(dict(omega=float(release.omega), sigma_min=float(release.sigma_min),
+                                     lifted=bool(release.lifted)))
+            curves = np.array(curves)
+            summary = dict(method="po-gp-ucb", group="table", label=f"po-gp-ucb ε=e^{args.table} r={r}",
+                           log_epsilon=args.table, epsilon=math.exp(args.table), r=r, runs=plan.table_runs,
+                           mean=curves.mean(0).tolist(),
+                           stderr=(curves.std(0, ddof=1) / math.sqrt(len(curves))).tolist(), final=finals,
+                           omega=releases[0]["omega"], sigma_min=releases[0]["sigma_min"],
+                           lifted=releases[0]["lifted"], path="in-process")
+            console.log(f"{key}: e^{args.table} r={r}: S_T = {np.mean(finals):.3f} ({plan.table_runs} runs)")
+            name = f"real_data_{key}_e{args.table}_r{r}{'_ard' if plan.ard else ''}_inprocess"
+            path = harness.write_dated_json(name, dict(
+                plan=dataclasses.asdict(plan), wall_seconds=time.perf_counter() - started, n_init=N_INIT,
+                refit_every=REFIT_EVERY, dataset_key=key, settings=settings.model_dump(mode="json"),
+                datasets={key: dict(dataset=table.name, n=table.n, iterations=iterations, settings=[summary])}))
+            console.print(f"wrote {path}")
 
 
 def run_table(args: argparse.Namespace, plan: Plan, console: Console) -> None:

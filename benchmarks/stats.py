@@ -109,10 +109,11 @@ def sign_test_p_value(a: Sequence[float], b: Sequence[float], *, alternative: Al
     return float(sps.binomtest(below, below + above, 0.5, alternative=test).pvalue)
 
 
-def _chi2(table: np.ndarray) -> float:
-    expected = table.sum(1, keepdims=True) * table.sum(0, keepdims=True) / table.sum()
-    keep = expected > 0
-    return float(((table - expected)[keep] ** 2 / expected[keep]).sum())
+def _chi2(tables: np.ndarray) -> np.ndarray:
+    """χ² of each settings × outcomes table in the stack ``tables`` (..., k, c)."""
+    expected = tables.sum(-1, keepdims=True) * tables.sum(-2, keepdims=True) / tables.sum((-2, -1), keepdims=True)
+    safe = np.where(expected > 0, expected, 1.0)
+    return np.where(expected > 0, (tables - expected) ** 2 / safe, 0.0).sum((-2, -1))
 
 
 def category_homogeneity_p_value(outcomes: Sequence[Sequence[float]], *, draws: int = 20_000,
@@ -127,18 +128,15 @@ def category_homogeneity_p_value(outcomes: Sequence[Sequence[float]], *, draws: 
     categories, codes = np.unique(values, return_inverse=True)
     codes = codes.reshape(values.shape)
     k, n = codes.shape
-
-    def statistic(c: np.ndarray) -> float:
-        table = np.zeros((k, len(categories)))
-        np.add.at(table, (np.repeat(np.arange(k), n), c.ravel()), 1)
-        return _chi2(table)
-
-    observed = statistic(codes)
+    one_hot = np.eye(len(categories))
+    observed = float(_chi2(one_hot[codes].sum(1)))
     rng = np.random.default_rng(seed)
     exceed = 0
-    for _ in range(draws):
-        shuffled = np.take_along_axis(codes, rng.permuted(np.tile(np.arange(k)[:, None], (1, n)), axis=0), axis=0)
-        exceed += statistic(shuffled) >= observed - 1e-9
+    for start in range(0, draws, 1_000):
+        batch = min(1_000, draws - start)
+        order = np.argsort(rng.random((batch, k, n)), axis=1)  # a random permutation of the k settings per run
+        shuffled = np.take_along_axis(np.broadcast_to(codes, (batch, k, n)), order, axis=1)
+        exceed += int(np.sum(_chi2(one_hot[shuffled].sum(2)) >= observed - 1e-9))
     return (exceed + 1) / (draws + 1), len(categories)
 
 
