@@ -121,23 +121,6 @@ def run_at(ref: str, script: str, *arguments: str) -> dict:
     return json.loads(output.splitlines()[-1])
 
 
-SE_FLOOR = 1e-3
-"""Standard errors below the results tables' printed precision are raised to it (runs that all end on one row
-have 0)."""
-
-
-def equal_means_p_value(values) -> float:
-    """p-value of the χ² test that (mean, standard error) pairs share one mean: Σ (m_i − m̄)² / s_i² on k − 1
-    degrees of freedom, m̄ the inverse-variance weighted mean, s_i floored at ``SE_FLOOR``. A row of a results
-    table whose entries this test cannot tell apart (p ≥ 0.05) is "not testable here"."""
-    from scipy import stats
-
-    means = np.array([m for m, _ in values])
-    weights = 1.0 / np.maximum([se for _, se in values], SE_FLOOR) ** 2
-    centre = float(np.sum(weights * means) / np.sum(weights))
-    return float(stats.chi2.sf(np.sum(weights * (means - centre) ** 2), len(values) - 1))
-
-
 def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
