@@ -189,8 +189,8 @@ def r_table_rows(results: Path, key: str) -> list[dict]:
                    missing=missing, lifted={r: by[f"po-gp-ucb ε=e^{a} r={r}"].get("lifted") for r in rs})
         if missing:
             row["verdict"] = dict(verdict="untestable", reason=(
-                "one kernel family across r is missing: r = " + ", ".join(map(str, missing))
-                + " have no run with per-coordinate lengthscales (their default fit shares one)"), contrasts=[])
+                "not one kernel family: no run with per-coordinate lengthscales at r = "
+                + ", ".join(map(str, missing)) + ", where the default fit shares one lengthscale"), contrasts=[])
         elif len(runs) != 1:
             row["verdict"] = dict(verdict="untestable", reason="settings have different run counts", contrasts=[])
         else:
@@ -267,11 +267,17 @@ def synthetic_rows(results: Path) -> list[dict]:
 def short_verdict(row: dict, what: str) -> str:
     """"Table N (what, e^a): verdict, runs, the lowest power of a failing contrast"."""
     v = row["verdict"]
-    power = v.get("min_power_of_failing")
-    return (f"Table {row['number']} ({what}e^{row['log_epsilon']}): {v['verdict']}"
-            + (f", {v['runs']} paired runs" if v.get("runs") else "")
-            + (f", lowest power of a failing contrast {power:.2f}" if power is not None else "")
-            + ("" if v["contrasts"] else f" ({v['reason']})") + ".")
+    text = f"Table {row['number']} ({what}e^{row['log_epsilon']}): {v['verdict']}"
+    if not v["contrasts"]:
+        return f"{text} ({v['reason']})."
+    held = [str(c["setting"]) for c in v["contrasts"] if c["holds"]]
+    failing = v["power_of_failing"]
+    text += (f", {v['runs']} paired runs: r = {row['stated']} ahead of "
+             + (f"r = {', '.join(held)}" if held else "no r") + f" of the {len(v['contrasts'])} the paper shows worse")
+    if failing:
+        text += (f"; not of r = {', '.join(map(str, failing))} (power against the paper's differences "
+                 f"{', '.join(f'{p:.2f}' for p in failing.values())})")
+    return text + "."
 
 
 def synthetic_tables(results: Path) -> tuple[str, list[str]]:

@@ -207,6 +207,5 @@ def ordering_verdict(runs: Mapping[object, Sequence[float]], best: object, paper
     else:
         verdict, reason = "untestable", (f"the contrasts that fail had power < {ADEQUATE_POWER} against the paper's "
                                          "differences")
-    failing = [c["power"] for c in contrasts if not c["holds"]]
     return dict(verdict=verdict, reason=reason, best=best, runs=n, alpha=alpha, contrasts=contrasts,
-                untested=untested, min_power_of_failing=min(failing) if failing else None)
+                untested=untested, power_of_failing={c["setting"]: c["power"] for c in contrasts if not c["holds"]})
