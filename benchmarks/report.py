@@ -364,7 +364,8 @@ SECTIONS = (
     Section("synthetic-r-tables", ("po_gp_ucb.md",), lambda results: memo(synthetic_tables, results)),
     Section("privacy-loans-closest", ("privacy.md",), privacy_loans),
     Section("privacy-gaussian-vs-random", ("privacy.md",), lambda results: (
-        "\n".join(line for line in memo(real_data_summary, results)[0].splitlines() if "certified `gaussian`" in line),
+        "\n\n".join(line for line in memo(real_data_summary, results)[0].splitlines()
+                    if "certified `gaussian`" in line),
         [REAL_DATA])),
     Section("ding-fig3", ("ding.md",), ding),
     Section("guide-reproduction-summary", ("guide.md",), guide_summary),
