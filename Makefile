@@ -8,7 +8,7 @@ NUMBA_STAMP := $(VENV)/.numba-warm-stamp
 # Two cores: a threaded BLAS fighting a server subprocess made small GP fits 3-4x slower.
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: install install-botorch demo test test-slow test-postgres bench fuzz image lock clean
+.PHONY: install install-botorch demo test test-slow test-postgres bench report fuzz image lock clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ test-slow: $(STAMP) $(NUMBA_STAMP)
 bench: $(STAMP) $(NUMBA_STAMP)
 	$(PY) benchmarks/po_gp_ucb_synthetic.py
 	$(PY) benchmarks/speed_gp_ucb.py
+
+## The reproduction docs' generated parts (<!-- report:NAME -->) rendered again from benchmarks/results/;
+## tests/benchmarks/test_report.py fails while a doc differs from what the files give.
+report:
+	$(PY) benchmarks/report.py
 
 ## Schemathesis against a live curator as a modeler and as the admin; figures printed, findings in build/fuzz/.
 fuzz: $(STAMP)

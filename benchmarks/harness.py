@@ -15,6 +15,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import datetime  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import shlex  # noqa: E402
 import subprocess  # noqa: E402
@@ -27,6 +29,10 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+PAPER_ACQUISITION = "ucb"
+"""The acquisition every reproduction of a paper passes explicitly: Algorithm 2's GP-UCB, μ + √β_t σ (whatever the
+modeler's default acquisition is)."""
 
 
 def add_quick(parser: argparse.ArgumentParser, what: str) -> None:
@@ -51,6 +57,40 @@ def write_json(name: str, payload: dict, *, quick: bool = False) -> Path:
     path = result_path(name, "json", quick=quick)
     path.write_text(json.dumps({"command": command_line(), **payload}, indent=1, default=_plain) + "\n")
     return path
+
+
+@functools.cache
+def commit_stamp() -> tuple[str, bool]:
+    """The short commit of the repository's HEAD and whether the tree differs from it (tracked files), as at the first
+    call: a script calls it when it starts, so a long run is named by the code it started with."""
+    git = ["git", "-C", str(REPOSITORY)]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    dirty = bool(subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                text=True, check=True).stdout.strip())
+    return commit, dirty
+
+
+def write_dated_json(name: str, payload: dict, *, folder: Path | None = None, today: datetime.date | None = None,
+                     stamp: tuple[str, bool] | None = None) -> Path:
+    """Writes ``{"command", "commit", "tree_dirty", "date", **payload}`` to ``<name>_<date>_<commit>.json`` in
+    ``folder`` (default the results folder) and returns the path. A file is never overwritten: a second result of
+    the same name, day and commit gets ``_2``, ``_3``, … after the commit."""
+    folder = RESULTS if folder is None else folder
+    folder.mkdir(parents=True, exist_ok=True)
+    commit, dirty = commit_stamp() if stamp is None else stamp
+    day = (today or datetime.datetime.now(datetime.UTC).date()).isoformat()
+    text = json.dumps({"command": command_line(), "commit": commit, "tree_dirty": dirty, "date": day, **payload},
+                      indent=1, default=_plain) + "\n"
+    for copy in range(1, 1000):
+        path = folder / f"{name}_{day}_{commit}{'' if copy == 1 else f'_{copy}'}.json"
+        try:
+            with path.open("x") as handle:  # exclusive: an existing file is left as it is
+                handle.write(text)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{name}: 999 results of this name, day and commit already exist in {folder}")
 
 
 def save_figure(fig, name: str, *, quick: bool = False, dpi: int = 110) -> Path:
@@ -79,23 +119,6 @@ def run_at(ref: str, script: str, *arguments: str) -> dict:
     output = subprocess.run([sys.executable, script, *arguments, "--tree", str(worktree(ref))],
                             check=True, capture_output=True, text=True).stdout
     return json.loads(output.splitlines()[-1])
-
-
-SE_FLOOR = 1e-3
-"""Standard errors below the results tables' printed precision are raised to it (runs that all end on one row
-have 0)."""
-
-
-def equal_means_p_value(values) -> float:
-    """p-value of the χ² test that (mean, standard error) pairs share one mean: Σ (m_i − m̄)² / s_i² on k − 1
-    degrees of freedom, m̄ the inverse-variance weighted mean, s_i floored at ``SE_FLOOR``. A row of a results
-    table whose entries this test cannot tell apart (p ≥ 0.05) is "not testable here"."""
-    from scipy import stats
-
-    means = np.array([m for m, _ in values])
-    weights = 1.0 / np.maximum([se for _, se in values], SE_FLOOR) ** 2
-    centre = float(np.sum(weights * means) / np.sum(weights))
-    return float(stats.chi2.sf(np.sum(weights * (means - centre) ** 2), len(values) - 1))
 
 
 def _plain(value):

@@ -53,8 +53,10 @@ import argparse
 import dataclasses
 import json
 import tempfile
+import math
 import time
 
+import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -67,7 +69,13 @@ from real_data_experiments import (
     REFIT_EVERY,
     Plan,
     Setting,
+    initial_rows,
+    seed_of,
 )
+from modeler_client.runfile import RunSettings
+from shared.datasets.paper_preprocessing import fit_paper_preprocessing
+from shared.regret import best_so_far, simple_regret
+from shared.releases import po_gp_ucb_release
 from real_data_plot import plot
 from real_data_report import (
     check_claims,
@@ -83,6 +91,8 @@ from real_data_run import (
     benchmark_curator,
     crossing_epsilon,
     diagnose,
+    in_process_loop,
+    in_process_metadata,
     prepare_dataset,
     run_dataset,
     sigma_min_sensitivity,
@@ -116,6 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--hyperparameters", choices=["fixed", "fitted"], default="fixed",
                         help="po-gp-ucb and non-private GP-UCB: the preprocessing's ML fit held fixed (default), or "
                              "refitted by the modeler's loop (public-scaling and gaussian runs always refit)")
+    parser.add_argument("--ard", action="store_true",
+                        help="fitted runs: one lengthscale per released coordinate at every r (default: per coordinate "
+                             "up to r = 16, one shared beyond), so an r table compares one kernel family")
+    parser.add_argument("--table", type=float, metavar="LOG_EPSILON",
+                        help="only this r table's po-gp-ucb settings (--rs, default all its r) with --table-runs runs, "
+                             "each setting written to its own results file named by date and commit as it finishes")
+    parser.add_argument("--rs", type=int, nargs="+", help="with --table: only these r")
+    parser.add_argument("--in-process", action="store_true",
+                        help="with --table: release and run in-process (no curator; the same seeds and initial file "
+                             "rows, Z in the file's row order), for a machine too loaded to serve HTTP")
     parser.add_argument("--diagnose", action="store_true",
                         help="only why the non-private baseline lost: S_T by kernel, in-process (--runs runs)")
     parser.add_argument("--sensitivity", action="store_true",
@@ -157,7 +177,12 @@ def main(argv: list[str] | None = None) -> None:
         workers=args.workers,
         quick=args.quick,
         hyperparameters=args.hyperparameters,
+        ard=True if args.ard else None,
     )
+    if args.table is not None:
+        harness.commit_stamp()
+        (run_table_in_process if args.in_process else run_table)(args, plan, console)
+        return
     started = time.perf_counter()
     all_results, claims, diagnosis = {}, {}, {}
     with (tempfile.TemporaryDirectory(prefix="pobo-real-data-") as tmp,
@@ -203,6 +228,75 @@ def main(argv: list[str] | None = None) -> None:
     path = harness.write_json(name, out, quick=args.quick)
     plot(all_results, harness.result_path(name, "png", quick=args.quick))
     console.print(f"wrote {path} and its .png")
+
+
+def run_table_in_process(args: argparse.Namespace, plan: Plan, console: Console) -> None:
+    """``--table --in-process``: each (dataset, r) released with ``po_gp_ucb_release`` on the paper's inputs in file
+    order, seeded as the service's release of that setting and run (``seed_of``), then the modeler's loop in-process
+    from the run's initial file rows; saved per setting like :func:`run_table`."""
+    for key in args.datasets:
+        experiment = EXPERIMENTS[key]
+        table = experiment.load()
+        preprocessing = fit_paper_preprocessing(table.features, table.objective, fit_rows=plan.fit_rows, seed=0)
+        X = preprocessing.transform(table.features)
+        y = table.objective
+        goal, sd = table.goal, float(np.std(y))
+        best = float(y.max() if goal == "maximize" else y.min())
+        iterations = plan.iterations or experiment.iterations
+        settings = RunSettings(iterations=iterations, optimum=best, signal_std=sd,
+                               acquisition=harness.PAPER_ACQUISITION, ard=plan.ard)
+        for r in args.rs or experiment.paper_tables[args.table][0]:
+            started, finals, curves, releases = time.perf_counter(), [], [], []
+            for run in range(plan.table_runs):
+                seed = seed_of(key, "po-gp-ucb", args.table, None, r, run)
+                release = po_gp_ucb_release(X, math.exp(args.table), experiment.delta, r, np.random.default_rng(seed))
+                indices, _, _ = in_process_loop(release.Z, in_process_metadata(table.n, r, goal), settings, y,
+                                                initial_rows(table.n, run))
+                curve = simple_regret(best_so_far(y[indices], goal), best, sd)
+                curves.append(curve)
+                finals.append(float(curve[-1]))
+                releases.append(dict(omega=float(release.omega), sigma_min=float(release.sigma_min),
+                                     lifted=bool(release.lifted)))
+            curves = np.array(curves)
+            summary = dict(method="po-gp-ucb", group="table", label=f"po-gp-ucb ε=e^{args.table} r={r}",
+                           log_epsilon=args.table, epsilon=math.exp(args.table), r=r, runs=plan.table_runs,
+                           mean=curves.mean(0).tolist(),
+                           stderr=(curves.std(0, ddof=1) / math.sqrt(len(curves))).tolist(), final=finals,
+                           omega=releases[0]["omega"], sigma_min=releases[0]["sigma_min"],
+                           lifted=releases[0]["lifted"], path="in-process")
+            console.log(f"{key}: e^{args.table} r={r}: S_T = {np.mean(finals):.3f} ({plan.table_runs} runs)")
+            name = f"real_data_{key}_e{args.table}_r{r}{'_ard' if plan.ard else ''}_inprocess"
+            path = harness.write_dated_json(name, dict(
+                plan=dataclasses.asdict(plan), wall_seconds=time.perf_counter() - started, n_init=N_INIT,
+                refit_every=REFIT_EVERY, dataset_key=key, settings=settings.model_dump(mode="json"),
+                datasets={key: dict(dataset=table.name, n=table.n, iterations=iterations, settings=[summary])}))
+            console.print(f"wrote {path}")
+
+
+def run_table(args: argparse.Namespace, plan: Plan, console: Console) -> None:
+    """``--table``: each (dataset, r) of one r table run on its own and saved at once (``harness.write_dated_json``),
+    so settings that finish are kept whatever happens to the others."""
+    harness.commit_stamp()  # the commit the run starts from names its files
+    with (tempfile.TemporaryDirectory(prefix="pobo-real-data-") as tmp,
+          benchmark_curator(Path(tmp) / "curator") as curator):
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console) as progress:
+            for key in args.datasets:
+                experiment = EXPERIMENTS[key]
+                if args.table not in experiment.paper_tables:
+                    raise SystemExit(f"{key} has no r table at log ε = {args.table}; its tables are at "
+                                     f"{sorted(experiment.paper_tables)}")
+                ctx = prepare_dataset(experiment, experiment.load(), curator, curator.data_dir, plan, console)
+                rs = args.rs or experiment.paper_tables[args.table][0]
+                for r in rs:
+                    setting = Setting("po-gp-ucb", "table", plan.table_runs, log_epsilon=args.table, r=r)
+                    started = time.perf_counter()
+                    results = run_dataset(ctx, plan, progress, console, settings=[setting])
+                    name = f"real_data_{key}_e{args.table}_r{r}{'_ard' if plan.ard else ''}"
+                    path = harness.write_dated_json(name, dict(
+                        plan=dataclasses.asdict(plan), wall_seconds=time.perf_counter() - started, n_init=N_INIT,
+                        refit_every=REFIT_EVERY, dataset_key=key, datasets={key: results}))
+                    console.print(f"wrote {path}")
 
 
 def replace_baselines(saved: dict, fresh: dict, command: str, console: Console) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+from harness import PAPER_ACQUISITION
 
 from curator_service.admin_client import CuratorAdmin
 from modeler_client.runfile import RunSettings
@@ -129,6 +130,7 @@ class Plan:
     quick: bool = False
     iterations: int | None = None  # override T (smoke test)
     hyperparameters: Literal["fixed", "fitted"] = "fixed"
+    ard: bool | None = None  # fitted lengthscales: per coordinate (True) at every r, or the modeler's default (None)
 
     def settings(self, experiment: Experiment) -> list[Setting]:
         figure_eps = experiment.figure_log_epsilons
@@ -166,6 +168,7 @@ class DatasetContext:
     workdir: Path
     iterations: int
     hyperparameters: Literal["fixed", "fitted"] = "fixed"
+    ard: bool | None = None
     signal_std: float = field(init=False)
     best_value: float = field(init=False)
 
@@ -182,8 +185,11 @@ class DatasetContext:
         """GP-UCB's settings for ``method``. ``fixed``: on the paper's inputs and their po-gp-ucb releases, the
         preprocessing's own ML fit (lengthscale ``isotropic_lengthscale``, its signal and noise variances),
         unchanged on Z as Theorem 3 assumes. Otherwise, and always for the public-scaling inputs and the
-        certified ``gaussian`` release (no private fit may reach their modeler): the modeler's default fit."""
-        settings = dict(iterations=self.iterations, optimum=self.best_value, signal_std=self.signal_std)
+        certified ``gaussian`` release (no private fit may reach their modeler): the modeler's default fit, with
+        per-coordinate lengthscales at every r when the plan's ``ard`` is True. Always the paper's GP-UCB
+        acquisition (``PAPER_ACQUISITION``)."""
+        settings = dict(iterations=self.iterations, optimum=self.best_value, signal_std=self.signal_std,
+                        acquisition=PAPER_ACQUISITION, ard=self.ard)
         if self.hyperparameters == "fixed" and method in ("po-gp-ucb", "non-private"):
             fit = self.preprocessing
             return RunSettings(**settings, hyperparameters="fixed", lengthscale=fit.isotropic_lengthscale,

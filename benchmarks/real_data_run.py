@@ -105,6 +105,7 @@ def prepare_dataset(
         workdir=workdir,
         iterations=plan.iterations or experiment.iterations,
         hyperparameters=plan.hyperparameters,
+        ard=plan.ard,
     )
 
 

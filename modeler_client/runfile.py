@@ -48,6 +48,11 @@ class RunSettings(_Model):
         default="fit",
         description="'fit': maximum a posteriori under BoTorch's priors on the observations (docs/gp_engine.md).",
     )
+    ard: bool | None = Field(
+        default=None,
+        description=("Fitted lengthscales: one per released coordinate (True), one shared (False), or None: one per "
+                     "coordinate while r ≤ 16, one shared beyond (shared.gp.ucb.ARD_MAX_DIM)."),
+    )
     refit_every: int = Field(
         default=1, ge=1,
         description="Refit the hyperparameters every this many observations (beyond 100, at most about every t/100).",

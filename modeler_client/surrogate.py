@@ -15,8 +15,8 @@ release's public metadata unless the modeler sets them.
 Fitted hyperparameters are GPUCB's maximum-a-posteriori fit (:func:`shared.gp.regression.fit_hyperparameters`
 with BoTorch's dimension-scaled priors): outcomes standardised, lengthscales in units of the released rows' extent
 capped by the release's public box (:func:`input_widths`), one lengthscale per dimension while
-r ≤ :data:`shared.gp.ucb.ARD_MAX_DIM`, refitted after every answer while t ≤ 100 (:func:`refit_due`), from the
-last fit alone except at the multi-start fits of :func:`full_fit_due`.
+r ≤ :data:`shared.gp.ucb.ARD_MAX_DIM` unless the run's ``ard`` says otherwise, refitted after every answer while
+t ≤ 100 (:func:`refit_due`), from the last fit alone except at the multi-start fits of :func:`full_fit_due`.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ class Surrogate:
             delta=self.settings.ucb_delta,
             refit_kernel=self.base_kernel(h),
             n_restarts=3,
-            ard=False if self.box_posterior else None,
+            ard=False if self.box_posterior else self.settings.ard,
             input_scale=self.input_scale,
             requery=self.requery,
             noise_variance_floor=self.noise_floor,

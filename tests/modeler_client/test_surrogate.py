@@ -139,3 +139,16 @@ def test_the_release_metadata_sets_the_measurement_noise_and_no_repeats_unless_t
     assert release_options(private_y_release(n=10), run)["requery"] is True  # more iterations than rows
     assert release_options(private_y_release(), run, requery=True, measurement_noise_std=0.1) == {
         "requery": True, "measurement_noise_std": 0.1}
+
+
+@pytest.mark.parametrize(("dim", "ard", "lengthscales"), [(20, None, 1), (20, True, 20), (5, None, 5), (5, False, 1)])
+def test_ard_chooses_one_lengthscale_per_coordinate_or_one_shared(dim, ard, lengthscales):
+    """By default a fit has one lengthscale per coordinate up to 16 dimensions and one shared beyond; ``ard`` fixes
+    the choice at every r (so an r table compares one kernel family)."""
+    rng = np.random.default_rng(5)
+    Z = rng.normal(size=(30, dim))
+    values = Z[:, 0] - Z[:, 1] ** 2
+    surrogate = Surrogate(Z, release(None, dim=dim, n=30), RunSettings(iterations=10, ard=ard))
+    indices = [0, 1, 2, 3]
+    surrogate.update(indices, values[indices])
+    assert np.size(surrogate.hyperparameters.lengthscale) == lengthscales
