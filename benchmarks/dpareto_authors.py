@@ -92,8 +92,12 @@ def problem_for(settings: dict, known: list[dict] = ()):
     return problem
 
 
-def run_one(method: str, seed: int, settings: dict, known: list[dict], acquisition: str) -> dict:
-    """One run of ``method`` with ``seed``: its result, wall and CPU seconds."""
+def run_one(method: str, seed: int, settings: dict, reuse: list[Path], acquisition: str) -> dict:
+    """One run of ``method`` with ``seed``: its result, wall and CPU seconds. The evaluations of the runs in the
+    ``reuse`` files with the same settings and seed, read now (another process may be adding to them), seed the
+    oracle's cache."""
+    known = [e for r in read_runs([p for p in reuse if p.exists()]) if r["settings"] == settings and r["seed"] == seed
+             for e in r["result"]["evaluations"]]
     problem = problem_for(settings, known)
     wall, cpu = time.perf_counter(), time.process_time()
     total = settings["k0"] + settings["k"]
@@ -104,7 +108,8 @@ def run_one(method: str, seed: int, settings: dict, known: list[dict], acquisiti
         result = random_search(problem, evaluations=total, rng=seed)
     return {"method": method, "seed": seed, "settings": settings, "acquisition": acquisition if method == "dpareto"
             else None, "result": result.to_dict(), "wall_seconds": time.perf_counter() - wall,
-            "cpu_seconds": time.process_time() - cpu, "commit": commit(), "pid": os.getpid()}
+            "cpu_seconds": time.process_time() - cpu, "reused_evaluations": len(known), "commit": commit(),
+            "pid": os.getpid()}
 
 
 def read_runs(paths: list[Path]) -> list[dict]:
@@ -170,15 +175,12 @@ def main() -> None:
         print(f"wrote {out}")
         return
     settings = settings_for(args, len(load_adult("train")[1]))
-    reused = [r for r in read_runs(args.reuse) if r["settings"] == settings]
     out = args.out or dated_path(f"_{'_'.join(args.methods)}.jsonl")
     done = {(r["method"], r["seed"]) for r in read_runs([out]) if r["settings"] == settings} if out.exists() else set()
     jobs = [(m, s) for s in args.seeds for m in args.methods if (m, s) not in done]
     print(f"{len(jobs)} runs to {out}", flush=True)
     with ProcessPoolExecutor(args.workers) as pool:
-        futures = {pool.submit(run_one, m, s, settings,
-                               [e for r in reused if r["seed"] == s for e in r["result"]["evaluations"]],
-                               args.acquisition): (m, s) for m, s in jobs}
+        futures = {pool.submit(run_one, m, s, settings, args.reuse, args.acquisition): (m, s) for m, s in jobs}
         for future in as_completed(futures):
             record = future.result()
             record["command"] = harness.command_line()
