@@ -13,18 +13,17 @@ The paper's settings are the defaults: all 32,561 rows of adult.data, the utilit
 defaults takes days on this machine; ``--train-rows``, ``--runs-per-point``, ``--k0``/``--k`` size it down, and the
 results file records what was run.
 
-Two steps, each run in the background and resumable by seed:
+Two steps; ``run`` goes in the background and resumes by seed:
 
-    .venv/bin/python benchmarks/dpareto_authors.py run --methods random --seeds 0 1 2 ... [--out FILE.jsonl]
-    .venv/bin/python benchmarks/dpareto_authors.py run --methods dpareto --reuse RANDOM.jsonl --seeds ... [--out ...]
-    .venv/bin/python benchmarks/dpareto_authors.py summarise RANDOM.jsonl DPARETO.jsonl [--out FILE.json]
+    .venv/bin/python benchmarks/dpareto_authors.py run --seeds 0 1 2 ... [--workers 2] [--out FILE.jsonl]
+    .venv/bin/python benchmarks/dpareto_authors.py summarise FILE.jsonl [--out FILE.json]
 
-``run`` appends one JSON line per finished run (its settings, seed, the evaluations, wall and CPU seconds, the commit)
-to ``benchmarks/results/dpareto_authors_<date>_<commit>_<method>.jsonl`` unless ``--out`` names the file. ``--reuse``
-takes the random runs' evaluations of the same settings and seed for DPareto's initial points (the oracle is a
-deterministic function of the setting: common random numbers), so they are not trained twice. ``summarise`` pairs the
-runs by seed and writes the mean DPareto − random hypervolume difference with its 95% Student-t CI
-(``benchmarks/results/dpareto_authors_<date>_<commit>.json``), the input never overwritten.
+``run`` gives each seed to one worker, which runs DPareto and then random search on one memoised oracle (random's
+first k₀ points are DPareto's initial ones, trained once), and appends one JSON line per run (its settings, seed,
+evaluations, wall and CPU seconds, the commit) to ``benchmarks/results/dpareto_authors_<date>_<commit>_<methods>.jsonl``
+unless ``--out`` names the file. ``summarise`` pairs the runs by seed and writes the mean DPareto − random hypervolume
+difference with its 95% Student-t CI (``benchmarks/results/dpareto_authors_<date>_<commit>.json``), never overwriting
+a file.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ from pathlib import Path
 import dpareto_common  # noqa: F401, I001  (imports harness first: one BLAS thread before numpy loads)
 import harness
 import numpy as np
-from dpareto_adult import MODELS, PAPER_TABLE2, with_conversion, with_noise_domain
+from dpareto_adult import MODELS, PAPER_TABLE2, cached, with_conversion, with_noise_domain
 from dpareto_hvpoi_space import mean_ci
 
 from shared.algorithms.dpareto.optimizer import dpareto, random_search
@@ -72,44 +71,33 @@ def dated_path(suffix: str) -> Path:
     return harness.RESULTS / f"{NAME}_{time.strftime('%Y-%m-%d', time.gmtime())}_{commit()}{suffix}"
 
 
-def problem_for(settings: dict, known: list[dict] = ()):
-    """The Adult problem of ``settings``, its oracle memoised and seeded with the ``known`` evaluations (of the same
-    settings: the oracle is a deterministic function of the setting, so their answers are the ones it would give)."""
+def problem_for(settings: dict):
+    """The Adult problem of ``settings``, its oracle memoised (a deterministic function of the setting: common random
+    numbers)."""
     loss, optimizer = next((loss, optimizer) for loss, optimizer, label in MODELS if label == settings["model"])
     n = settings["train_rows"]
-    problem = with_noise_domain(with_conversion(
-        adult_dpsgd_problem(loss, optimizer, runs=settings["runs_per_point"], seed=0, train_rows=n), "classic", n),
-        "authors")
-    memory, oracle = {tuple(sorted(e["params"].items())): (e["epsilon"], e["error"]) for e in known}, problem.oracle
-
-    def lookup(params):
-        key = tuple(sorted(params.items()))
-        if key not in memory:
-            memory[key] = oracle(params)
-        return memory[key]
-
-    problem.oracle = lookup
-    return problem
+    problem = adult_dpsgd_problem(loss, optimizer, runs=settings["runs_per_point"], seed=0, train_rows=n)
+    return cached(with_noise_domain(with_conversion(problem, "classic", n), "authors"))
 
 
-def run_one(method: str, seed: int, settings: dict, reuse: list[Path], acquisition: str) -> dict:
-    """One run of ``method`` with ``seed``: its result, wall and CPU seconds. The evaluations of the runs in the
-    ``reuse`` files with the same settings and seed, read now (another process may be adding to them), seed the
-    oracle's cache."""
-    known = [e for r in read_runs([p for p in reuse if p.exists()]) if r["settings"] == settings and r["seed"] == seed
-             for e in r["result"]["evaluations"]]
-    problem = problem_for(settings, known)
-    wall, cpu = time.perf_counter(), time.process_time()
-    total = settings["k0"] + settings["k"]
-    if method == "dpareto":
-        result = dpareto(problem, initial_points=settings["k0"], iterations=settings["k"], rng=seed,
-                         acquisition=acquisition)
-    else:
-        result = random_search(problem, evaluations=total, rng=seed)
-    return {"method": method, "seed": seed, "settings": settings, "acquisition": acquisition if method == "dpareto"
-            else None, "result": result.to_dict(), "wall_seconds": time.perf_counter() - wall,
-            "cpu_seconds": time.process_time() - cpu, "reused_evaluations": len(known), "commit": commit(),
-            "pid": os.getpid()}
+def run_seed(seed: int, settings: dict, methods: list[str], acquisition: str) -> list[dict]:
+    """The runs of ``methods`` with ``seed``, in order, on one memoised oracle: random search's first k₀ points are
+    DPareto's initial ones and are not trained again. Each record holds its result and its wall and CPU seconds
+    (including the trainings it did not share)."""
+    problem = problem_for(settings)
+    records = []
+    for method in methods:
+        wall, cpu = time.perf_counter(), time.process_time()
+        if method == "dpareto":
+            result = dpareto(problem, initial_points=settings["k0"], iterations=settings["k"], rng=seed,
+                             acquisition=acquisition)
+        else:
+            result = random_search(problem, evaluations=settings["k0"] + settings["k"], rng=seed)
+        records.append({"method": method, "seed": seed, "settings": settings,
+                        "acquisition": acquisition if method == "dpareto" else None, "result": result.to_dict(),
+                        "wall_seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu,
+                        "commit": commit(), "pid": os.getpid()})
+    return records
 
 
 def read_runs(paths: list[Path]) -> list[dict]:
@@ -159,7 +147,6 @@ def main() -> None:
     run.add_argument("--runs-per-point", type=int, default=PAPER["runs_per_point"])
     run.add_argument("--acquisition", default="authors", help="DPareto's acquisition (dpareto()'s argument)")
     run.add_argument("--workers", type=int, default=1)
-    run.add_argument("--reuse", type=Path, nargs="*", default=[], help="JSONL files of runs whose points to reuse")
     run.add_argument("--out", type=Path, help="the JSONL file to append to (default: dated, by commit and method)")
     summary = sub.add_parser("summarise", help="pair the runs by seed and write the summary JSON")
     summary.add_argument("files", type=Path, nargs="+")
@@ -177,17 +164,18 @@ def main() -> None:
     settings = settings_for(args, len(load_adult("train")[1]))
     out = args.out or dated_path(f"_{'_'.join(args.methods)}.jsonl")
     done = {(r["method"], r["seed"]) for r in read_runs([out]) if r["settings"] == settings} if out.exists() else set()
-    jobs = [(m, s) for s in args.seeds for m in args.methods if (m, s) not in done]
-    print(f"{len(jobs)} runs to {out}", flush=True)
+    methods = [m for m in ("dpareto", "random") if m in args.methods]
+    seeds = [s for s in args.seeds if any((m, s) not in done for m in methods)]
+    print(f"{len(seeds)} seeds to {out}", flush=True)
     with ProcessPoolExecutor(args.workers) as pool:
-        futures = {pool.submit(run_one, m, s, settings, args.reuse, args.acquisition): (m, s) for m, s in jobs}
+        futures = [pool.submit(run_seed, s, settings, methods, args.acquisition) for s in seeds]
         for future in as_completed(futures):
-            record = future.result()
-            record["command"] = harness.command_line()
-            with out.open("a") as handle:
-                handle.write(json.dumps(record, default=harness._plain) + "\n")
-            print(f"{record['method']} seed {record['seed']}: hypervolume {record['result']['hypervolume']:.3f}, "
-                  f"{record['wall_seconds']:.0f} s wall", flush=True)
+            for record in future.result():
+                record["command"] = harness.command_line()
+                with out.open("a") as handle:
+                    handle.write(json.dumps(record, default=harness._plain) + "\n")
+                print(f"{record['method']} seed {record['seed']}: hypervolume {record['result']['hypervolume']:.3f}, "
+                      f"{record['wall_seconds']:.0f} s wall", flush=True)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ parameters' transformed N(0, 1)); hyperparameters stay inside wide bounds (GPflo
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -148,18 +148,24 @@ class AuthorsProposer:
         Z, Y = self.transform.inputs(X), self.transform.outputs(P[:, 0], P[:, 1])
         return [self._fit(Z, Y[:, 0], "privacy"), self._fit(Z, Y[:, 1], "utility")], Z
 
-    def propose(self, X: ArrayLike, points: ArrayLike, initial: int) -> NDArray:
+    def acquisition(self, X: ArrayLike, points: ArrayLike, initial: int) -> tuple[Callable[[NDArray], NDArray],
+                                                                                  NDArray, NDArray]:
+        """α over scaled inputs, with the GP-mean front and the reference point it is measured against."""
         models, Z = self.surrogates(X, points, initial)
-        means = np.column_stack([m.predict(Z) for m in models])
-        front = pareto_front(means)
+        front = pareto_front(np.column_stack([m.predict(Z) for m in models]))
         reference = estimated_reference(front)
-        low, high = self.transform.inputs(self.low), self.transform.inputs(self.high)
 
         def alpha(C: NDArray) -> NDArray:
             predictions = [m.predict(C, return_std=True) for m in models]
             return authors_hvpoi(np.column_stack([p[0] for p in predictions]),
                                  np.column_stack([p[1] for p in predictions]), front, reference)
 
+        return alpha, front, reference
+
+    def propose(self, X: ArrayLike, points: ArrayLike, initial: int) -> NDArray:
+        """The next raw input: the best of 5,000 uniform candidates in the scaled box, polished by L-BFGS-B."""
+        alpha, _, _ = self.acquisition(X, points, initial)
+        low, high = self.transform.inputs(self.low), self.transform.inputs(self.high)
         C = low + self.rng.random((self.candidates, len(low))) * (high - low)
         start = C[int(np.argmax(alpha(C)))]
 
