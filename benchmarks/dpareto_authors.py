@@ -151,10 +151,16 @@ def main() -> None:
     summary = sub.add_parser("summarise", help="pair the runs by seed and write the summary JSON")
     summary.add_argument("files", type=Path, nargs="+")
     summary.add_argument("--out", type=Path)
+    summary.add_argument("--wall-seconds", type=float, help="the run's wall time, launch to last record")
+    summary.add_argument("--note", default="", help="how the run was timed (machine, load, workers)")
     args = parser.parse_args()
     if args.command == "summarise":
-        result = {"command": harness.command_line(), "inputs": [str(f) for f in args.files],
-                  **summarise(read_runs(args.files))}
+        runs = read_runs(args.files)
+        result = {"command": harness.command_line(), "inputs": [str(f) for f in args.files], **summarise(runs),
+                  "timing": {"sum_of_run_wall_seconds": sum(r["wall_seconds"] for r in runs),
+                             "sum_of_run_cpu_seconds": sum(r["cpu_seconds"] for r in runs), "note": args.note}}
+        if args.wall_seconds is not None:
+            result["timing"]["wall_seconds"] = args.wall_seconds
         out = args.out or dated_path(".json")
         if out.exists():
             raise SystemExit(f"{out} exists: results are never overwritten; pass --out")
