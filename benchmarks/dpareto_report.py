@@ -35,6 +35,14 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
 
+def _shown(path: Path) -> str:
+    """The path from the repository root when it is inside it, else as given."""
+    try:
+        return str(path.resolve().relative_to(RESULTS.parent.parent))
+    except ValueError:
+        return str(path)
+
+
 def render_comparison(path: Path | None = None) -> str:
     """DPareto (authors' acquisition) − random, paired by seed, beside the paper's Table 2 value."""
     summary, path = _load(path)
@@ -43,7 +51,7 @@ def render_comparison(path: Path | None = None) -> str:
     rows.append(f"| points per run | {s['k0']} + {s['k']} (random: {s['k0'] + s['k']}, its first {s['k0']} shared) | "
                 f"{paper['k0']} + {paper['k']} (random: {paper['random_repetitions']} × {paper['k']}) |")
     rows.append(f"| training rows / trainings per point | {s['train_rows']:,} / {s['runs_per_point']} | "
-                f"{paper['train_rows']:,} / {paper['runs_per_point']} |")
+                f"{paper['authors_train_rows']:,} / {paper['runs_per_point']} |")
     for method, label in (("dpareto", "DPareto hypervolume, mean"), ("random", "random hypervolume, mean")):
         if method in summary:
             values = summary[method]["hypervolumes"]
@@ -60,7 +68,7 @@ def render_comparison(path: Path | None = None) -> str:
     timing = summary.get("timing", {})
     if "wall_seconds" in timing:
         rows.append(f"| wall time of the run | {_minutes(timing['wall_seconds'])} ({timing.get('note', '')}) | – |")
-    return "\n".join(rows) + f"\n\nSource: `benchmarks/results/{path.name}`."
+    return "\n".join(rows) + f"\n\nSource: `{_shown(path)}`."
 
 
 def render_differences(path: Path | None = None) -> str:
@@ -73,7 +81,7 @@ def render_differences(path: Path | None = None) -> str:
             f"| BO iterations | {paper['k']} | {s['k']} |",
             f"| initial points | {paper['k0']} | {s['k0']} |",
             f"| trainings per point | {paper['runs_per_point']} | {s['runs_per_point']} |",
-            f"| training rows | {paper['train_rows']:,} | {s['train_rows']:,} |",
+            f"| training rows | {paper['authors_train_rows']:,} | {s['train_rows']:,} |",
             "| data | LIBSVM a1a.t (30,956 rows) to train, a1a (1,605) to test | the first rows of adult.data to train "
             "(ε accounted for that many), adult.test (16,281) to test |",
             f"| random arm | {paper['random_repetitions']} repetitions of {paper['k']} against one DPareto run | "
