@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 from scipy.special import expit, logit
 
+from shared.algorithms.dpareto.authors import AuthorsProposer, authors_loop
 from shared.algorithms.dpareto.pareto import HVPoI, hypervolume_2d, pareto_front, pareto_mask
 from shared.gp.regression import FittedHyperparameters, GPRegressor, fit_hyperparameters
 
@@ -260,6 +261,11 @@ class HVPoIProposer:
         return next((u for _, u in ranked if not evaluated(u)), ranked[0][1])
 
 
+ACQUISITIONS = ("hvpoi", "authors")
+"""DPareto's proposal step: this module's HVPoI (:class:`HVPoIProposer`) or the authors' code's
+(:mod:`shared.algorithms.dpareto.authors`)."""
+
+
 def dpareto(
     problem: ParetoProblem,
     *,
@@ -271,9 +277,12 @@ def dpareto(
     progress: Progress | None = None,
     map_fn: MapFn = map,
     hvpoi_space: str = "objective",
+    acquisition: str = "hvpoi",
 ) -> ParetoResult:
     """Algorithm 2: k₀ = ``initial_points`` random settings, then k = ``iterations`` HVPoI steps, the hypervolume
-    gain measured in ``hvpoi_space`` (:data:`HVPOI_SPACES`).
+    gain measured in ``hvpoi_space`` (:data:`HVPOI_SPACES`). ``acquisition="authors"`` runs the steps as the
+    authors' public code does instead (:mod:`shared.algorithms.dpareto.authors`: their input scaling, output
+    transforms, GP settings and GPflowOpt's HVPoI on the GP-mean front); ``hvpoi_space`` does not apply to it.
 
     The k₀ initial evaluations are independent and go through ``map_fn`` (e.g. a cluster's map); the
     HVPoI steps are sequential by nature. The oracle runs wherever ``map_fn`` sends it: state it mutates
@@ -283,6 +292,13 @@ def dpareto(
     total = initial_points + iterations
     initial = np.random.default_rng(rng.integers(2**63))  # the same stream random_search uses first
     _record_all(result, problem, [problem.sample(initial) for _ in range(initial_points)], total, progress, map_fn)
+    if acquisition not in ACQUISITIONS:
+        raise ValueError(f"acquisition must be one of {ACQUISITIONS}, not {acquisition!r}")
+    if acquisition == "authors":
+        proposer = AuthorsProposer([h.low for h in problem.space], [h.high for h in problem.space], rng)
+        authors_loop(problem, result, proposer, iterations,
+                     lambda params: _record_all(result, problem, [params], total, progress, known=result.evaluations))
+        return result
     proposer = HVPoIProposer(len(problem.space), problem.anti_ideal, rng, candidates=candidates, polish=polish,
                              space=hvpoi_space)
     for _ in range(iterations):
