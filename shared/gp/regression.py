@@ -436,16 +436,19 @@ class LogNormal:
     loc: float
     scale: float
 
-    def log_density(self, log_x: NDArray) -> tuple[float, NDArray]:
-        """Σ log p(log x_i) = −Σ (log x_i − loc)² / (2 scale²) + const and its gradient in log x: the prior as a
-        density on the log-parameters, the coordinates the fit optimises.
+    @property
+    def log_mode(self) -> float:
+        """log of the mode of x's density, loc − scale²."""
+        return self.loc - self.scale**2
 
-        BoTorch optimises the parameter's own value (a constraint with ``transform=None``) and so maximises the
-        density of x, which carries an extra −log x: its prior mode exp(loc − scale²) is e⁻³ ≈ 1/20 of the median
-        for the lengthscale prior below, and that term rewards ever shorter lengthscales and smaller noise. On
-        LendingClub loans (3 inputs, heavy-tailed returns) that maximum ended at the lengthscale floor in 6 of 10
-        uniform subsamples of 50 rows, against none with this density (docs/gp_engine.md)."""
-        z = (log_x - self.loc) / self.scale
+    def log_density(self, log_x: NDArray) -> tuple[float, NDArray]:
+        """Σ log p_x(x_i) = −Σ (log x_i − (loc − scale²))² / (2 scale²) + const and its gradient in log x: the
+        density of x itself (log p_x(x) = log p(log x) − log x), which is what BoTorch's ``fit_gpytorch_mll``
+        maximises (its constraints use ``transform=None``, so the prior is evaluated on the parameter's value).
+        Its maximum sits at the mode exp(loc − scale²), e⁻³ ≈ 1/20 of the median for the lengthscale prior below:
+        about half a box width in d = 6, where the median (≈ 10 widths) switches dimensions off on 25 answers
+        (docs/modeler_quality.md has the measurement)."""
+        z = (log_x - self.log_mode) / self.scale
         return float(-0.5 * np.sum(z * z)), -z / self.scale
 
 
@@ -470,8 +473,7 @@ class HyperparameterPrior:
             l_j ~ LogNormal(√2 + ½ log d, √3)   (inputs in the unit cube; the median lengthscale grows as √d)
             σ_n² ~ LogNormal(−4, 1)              (outcomes standardised)
 
-        with BoTorch's lengthscale floor 0.025 (:meth:`LogNormal.log_density` says how the maximum differs from
-        BoTorch's). Its noise floor (1e-4) is lowered to 1e-6: it exists for float32 and iterative solvers; exact
+        with BoTorch's lengthscale floor 0.025 and BoTorch's objective (:meth:`LogNormal.log_density`). Its noise floor (1e-4) is lowered to 1e-6: it exists for float32 and iterative solvers; exact
         float64 factorisations are stable there, and a deterministic objective's noise then stays off the floor
         unless the data insist."""
         positive_int(dim, "dim (the number of input dimensions)")
@@ -603,8 +605,8 @@ def fit_hyperparameters(
 
         log p(ỹ | X, l̃, σ̃_n²) + Σ_j log p_prior(l̃_j) + log p_prior(σ̃_n²)
 
-    inside ``prior``'s bounds (in the same units), the priors as densities on the log-parameters
-    (:meth:`LogNormal.log_density`). Starts: ``initial`` if given, the priors' medians, then
+    inside ``prior``'s bounds (in the same units), each prior the density of the parameter itself
+    (:meth:`LogNormal.log_density`). Starts: ``initial`` if given, the priors' modes (where BoTorch starts), then
     ``n_restarts`` draws from the priors. The result is in the data's units: l = l̃ · width, σ² = s_y²,
     σ_n² = σ̃_n² s_y².
 
@@ -688,6 +690,7 @@ def _fit_map(
     noise_low = max(prior.noise_variance_bounds[0], noise_variance_floor / scale_y**2)
     noise_bounds = (noise_low, max(prior.noise_variance_bounds[1], noise_low))
     log_bounds = np.log(np.array([prior.lengthscale_bounds] * n_ls + [noise_bounds], dtype=float))
+    mode = np.array([prior.lengthscale.log_mode] * n_ls + [prior.noise_variance.log_mode])
     loc = np.array([prior.lengthscale.loc] * n_ls + [prior.noise_variance.loc])
     spread = np.array([prior.lengthscale.scale] * n_ls + [prior.noise_variance.scale])
 
@@ -696,7 +699,7 @@ def _fit_map(
         init_kernel, init_noise = initial
         init_ls = np.broadcast_to(init_kernel.lengthscale, (n_ls,))
         warm = np.append(np.log(init_ls) - log_width, np.log(init_noise / scale_y**2))
-    starts = _log_starts(log_bounds, loc, warm, warm_start_only,
+    starts = _log_starts(log_bounds, mode, warm, warm_start_only,
                          lambda: rng.normal(loc, spread, size=(n_restarts, len(loc))))
     residual = residual / scale_y
     args = (prototype, ard, X, residual, log_width, prior)

@@ -98,7 +98,7 @@ def log_expected_improvement(mean: NDArray, std: NDArray, best: float) -> NDArra
     return log_h((np.asarray(mean, dtype=float) - best) / sigma) + np.log(sigma)
 
 
-ACQUISITIONS = ("ucb", "logei")
+ACQUISITIONS = ("paper-ucb", "logei")
 NOTHING_LEFT = "every candidate has been queried (requery=False) or excluded: nothing is left to suggest"
 
 ARD_MAX_DIM = 16
@@ -130,7 +130,7 @@ class GPUCB:
       gives each row its own nugget; Algorithm 2 itself allows repeats (the default).
     * ``noise_variance_floor``: σ_n² never goes below it, in the start value or a refit (private
       measurements' public σ_y²).
-    * ``acquisition``: ``"ucb"`` (Algorithm 2's μ + √β_t σ, the default) or ``"logei"``: the candidate of largest
+    * ``acquisition``: ``"paper-ucb"`` (Algorithm 2's μ + √β_t σ, the default: the paper's algorithm) or ``"logei"``: the candidate of largest
       :func:`log_expected_improvement` over the best value observed so far (BoTorch's default acquisition,
       outside the paper's algorithm and its regret bound); the first ``n_init`` picks are random either way, and
       with nothing observed yet (nothing to improve on) the pick is GP-UCB's.
@@ -169,7 +169,7 @@ class GPUCB:
         reserve: int = 0,
         device: str | None = None,
         precision: Literal["float64", "float32"] = "float64",
-        acquisition: Literal["ucb", "logei"] = "ucb",
+        acquisition: Literal["paper-ucb", "logei"] = "paper-ucb",
     ):
         if kernel is None:
             if lengthscale is None or signal_variance is None:
@@ -289,7 +289,7 @@ class GPUCB:
     def _observe(self, post: CandidatePosterior, index: int, y: float) -> None:
         """One rank-one update whose pass over the candidates also ranks them for the pick after it (GP-UCB)."""
         t_next = post.n_observations + 2
-        if t_next <= len(self.initial_indices) or self.acquisition_name != "ucb":
+        if t_next <= len(self.initial_indices) or self.acquisition_name != "paper-ucb":
             post.observe(index, y)
         else:
             post.observe(index, y, next_beta=self.beta(t_next), excluded=self.never_suggested(post, also=[index]))
