@@ -183,12 +183,13 @@ class DatasetContext:
         preprocessing's own ML fit (lengthscale ``isotropic_lengthscale``, its signal and noise variances),
         unchanged on Z as Theorem 3 assumes. Otherwise, and always for the public-scaling inputs and the
         certified ``gaussian`` release (no private fit may reach their modeler): the modeler's default fit."""
-        settings = dict(iterations=self.iterations, optimum=self.best_value, signal_std=self.signal_std)
+        settings = dict(iterations=self.iterations, optimum=self.best_value, signal_std=self.signal_std,
+                        acquisition="paper-ucb")  # the paper's Algorithm 2
         if self.hyperparameters == "fixed" and method in ("po-gp-ucb", "non-private"):
             fit = self.preprocessing
             return RunSettings(**settings, hyperparameters="fixed", lengthscale=fit.isotropic_lengthscale,
                                signal_variance=fit.signal_variance, noise_variance=fit.noise_variance)
-        return RunSettings(**settings)  # the modeler's default fit, as `pobo-modeler run` uses it
+        return RunSettings(**settings)  # the modeler's default fit, as `pobo-modeler run --acquisition paper-ucb`
 
 
 def seed_of(*parts: object) -> int:

@@ -473,7 +473,8 @@ class HyperparameterPrior:
             l_j ~ LogNormal(√2 + ½ log d, √3)   (inputs in the unit cube; the median lengthscale grows as √d)
             σ_n² ~ LogNormal(−4, 1)              (outcomes standardised)
 
-        with BoTorch's lengthscale floor 0.025 and BoTorch's objective (:meth:`LogNormal.log_density`). Its noise floor (1e-4) is lowered to 1e-6: it exists for float32 and iterative solvers; exact
+        with BoTorch's lengthscale floor 0.025 and BoTorch's objective (:meth:`LogNormal.log_density`). Its noise
+        floor (1e-4) is lowered to 1e-6: it exists for float32 and iterative solvers; exact
         float64 factorisations are stable there, and a deterministic objective's noise then stays off the floor
         unless the data insist."""
         positive_int(dim, "dim (the number of input dimensions)")

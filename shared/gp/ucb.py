@@ -130,9 +130,10 @@ class GPUCB:
       gives each row its own nugget; Algorithm 2 itself allows repeats (the default).
     * ``noise_variance_floor``: σ_n² never goes below it, in the start value or a refit (private
       measurements' public σ_y²).
-    * ``acquisition``: ``"paper-ucb"`` (Algorithm 2's μ + √β_t σ, the default: the paper's algorithm) or ``"logei"``: the candidate of largest
-      :func:`log_expected_improvement` over the best value observed so far (BoTorch's default acquisition,
-      outside the paper's algorithm and its regret bound); the first ``n_init`` picks are random either way, and
+    * ``acquisition``: ``"paper-ucb"`` (Algorithm 2's μ + √β_t σ, the default: the paper's algorithm) or
+      ``"logei"``: the candidate of largest :func:`log_expected_improvement` over the best value observed so far
+      (BoTorch's default acquisition and the modeler's, outside the paper's algorithm and its regret bound); the
+      first ``n_init`` picks are random either way, and
       with nothing observed yet (nothing to improve on) the pick is GP-UCB's.
     * ``workers``: threads sharing each posterior update's candidates (large n); the picks do not depend on it.
     * ``reserve``: observations to allocate the posterior's factor for up front (with a known budget at
