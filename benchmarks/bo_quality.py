@@ -522,6 +522,48 @@ def service_summary(runs: list[dict], T: int) -> dict:
     )
 
 
+def markdown(payload: dict, source: str) -> str:
+    """The study as docs/modeler_quality.md shows it: one table per problem (regret mean ± s.e., seeds, ms a step,
+    fits at a bound), the paired contrasts of the claims, and the suite's mean normalised regret; ``source`` names
+    the results file."""
+    def cell(value: list[float] | None) -> str:
+        return f"{value[0]:.3f} ± {value[1]:.3f}" if value else "—"
+
+    out = [f"From `{source}`; regret in units of the objective's standard deviation, mean ± s.e. over the seeds."]
+    for name, result in payload["results"].items():
+        out += ["", f"**{name}** ({result['n']:,} × {result['d']})", "",
+                "| method | seeds | T = 10 | T = 25 | T = 50 | ms a step | fits at a bound |",
+                "|---|---|---|---|---|---|---|"]
+        for method, m in result["methods"].items():
+            ms = f"{1e3 * m['seconds_per_step']:.1f}" if m["seconds_per_step"] is not None else "—"
+            bound = f"{100 * m['at_bound']:.1f} %" if m["at_bound"] is not None else "—"
+            out.append(f"| {method} | {len(m['seeds'])} | " + " | ".join(cell(m["regret"].get(str(h)))
+                                                                          for h in HORIZONS) + f" | {ms} | {bound} |")
+        for claim, check in result["verdict"].items():
+            if "ratio" in check:
+                out.append(f"\n{claim}: {check['ratio']:.1f}×.")
+            else:
+                out.append(f"\n{claim}: {check['difference']:+.3f} ± {check['se']:.3f} over {check['seeds']} paired "
+                           f"seeds, {'within' if check['holds'] else '**more than**'} 1 s.e.")
+    out += ["", "**The suite**: each method's mean regret over random search's on the same problem (1: no better "
+            "than random), averaged over the problems every method of the row ran.", "",
+            "| T | problems | " + " | ".join(SUITE_COLUMNS) + " |", "|---|---|" + "---|" * len(SUITE_COLUMNS)]
+    for key, value in payload["suite"].items():
+        if value is not None and "mean" in value:
+            out.append(f"| {key.removeprefix('T = ')} | {len(value['problems'])} | "
+                       + " | ".join(f"{value['mean'][m]:.3f}" if m in value["mean"] else "—" for m in SUITE_COLUMNS)
+                       + " |")
+    out.append("")
+    for key, value in payload["suite"].items():
+        if value is not None and "holds_on" in value:
+            out.append(f"* {key}: within 1 s.e. on {value['holds_on']} of {value['problems']} problems")
+    return "\n".join(out) + "\n"
+
+
+SUITE_COLUMNS = ("pobo default", "pobo paper UCB", "BoTorch default", "BoTorch + UCB β_t", "pobo default q=5",
+                 "BoTorch qLogNEI q=5")
+
+
 def write_text(name: str, payload: dict, quick: bool) -> None:
     """``<name>.txt``: every part's command and commit, then one table per problem."""
     text = "\n\n".join([*(table(n, r) for n, r in payload["results"].items()), suite_table(payload["suite"])])
@@ -577,6 +619,7 @@ def main() -> None:
                    botorch=botorch_missing() or "installed", wall_seconds=time.perf_counter() - start)
     print(harness.write_json(name, payload, quick=args.quick))
     write_text(name, payload, args.quick)
+    harness.result_path(name, "md", quick=args.quick).write_text(markdown(payload, f"benchmarks/results/{name}.json"))
     for problem, result in payload["results"].items():
         print(table(problem, result))
     print(suite_table(payload["suite"]))
