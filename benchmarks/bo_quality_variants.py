@@ -109,8 +109,8 @@ def run_one(job: tuple[str, str, int]) -> dict:
 
 def loans_subsamples_at_bound(variant: str) -> int:
     """How many of the 10 uniform subsamples of 50 loans in
-    ``test_the_default_refit_on_a_loans_subsample_keeps_its_lengthscales_off_the_bounds`` end their refit at a bound
-    under this variant (the test asks for none)."""
+    ``test_the_default_refit_on_a_loans_subsample_never_collapses_to_the_likelihoods_floor`` end their refit at a bound
+    under this variant (the test counts them without a bar)."""
     VARIANTS[variant].apply()
     problem = bo_quality.loader("loans")(0)
     count = 0
