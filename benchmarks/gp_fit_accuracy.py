@@ -60,6 +60,19 @@ def botorch_correlation(X: np.ndarray, y: np.ndarray, rows: np.ndarray) -> float
     return float(np.corrcoef(mean, y)[0, 1])
 
 
+def markdown(payload: dict, source: str) -> str:
+    """The correlation table as docs/modeler_quality.md shows it; ``source`` names the results file."""
+    results = payload["results"]
+    models = list(dict.fromkeys(m for cells in results.values() for m in cells))
+    out = [f"From `{source}` ({payload['seeds']} seeds, {payload['answers']} random answers each): the correlation of "
+           "each model's posterior mean with the true values over every candidate, mean ± s.e. (1: perfect).", "",
+           "| problem | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
+    for name, cells in results.items():
+        out.append(f"| {name} | " + " | ".join(f"{cells[m]['mean_se'][0]:.3f} ± {cells[m]['mean_se'][1]:.3f}"
+                                                if m in cells else "—" for m in models) + " |")
+    return "\n".join(out) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -86,9 +99,9 @@ def main() -> None:
         results[name] = {model: dict(mean_se=bo_quality.mean_se(v), per_seed=v) for model, v in cells.items() if v}
         print(name + ": " + "; ".join(f"{m} {c['mean_se'][0]:.3f} ± {c['mean_se'][1]:.3f}"
                                       for m, c in results[name].items()), flush=True)
-    path = harness.write_json(bo_quality.dated("gp_fit_accuracy", commit),
-                              dict(results=results, seeds=args.seeds, answers=args.answers, commit=commit))
-    print(path)
+    payload = dict(results=results, seeds=args.seeds, answers=args.answers, commit=commit)
+    path = harness.write_json(bo_quality.dated("gp_fit_accuracy", commit), payload)
+    print(markdown(payload, f"benchmarks/results/{path.name}"))
 
 
 if __name__ == "__main__":
