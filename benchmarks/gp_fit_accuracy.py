@@ -2,9 +2,12 @@
 true values over every candidate, after a MAP fit on ``--answers`` uniformly random rows, for
 
 * ``pobo``: the modeler's fit (:func:`shared.gp.regression.fit_hyperparameters` with BoTorch's priors and objective,
-  the density of each parameter, whose maximum is the prior's mode);
-* ``pobo, prior at its median``: the same fit with each prior as a density on the log-parameter, whose maximum is
-  the median (e³ ≈ 20 × the mode for the lengthscale prior);
+  the density of each parameter, whose maximum is the prior's mode; the constant prior mean fitted with the rest;
+  one start at the priors' modes, ``modeler_client.surrogate.FIT_RESTARTS`` random ones);
+* ``pobo, sample mean, 3 restarts``: the same objective with the prior mean held at the answers' mean and three
+  random restarts;
+* ``pobo, prior at its median``: that, with each prior as a density on the log-parameter, whose maximum is the
+  median (e³ ≈ 20 × the mode for the lengthscale prior);
 * ``BoTorch``: ``SingleTaskGP`` with its defaults and ``fit_gpytorch_mll`` (when the extra is installed).
 
 It isolates the model from the acquisition: the same rows for every model, no loop.
@@ -28,6 +31,7 @@ import harness  # noqa: I001  (one BLAS thread, before numpy loads)
 import numpy as np
 
 import bo_quality
+from modeler_client.surrogate import FIT_RESTARTS
 from shared.gp.regression import CandidatePosterior, HyperparameterPrior, LogNormal, fit_hyperparameters
 
 
@@ -39,9 +43,10 @@ def median_centred(prior: HyperparameterPrior) -> HyperparameterPrior:
     return replace(prior, lengthscale=shift(prior.lengthscale), noise_variance=shift(prior.noise_variance))
 
 
-def pobo_correlation(X: np.ndarray, y: np.ndarray, rows: np.ndarray, prior: HyperparameterPrior, seed: int) -> float:
-    fit = fit_hyperparameters(X[rows], y[rows], ard=True, prior=prior, input_scale=np.ptp(X, axis=0), n_restarts=3,
-                              rng=seed)
+def pobo_correlation(X: np.ndarray, y: np.ndarray, rows: np.ndarray, prior: HyperparameterPrior, seed: int,
+                     prior_mean: str = "fitted", n_restarts: int = FIT_RESTARTS) -> float:
+    fit = fit_hyperparameters(X[rows], y[rows], ard=True, prior=prior, input_scale=np.ptp(X, axis=0),
+                              n_restarts=n_restarts, rng=seed, prior_mean=prior_mean)
     posterior = CandidatePosterior(X, fit.kernel, fit.noise_variance, fit.prior_mean)
     for i in rows:
         posterior.observe(int(i), float(y[i]))
@@ -89,11 +94,14 @@ def main() -> None:
         problem = bo_quality.loader(name)(0)
         X, y = problem.X, problem.y
         prior = HyperparameterPrior.dim_scaled(X.shape[1])
-        cells: dict[str, list[float]] = {"pobo": [], "pobo, prior at its median": [], "BoTorch": []}
+        cells: dict[str, list[float]] = {"pobo": [], "pobo, sample mean, 3 restarts": [],
+                                         "pobo, prior at its median": [], "BoTorch": []}
         for seed in range(args.seeds):
             rows = np.random.default_rng([seed, 5]).choice(len(y), args.answers, replace=False)
             cells["pobo"].append(pobo_correlation(X, y, rows, prior, seed))
-            cells["pobo, prior at its median"].append(pobo_correlation(X, y, rows, median_centred(prior), seed))
+            cells["pobo, sample mean, 3 restarts"].append(pobo_correlation(X, y, rows, prior, seed, "sample_mean", 3))
+            cells["pobo, prior at its median"].append(pobo_correlation(X, y, rows, median_centred(prior), seed,
+                                                                       "sample_mean", 3))
             if have_botorch:
                 cells["BoTorch"].append(botorch_correlation(X, y, rows))
         results[name] = {model: dict(mean_se=bo_quality.mean_se(v), per_seed=v) for model, v in cells.items() if v}

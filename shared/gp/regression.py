@@ -584,7 +584,7 @@ def fit_hyperparameters(
     bounds: HyperparameterBounds | None = None,
     n_restarts: int = 5,
     rng: np.random.Generator | int | None = None,
-    prior_mean: float | Literal["sample_mean"] = "sample_mean",
+    prior_mean: float | Literal["sample_mean", "fitted"] = "sample_mean",
     initial: tuple[FittableKernel, float] | None = None,
     warm_start_only: bool = False,
     ftol: float = 2.2e-9,
@@ -614,19 +614,23 @@ def fit_hyperparameters(
     Either way ``warm_start_only`` (with ``initial``) starts from ``initial`` only (a cheap refit after a few
     new points); ``ftol`` is L-BFGS-B's relative tolerance; ``noise_variance_floor`` is a floor on σ_n² in
     the data's units (private measurements' σ_y²); the prior mean is held at the sample mean of y or the
-    float given. ``kernel`` names a kernel of ``KERNELS`` or is an instance whose kind (and other settings,
-    e.g. a public input noise) the fit keeps.
+    float given, or with ``"fitted"`` (with a prior only) fitted with the rest as BoTorch's ``ConstantMean`` is: for
+    each θ the constant that maximises the likelihood, m̂(θ) = 1ᵀK⁻¹y / 1ᵀK⁻¹1 (profiled out, so the gradient in θ
+    is the one at fixed m̂, by the envelope theorem). ``kernel`` names a kernel of ``KERNELS`` or is an instance
+    whose kind (and other settings, e.g. a public input noise) the fit keeps.
     """
     X = _as_inputs(X)
     y = np.asarray(y, dtype=float).ravel()
     if len(y) != len(X) or len(y) < 2:
         raise ValueError("fitting hyperparameters needs X and y with the same number (≥ 2) of points")
     prototype = kernel_prototype(kernel)
-    mean = float(np.mean(y)) if prior_mean == "sample_mean" else float(prior_mean)
+    mean = float(np.mean(y)) if prior_mean in ("sample_mean", "fitted") else float(prior_mean)
     rng = np.random.default_rng(rng)
     if prior is not None:
         return _fit_map(X, y - mean, mean, prototype, ard, prior, input_scale, noise_variance_floor, n_restarts, rng,
-                        initial, warm_start_only, ftol)
+                        initial, warm_start_only, ftol, fit_mean=prior_mean == "fitted")
+    if prior_mean == "fitted":
+        raise ValueError('prior_mean="fitted" needs a prior (the maximum-a-posteriori fit)')
     residual = y - mean
     bounds = bounds or default_bounds(X, y, ard=ard)
 
@@ -659,14 +663,32 @@ def fit_hyperparameters(
     )
 
 
+def _likeliest_constant(theta: NDArray, prototype: FittableKernel, ard: bool, X: NDArray, residual: NDArray) -> float:
+    """m̂ = 1ᵀK⁻¹r / 1ᵀK⁻¹1: the constant prior mean (added to the one ``residual`` is taken from) of largest
+    likelihood under θ = (log l…, log σ², log σ_n²); 0 where K is not positive definite."""
+    n_ls = len(theta) - 2
+    kernel = prototype.with_parameters(np.exp(theta[:n_ls]) if ard else float(np.exp(theta[0])),
+                                       float(np.exp(theta[n_ls])))
+    K = kernel(X, X)
+    K[np.diag_indices_from(K)] += float(np.exp(theta[-1]))
+    L, info = dpotrf(K, lower=1, clean=1, overwrite_a=1)
+    if info != 0:
+        return 0.0
+    solved, _ = dpotrs(L, np.column_stack([np.ones(len(residual)), residual]), lower=1)
+    return float(solved[:, 1].sum() / solved[:, 0].sum())
+
+
 def _negative_log_posterior(
     phi: NDArray, prototype: FittableKernel, ard: bool, X: NDArray, residual: NDArray, log_width: float | NDArray,
-    prior: HyperparameterPrior,
+    prior: HyperparameterPrior, fit_mean: bool = False,
 ) -> tuple[float, NDArray]:
     """−(log p(ỹ | θ) + log prior) and its gradient in φ = (log l̃…, log σ̃_n²), with log l = log l̃ + log width
-    and σ² = 1 (so ∂/∂log l̃ = ∂/∂log l, and the σ² component of the likelihood's gradient is dropped)."""
+    and σ² = 1 (so ∂/∂log l̃ = ∂/∂log l, and the σ² component of the likelihood's gradient is dropped); with
+    ``fit_mean`` the residual is taken from the likeliest constant under θ (:func:`_likeliest_constant`)."""
     n_ls = len(phi) - 1
     theta = np.concatenate([phi[:n_ls] + log_width, [0.0], phi[n_ls:]])
+    if fit_mean:
+        residual = residual - _likeliest_constant(theta, prototype, ard, X, residual)
     value, grad = _negative_lml_and_gradient(theta, prototype, ard, X, residual)
     if value >= 1e25:
         return value, np.zeros_like(phi)
@@ -678,7 +700,7 @@ def _negative_log_posterior(
 def _fit_map(
     X: NDArray, residual: NDArray, mean: float, prototype: FittableKernel, ard: bool, prior: HyperparameterPrior,
     input_scale: float | ArrayLike | None, noise_variance_floor: float, n_restarts: int, rng: np.random.Generator,
-    initial: tuple[FittableKernel, float] | None, warm_start_only: bool, ftol: float,
+    initial: tuple[FittableKernel, float] | None, warm_start_only: bool, ftol: float, fit_mean: bool = False,
 ) -> FittedHyperparameters:
     """:func:`fit_hyperparameters` with a prior (its docstring has the model)."""
     t, d = X.shape
@@ -703,18 +725,19 @@ def _fit_map(
     starts = _log_starts(log_bounds, mode, warm, warm_start_only,
                          lambda: rng.normal(loc, spread, size=(n_restarts, len(loc))))
     residual = residual / scale_y
-    args = (prototype, ard, X, residual, log_width, prior)
+    args = (prototype, ard, X, residual, log_width, prior, fit_mean)
     best = _minimise(_negative_log_posterior, starts, log_bounds, args, ftol)
     phi = best.x
     log_ls = phi[:n_ls] + log_width
     ls = np.exp(log_ls) if ard else float(np.exp(log_ls[0]))
     theta = np.concatenate([log_ls, [0.0], phi[n_ls:]])
-    nlml, _ = _negative_lml_and_gradient(theta, prototype, ard, X, residual)
+    constant = _likeliest_constant(theta, prototype, ard, X, residual) if fit_mean else 0.0
+    nlml, _ = _negative_lml_and_gradient(theta, prototype, ard, X, residual - constant)
     return FittedHyperparameters(
         kernel=prototype.with_parameters(ls, scale_y**2),
         # exp(log(floor)) may round below
         noise_variance=max(float(np.exp(phi[-1])) * scale_y**2, noise_variance_floor),
-        prior_mean=mean,
+        prior_mean=mean + constant * scale_y,
         log_marginal_likelihood=float(-nlml) - t * math.log(scale_y),
         at_bound=_at_bound(phi, log_bounds, ["lengthscale"] * n_ls + ["noise_variance"]),
     )

@@ -115,9 +115,10 @@ class GPUCB:
     * ``n_init``: the first ``n_init`` suggestions are distinct candidates drawn uniformly with ``rng``
       (they still count as iterations for β_t).
     * ``refit_every``: after every ``refit_every``-th observation, refit the kernel (``refit_kernel``,
-      ``ard``) and σ_n² on the observations so far (prior mean = the sample mean), then rebuild the
-      candidate posterior once by replaying the observations. ``prior="dim-scaled"`` (the default): the
-      maximum-a-posteriori fit of :func:`shared.gp.regression.fit_hyperparameters` with BoTorch's priors
+      ``ard``) and σ_n² on the observations so far (and the prior mean: fitted as BoTorch fits its constant mean
+      under a prior, else the sample mean), then rebuild the candidate posterior once by replaying the
+      observations. ``prior="dim-scaled"`` (the default): the maximum-a-posteriori fit of
+      :func:`shared.gp.regression.fit_hyperparameters` with BoTorch's priors
       (:meth:`HyperparameterPrior.dim_scaled`), lengthscales in units of ``input_scale`` (the widths of the
       public input box; default the candidates' extent per dimension) and, with ``ard=None`` (the default),
       one lengthscale per dimension when r ≤ ``ARD_MAX_DIM``. ``prior=None``: maximum marginal likelihood
@@ -350,6 +351,7 @@ class GPUCB:
             initial=(cast(FittableKernel, current), post.noise_variance) if same_kind else None,
             warm_start_only=warm_start_only,
             prior=self.prior,
+            prior_mean="fitted" if self.prior is not None else "sample_mean",
             input_scale=self.input_scale,
             noise_variance_floor=self.noise_variance_floor,
         )
