@@ -347,6 +347,31 @@ def test_the_map_objective_has_the_gradient_it_reports():
         assert error < 1e-5 * max(1.0, np.linalg.norm(_negative_log_posterior(phi, *args)[1]))
 
 
+def test_the_profiled_constant_mean_keeps_the_gradient_and_is_the_likeliest_constant():
+    """prior_mean="fitted": for each θ the constant of largest likelihood (BoTorch's ConstantMean fitted with the
+    rest); profiling it out keeps the reported gradient exact, and the fit returns that constant."""
+    from shared.gp.regression import HyperparameterPrior, _negative_log_posterior
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, size=(20, 3))
+    y = 3.0 + np.sin(5 * X[:, 0]) - X[:, 1] ** 2
+    prior = HyperparameterPrior.dim_scaled(3)
+    residual = (y - y.mean()) / y.std(ddof=1)
+    args = (kernel_prototype("se"), True, X, residual, np.zeros(3), prior, True)
+    phi = np.log([0.3, 0.5, 0.8, 0.01])
+    error = check_grad(lambda p, *a: _negative_log_posterior(p, *a)[0],
+                       lambda p, *a: _negative_log_posterior(p, *a)[1], phi, *args)
+    assert error < 1e-5 * max(1.0, np.linalg.norm(_negative_log_posterior(phi, *args)[1]))
+
+    fit = fit_hyperparameters(X, y, ard=True, prior=prior, prior_mean="fitted", n_restarts=0, rng=0)
+    K = fit.kernel(X, X) + fit.noise_variance * np.eye(len(y))
+    ones = np.ones(len(y))
+    assert fit.prior_mean == pytest.approx(ones @ np.linalg.solve(K, y) / (ones @ np.linalg.solve(K, ones)), rel=1e-8)
+    assert fit.prior_mean != pytest.approx(y.mean(), rel=1e-3)
+    with pytest.raises(ValueError, match="needs a prior"):
+        fit_hyperparameters(X, y, prior_mean="fitted")
+
+
 def test_the_map_fit_is_in_the_datas_units():
     """Standardised outcomes and box-scaled inputs: y·c and X·a give the same fit with σ², σ_n² times c² and the
     lengthscales times a."""
