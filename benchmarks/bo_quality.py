@@ -1,5 +1,6 @@
-"""How good the modeler's default is, beside BoTorch: simple regret after T = 10, 25, 50 queries on real tables
-and the synthetic GP, the time a step takes, and how often a hyperparameter fit ends at a bound of its box.
+"""How good the modeler's default is, beside BoTorch: simple regret after T = 10, 25, 50 queries on a broad suite
+(five real tables, the paper's synthetic GP and six standard test functions in d = 2–8 on discrete candidate sets
+of 2,000–8,000 points), the time a step takes, and how often a hyperparameter fit ends at a bound of its box.
 
 Every method sees the same candidates (the table's features under its public bounds scaling: a box of ℓ2
 diameter 1, what a certified release at ε → ∞ would release), the same 5 uniformly random initial rows per seed,
@@ -10,13 +11,21 @@ and noise-free answers (a column evaluator), non-private. Methods:
   likelihood on 500 labelled rows the run never queries (an oracle no practitioner has: the reproductions' fixed
   mode);
 * ``pobo default``: the modeler's own surrogate as ``pobo-modeler run`` builds it from the release's metadata
-  (:class:`modeler_client.surrogate.Surrogate`: MAP fit under BoTorch's priors after every answer, GP-UCB, no row
-  asked twice because the answers repeat);
-* ``pobo + LogEI``: the same surrogate picking by log expected improvement (``--acquisition logei``);
+  (:class:`modeler_client.surrogate.Surrogate`: MAP fit under BoTorch's priors after every answer, log expected
+  improvement, no row asked twice because the answers repeat);
+* ``pobo paper UCB``: the same surrogate picking by Algorithm 2's GP-UCB (``--acquisition paper-ucb``);
 * ``BoTorch default``: ``SingleTaskGP`` (inputs normalised to the candidates' box, outcomes standardised, its
   default priors, ``fit_gpytorch_mll``) with ``LogExpectedImprovement``, maximised over the unqueried rows by
   ``optimize_acqf_discrete`` (:class:`modeler_client.adapters.botorch_discrete.BoTorchProposer`, ``"ei"``);
-* ``BoTorch + UCB β_t``: the same model with ``UpperConfidenceBound`` at pobo's β_t (``"ucb"``).
+* ``BoTorch + UCB β_t``: the same model with ``UpperConfidenceBound`` at pobo's β_t (``"ucb"``);
+* ``pobo default q=5`` and ``BoTorch qLogNEI q=5``: batches as a lab measures them, T = 50 in batches of 5 after
+  the same initial rows: the modeler's default with ``--batch 5`` (its picks conditioned on the pending ones by
+  GP-BUCB's hallucinated answers) against ``qLogNoisyExpectedImprovement`` (``"nei"``) over the same candidates.
+
+The suite's summary: per problem, each method's regret normalised by random search's mean regret at the same T
+(1 = no better than random), averaged over the problems every method ran; and the paired difference pobo default −
+BoTorch default per problem over the shared seeds, mean ± s.e., with the one-sided claim "pobo default ≤ BoTorch
+default + 1 s.e.".
 
 Simple regret is (best value − best found) / the table's standard deviation of the objective, mean ± standard
 error over the seeds; a step's time is the method's own (fit and pick, no answer); "at a bound" is the share of
@@ -27,16 +36,17 @@ BoTorch: its constraints 0.025 and 1e-4).
 run on a fresh registration (so a fresh secret row order) with a certified ``gaussian`` release at ε = 10⁶, and
 ``pobo-modeler run -T 50`` with its defaults in a subprocess.
 
-    nice -n 10 .venv/bin/python benchmarks/bo_quality.py [--quick] [--seeds 20] [--problems diabetes loans ...]
+    nice -n 10 .venv/bin/python benchmarks/bo_quality.py [--quick] [--seeds 30] [--problems diabetes levy-6d ...]
     nice -n 10 .venv/bin/python benchmarks/bo_quality.py --through-service [--runs 12]
 
-Runs go seed by seed, each appended to ``<name>.jsonl`` as it ends (its first line: the command, commit, date and
-machine), so a study cut short still has every method on its first seeds; the summary pairs methods on the seeds
-all of them ran. A long study may run as parts (e.g. ``--methods`` split over processes, each with its ``--name``);
-``--seeds 0 --combine a.jsonl b.jsonl …`` then writes ``bo_quality.{json,txt}`` from them.
+Runs go seed by seed, each appended to ``<name>_<date>_<commit>.jsonl`` (never overwritten) as it ends (its
+first line: the command, commit, date and machine), so a study cut short still has every method on its first
+seeds; paired contrasts use the seeds both methods ran. A long study may run as parts (e.g. ``--methods`` split
+over processes, each with its ``--name``);
+``--seeds 0 --combine a.jsonl b.jsonl …`` then writes ``<name>_<date>_<commit>.{json,txt}`` from them.
 
 BoTorch comes from the optional extra (``make install-botorch``); without it its columns are skipped with a
-sentence saying so. Tables that need /work/shared/data are skipped with the reason when it is absent.
+sentence saying so. Tables that need ../shared/data are skipped with the reason when it is absent.
 """
 
 from __future__ import annotations
@@ -58,6 +68,7 @@ from pathlib import Path
 import harness  # one BLAS thread, before numpy loads
 import numpy as np
 
+from modeler_client.batch import GPBUCBProposer
 from modeler_client.runfile import RunRecord, RunSettings
 from modeler_client.surrogate import Surrogate, release_options
 from shared.api.scaling import apply_scaling, unit_diameter_bounds
@@ -74,8 +85,22 @@ FIXED_FIT_ROWS = 500
 SERVICE_EPSILON = 1e6
 # SingleTaskGP's lengthscale and noise constraints (botorch.models.utils.gpytorch_modules)
 BOTORCH_FLOORS = (2.5e-2, 1e-4)
-METHODS = ("random", "pobo fixed", "pobo default", "pobo + LogEI", "BoTorch default", "BoTorch + UCB β_t")
-BOTORCH_METHODS = {"BoTorch default": "ei", "BoTorch + UCB β_t": "ucb"}
+BATCH = 5
+METHODS = ("random", "pobo fixed", "pobo default", "pobo paper UCB", "BoTorch default", "BoTorch + UCB β_t",
+           "pobo default q=5", "BoTorch qLogNEI q=5")
+BOTORCH_METHODS = {"BoTorch default": "ei", "BoTorch + UCB β_t": "ucb", "BoTorch qLogNEI q=5": "nei"}
+DEFAULT_METHODS = ("random", "pobo default", "pobo paper UCB", "BoTorch default", "BoTorch + UCB β_t")
+# Standard functions: (function, dimension, candidates); the candidate set is fixed per problem (seed 0).
+STANDARD_FUNCTIONS = {
+    "branin-2d": ("branin", 2, 2000),
+    "hartmann3-3d": ("hartmann3", 3, 3000),
+    "rosenbrock-4d": ("rosenbrock", 4, 4000),
+    "ackley-5d": ("ackley", 5, 5000),
+    "levy-6d": ("levy", 6, 6000),
+    "styblinski-tang-8d": ("styblinski-tang", 8, 8000),
+}
+REAL_TABLES = ("diabetes", "loans", "property", "wine", "randhie")
+SUITE = (*REAL_TABLES, "synthetic", *STANDARD_FUNCTIONS)
 
 
 @dataclass(frozen=True)
@@ -113,7 +138,16 @@ def loader(name: str) -> Callable[[int], Problem]:
     """The problem of ``name`` for a seed (only the synthetic GP changes with it)."""
     if name == "synthetic":
         return lambda seed: from_table(synthetic_table(seed), name)
-    if name == "diabetes":
+    if name in STANDARD_FUNCTIONS:
+        from shared.datasets.benchmark_functions import candidate_table
+
+        problem = from_table(candidate_table(*STANDARD_FUNCTIONS[name]), name)
+        return lambda seed: problem
+    if name == "wine":
+        from shared.datasets.wine import load_wine as load
+    elif name == "randhie":
+        from shared.datasets.randhie import load_randhie as load
+    elif name == "diabetes":
         from shared.datasets.diabetes import load_diabetes as load
     elif name == "loans":
         from shared.datasets.lendingclub import load_lendingclub
@@ -180,7 +214,7 @@ def run_pobo_fixed(problem: Problem, seed: int, T: int, fixed_fit=None) -> Run:
     return run
 
 
-def run_pobo_default(problem: Problem, seed: int, T: int, fixed_fit=None, acquisition: str = "ucb") -> Run:
+def run_pobo_default(problem: Problem, seed: int, T: int, fixed_fit=None, acquisition: str = "logei") -> Run:
     """The modeler's loop (``RemoteGPUCB.run``) in-process: the same surrogate built from the same metadata."""
     release = local_release(problem, T)
     settings = RunSettings(iterations=T, seed=seed, acquisition=acquisition)
@@ -192,16 +226,38 @@ def run_pobo_default(problem: Problem, seed: int, T: int, fixed_fit=None, acquis
         i = surrogate.suggest()
         run.seconds.append(time.perf_counter() - start)
         if refitted:
-            bounds = surrogate.ucb.last_fit.at_bound
-            run.fits += 1
-            run.at_bound += bool(bounds)
-            run.lengthscale_at_bound += "lengthscale" in bounds
-            run.noise_at_bound += "noise_variance" in bounds
+            count_fit(run, surrogate.ucb.last_fit.at_bound)
         run.indices.append(i)
     return run
 
 
-def run_botorch(acquisition: str) -> Callable[..., Run]:
+def run_pobo_batch(problem: Problem, seed: int, T: int, fixed_fit=None) -> Run:
+    """``pobo-modeler run --batch 5`` in-process: the batch proposer of :func:`modeler_client.batch.run_batched`."""
+    release = local_release(problem, T)
+    settings = RunSettings(iterations=T, seed=seed, batch=BATCH)
+    proposer = GPBUCBProposer(problem.X, release, settings,
+                              on_refit=lambda surrogate: count_fit(run, surrogate.ucb.last_fit.at_bound))
+    run = Run(initial_rows(problem, seed), [])
+    for i in run.indices:
+        proposer.tell(i, problem.y[i])
+    while len(run.indices) < T:
+        start = time.perf_counter()
+        picks = proposer.ask(min(BATCH, T - len(run.indices)), [])
+        run.seconds.append(time.perf_counter() - start)
+        for i in picks:
+            proposer.tell(i, problem.y[i])
+        run.indices.extend(picks)
+    return run
+
+
+def count_fit(run: Run, at_bound: tuple[str, ...]) -> None:
+    run.fits += 1
+    run.at_bound += bool(at_bound)
+    run.lengthscale_at_bound += "lengthscale" in at_bound
+    run.noise_at_bound += "noise_variance" in at_bound
+
+
+def run_botorch(acquisition: str, batch: int = 1) -> Callable[..., Run]:
     def run_one(problem: Problem, seed: int, T: int, fixed_fit=None) -> Run:
         from modeler_client.adapters.botorch_discrete import BoTorchProposer
 
@@ -211,26 +267,26 @@ def run_botorch(acquisition: str) -> Callable[..., Run]:
             proposer.tell(i, problem.y[i])
         while len(run.indices) < T:
             start = time.perf_counter()
-            (i,) = proposer.ask(1, [])
+            picks = proposer.ask(min(batch, T - len(run.indices)), [])
             run.seconds.append(time.perf_counter() - start)
             lengthscale = proposer.model.covar_module.lengthscale.detach().numpy()
             noise = float(proposer.model.likelihood.noise.detach().numpy().ravel()[0])
             low_ls = bool(np.any(lengthscale <= BOTORCH_FLOORS[0] * 1.001))
             low_noise = noise <= BOTORCH_FLOORS[1] * 1.001
-            run.fits += 1
-            run.at_bound += low_ls or low_noise
-            run.lengthscale_at_bound += low_ls
-            run.noise_at_bound += low_noise
-            proposer.tell(i, problem.y[i])
-            run.indices.append(i)
+            count_fit(run, ("lengthscale",) * low_ls + ("noise_variance",) * low_noise)
+            for i in picks:
+                proposer.tell(i, problem.y[i])
+            run.indices.extend(picks)
         return run
 
     return run_one
 
 
 RUNNERS = {"random": run_random, "pobo fixed": run_pobo_fixed, "pobo default": run_pobo_default,
-           "pobo + LogEI": lambda *args: run_pobo_default(*args, acquisition="logei"),
-           **{name: run_botorch(acq) for name, acq in BOTORCH_METHODS.items()}}
+           "pobo paper UCB": lambda *args: run_pobo_default(*args, acquisition="paper-ucb"),
+           "pobo default q=5": run_pobo_batch,
+           "BoTorch default": run_botorch("ei"), "BoTorch + UCB β_t": run_botorch("ucb"),
+           "BoTorch qLogNEI q=5": run_botorch("nei", batch=BATCH)}
 
 
 def botorch_missing() -> str | None:
@@ -247,14 +303,11 @@ def mean_se(values) -> tuple[float, float]:
 
 
 def summarise(lines: list[dict], T: int) -> dict:
-    """Per method: regret mean ± s.e. at each T over the seeds every method of the problem ran (paired), time a
+    """Per method, over the seeds it ran: regret mean ± s.e. at each T (and per seed, for paired contrasts), time a
     step, the share of fits at a bound, rows asked twice."""
-    seeds = set.intersection(*({line["seed"] for line in lines if line["method"] == m}
-                               for m in {line["method"] for line in lines}))
     out = {}
     for method in METHODS:
-        runs = sorted((line for line in lines if line["method"] == method and line["seed"] in seeds),
-                      key=lambda line: line["seed"])
+        runs = sorted((line for line in lines if line["method"] == method), key=lambda line: line["seed"])
         if not runs:
             continue
         regrets = np.array([line["regret"][:T] for line in runs])
@@ -263,7 +316,7 @@ def summarise(lines: list[dict], T: int) -> dict:
         at_bound = {key: sum(line[key] for line in runs) / fits if fits else None
                     for key in ("at_bound", "lengthscale_at_bound", "noise_at_bound")}
         out[method] = dict(
-            seeds=len(runs),
+            seeds=[line["seed"] for line in runs],
             regret={str(h): mean_se(regrets[:, h - 1]) for h in HORIZONS if h <= T},
             regret_per_seed={str(h): regrets[:, h - 1].tolist() for h in HORIZONS if h <= T},
             seconds_per_step=float(np.mean(steps)) if steps else None,
@@ -273,29 +326,63 @@ def summarise(lines: list[dict], T: int) -> dict:
     return out
 
 
-def verdict(summary: dict) -> dict | None:
-    """The claim: pobo default's mean regret ≤ the better BoTorch configuration's + 1 s.e. at T = 25 and 50, at
-    ≥ 10× less time a step, with ≤ 5 % of fits at a bound."""
-    botorch = [m for m in BOTORCH_METHODS if m in summary]
-    if not botorch or "pobo default" not in summary:
+def paired(summary: dict, a: str, b: str, h: str) -> dict | None:
+    """a − b at T = h over the seeds both ran: mean, s.e., seeds, and whether mean ≤ 1 s.e. (the one-sided claim
+    "a is no worse than b by more than one standard error of the paired difference")."""
+    if a not in summary or b not in summary or h not in summary[a]["regret"]:
         return None
-    pobo = summary["pobo default"]
+    by_seed = [dict(zip(summary[m]["seeds"], summary[m]["regret_per_seed"][h])) for m in (a, b)]
+    seeds = sorted(set(by_seed[0]) & set(by_seed[1]))
+    if len(seeds) < 2:
+        return None
+    mean, se = mean_se([by_seed[0][s] - by_seed[1][s] for s in seeds])
+    return dict(difference=mean, se=se, seeds=len(seeds), holds=mean <= se)
+
+
+CLAIMS = (("pobo default", "BoTorch default"), ("pobo default q=5", "BoTorch qLogNEI q=5"))
+
+
+def verdict(summary: dict) -> dict:
+    """Per claim (pobo's default against BoTorch's, one pick and batches of 5) at T = 25 and 50: the paired
+    difference and whether it is ≤ 1 s.e.; the time a step, BoTorch's over pobo's."""
     checks = {}
-    for h in ("25", "50"):
-        if h not in pobo["regret"]:
-            continue
-        best = min(botorch, key=lambda m: summary[m]["regret"][h][0])
-        mean, se = summary[best]["regret"][h]
-        checks[f"regret_T{h}"] = dict(pobo=pobo["regret"][h][0], botorch_best=best, bound=mean + se,
-                                      holds=pobo["regret"][h][0] <= mean + se)
-        paired = np.subtract(pobo["regret_per_seed"][h], summary[best]["regret_per_seed"][h])
-        checks[f"regret_T{h}"]["paired_difference"] = mean_se(paired)
-    fastest_botorch = min(summary[m]["seconds_per_step"] for m in botorch)
-    ratio = fastest_botorch / pobo["seconds_per_step"]
-    checks["speed"] = dict(ratio=ratio, holds=ratio >= 10)
-    checks["at_bound"] = dict(share=pobo["at_bound"], holds=pobo["at_bound"] <= 0.05)
-    checks["holds"] = all(c["holds"] for c in checks.values())
+    for ours, theirs in CLAIMS:
+        for h in ("25", "50"):
+            contrast = paired(summary, ours, theirs, h)
+            if contrast:
+                checks[f"{ours} − {theirs}, T = {h}"] = contrast
+        if ours in summary and theirs in summary and summary[ours]["seconds_per_step"]:
+            checks[f"{theirs} / {ours}, time a step"] = dict(
+                ratio=summary[theirs]["seconds_per_step"] / summary[ours]["seconds_per_step"])
     return checks
+
+
+def normalised(results: dict, methods: tuple[str, ...], h: str) -> dict | None:
+    """Each method's regret at T = h over random search's on the same problem (1: no better than random), per
+    problem and averaged over the problems where every one of ``methods`` and random ran."""
+    problems = [name for name, r in results.items()
+                if all(m in r["methods"] and h in r["methods"][m]["regret"] for m in ("random", *methods))]
+    if not problems:
+        return None
+    per_problem = {name: {m: results[name]["methods"][m]["regret"][h][0]
+                          / max(results[name]["methods"]["random"]["regret"][h][0], 1e-12) for m in methods}
+                   for name in problems}
+    return dict(problems=problems, per_problem=per_problem,
+                mean={m: float(np.mean([per_problem[p][m] for p in problems])) for m in methods})
+
+
+def suite_summary(results: dict) -> dict:
+    """The suite's mean normalised regret for one pick and for batches, and how many problems each claim holds on."""
+    single = ("pobo default", "pobo paper UCB", "BoTorch default", "BoTorch + UCB β_t")
+    out = {}
+    for h in ("10", "25", "50"):
+        out[f"T = {h}"] = normalised(results, tuple(m for m in single if all(
+            m in r["methods"] for r in results.values() if "BoTorch default" in r["methods"])), h)
+        out[f"T = {h}, q = {BATCH}"] = normalised(results, ("pobo default q=5", "BoTorch qLogNEI q=5"), h)
+    for claim in (f"{a} − {b}, T = {h}" for a, b in CLAIMS for h in ("25", "50")):
+        verdicts = [r["verdict"][claim]["holds"] for r in results.values() if claim in r["verdict"]]
+        out[claim] = dict(problems=len(verdicts), holds_on=sum(verdicts))
+    return out
 
 
 def study(args: argparse.Namespace, runs_file: Path) -> None:
@@ -343,16 +430,34 @@ def results_of(lines: list[dict], T: int) -> dict:
 def table(name: str, result: dict) -> str:
     """A plain-text table of one problem: regret mean ± s.e. per T, ms a step, fits at a bound."""
     lines = [f"{name} ({result['n']} × {result['d']})",
-             f"{'method':20s}" + "".join(f"{'T = ' + str(h):>18s}" for h in HORIZONS)
-             + f"{'ms/step':>10s}{'at bound':>10s}"]
+             f"{'method':22s}" + "".join(f"{'T = ' + str(h):>18s}" for h in HORIZONS)
+             + f"{'ms/step':>10s}{'at bound':>10s}{'seeds':>7s}"]
     for method, s in result["methods"].items():
         cells = "".join(f"{s['regret'][str(h)][0]:>10.3f} ± {s['regret'][str(h)][1]:.3f}" if str(h) in s["regret"]
                         else f"{'':>18s}" for h in HORIZONS)
         ms = f"{1e3 * s['seconds_per_step']:>10.1f}" if s["seconds_per_step"] is not None else f"{'':>10s}"
         bound = f"{100 * s['at_bound']:>9.1f}%" if s["at_bound"] is not None else f"{'':>10s}"
-        lines.append(f"{method:20s}{cells}{ms}{bound}")
-    if result.get("verdict"):
-        lines.append("verdict: " + json.dumps(result["verdict"], default=float))
+        lines.append(f"{method:22s}{cells}{ms}{bound}{len(s['seeds']):>7d}")
+    for claim, check in result.get("verdict", {}).items():
+        if "ratio" in check:
+            lines.append(f"  {claim}: {check['ratio']:.1f}×")
+        else:
+            lines.append(f"  {claim}: {check['difference']:+.3f} ± {check['se']:.3f} over {check['seeds']} seeds"
+                         f" ({'≤' if check['holds'] else '>'} 1 s.e.)")
+    return "\n".join(lines)
+
+
+def suite_table(suite: dict) -> str:
+    """The suite's mean normalised regret per T, and on how many problems each claim holds."""
+    lines = ["suite: regret / random search's regret on the same problem, averaged over the problems"]
+    for key, value in suite.items():
+        if value is None:
+            continue
+        if "mean" in value:
+            cells = ", ".join(f"{m} {v:.3f}" for m, v in value["mean"].items())
+            lines.append(f"  {key} ({len(value['problems'])} problems): {cells}")
+        else:
+            lines.append(f"  {key}: holds on {value['holds_on']} of {value['problems']} problems")
     return "\n".join(lines)
 
 
@@ -417,24 +522,72 @@ def service_summary(runs: list[dict], T: int) -> dict:
     )
 
 
+def markdown(payload: dict, source: str) -> str:
+    """The study as docs/modeler_quality.md shows it: one table per problem (regret mean ± s.e., seeds, ms a step,
+    fits at a bound), the paired contrasts of the claims, and the suite's mean normalised regret; ``source`` names
+    the results file."""
+    def cell(value: list[float] | None) -> str:
+        return f"{value[0]:.3f} ± {value[1]:.3f}" if value else "—"
+
+    out = [f"From `{source}`; regret in units of the objective's standard deviation, mean ± s.e. over the seeds."]
+    for name, result in payload["results"].items():
+        out += ["", f"**{name}** ({result['n']:,} × {result['d']})", "",
+                "| method | seeds | T = 10 | T = 25 | T = 50 | ms a step | fits at a bound |",
+                "|---|---|---|---|---|---|---|"]
+        for method, m in result["methods"].items():
+            ms = f"{1e3 * m['seconds_per_step']:.1f}" if m["seconds_per_step"] is not None else "—"
+            bound = f"{100 * m['at_bound']:.1f} %" if m["at_bound"] is not None else "—"
+            out.append(f"| {method} | {len(m['seeds'])} | " + " | ".join(cell(m["regret"].get(str(h)))
+                                                                          for h in HORIZONS) + f" | {ms} | {bound} |")
+        for claim, check in result["verdict"].items():
+            if "ratio" in check:
+                out.append(f"\n{claim}: {check['ratio']:.1f}×.")
+            else:
+                out.append(f"\n{claim}: {check['difference']:+.3f} ± {check['se']:.3f} over {check['seeds']} paired "
+                           f"seeds, {'within' if check['holds'] else '**more than**'} 1 s.e.")
+    out += ["", "**The suite**: each method's mean regret over random search's on the same problem (1: no better "
+            "than random), averaged over the problems every method of the row ran.", "",
+            "| T | problems | " + " | ".join(SUITE_COLUMNS) + " |", "|---|---|" + "---|" * len(SUITE_COLUMNS)]
+    for key, value in payload["suite"].items():
+        if value is not None and "mean" in value:
+            out.append(f"| {key.removeprefix('T = ')} | {len(value['problems'])} | "
+                       + " | ".join(f"{value['mean'][m]:.3f}" if m in value["mean"] else "—" for m in SUITE_COLUMNS)
+                       + " |")
+    out.append("")
+    for key, value in payload["suite"].items():
+        if value is not None and "holds_on" in value:
+            out.append(f"* {key}: within 1 s.e. on {value['holds_on']} of {value['problems']} problems")
+    return "\n".join(out) + "\n"
+
+
+SUITE_COLUMNS = ("pobo default", "pobo paper UCB", "BoTorch default", "BoTorch + UCB β_t", "pobo default q=5",
+                 "BoTorch qLogNEI q=5")
+
+
 def write_text(name: str, payload: dict, quick: bool) -> None:
     """``<name>.txt``: every part's command and commit, then one table per problem."""
-    text = "\n\n".join(table(n, r) for n, r in payload["results"].items())
+    text = "\n\n".join([*(table(n, r) for n, r in payload["results"].items()), suite_table(payload["suite"])])
     header = "\n".join(f"{p['command']}\n  {p['date']} commit {p['commit']}" for p in payload["parts"])
     harness.result_path(name, "txt", quick=quick).write_text(f"{header}\n\n{text}\n")
+
+
+def dated(name: str, commit: str) -> str:
+    """``name_<date>_<short commit>``: a results file per run, never overwritten."""
+    return f"{name}_{datetime.now(UTC):%Y-%m-%d}_{commit[:7]}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_quick(parser, "3 seeds, T = 25, diabetes and the synthetic GP")
-    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=30)
     parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed … first-seed + seeds − 1")
     parser.add_argument("-T", type=int, default=max(HORIZONS))
-    parser.add_argument("--problems", nargs="+", default=["diabetes", "loans", "property", "synthetic"])
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--problems", nargs="+", default=list(SUITE), choices=SUITE)
+    parser.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), choices=METHODS)
     parser.add_argument("--through-service", action="store_true", help="pobo-modeler run against a real curator")
     parser.add_argument("--runs", type=int, default=12, help="--through-service: fresh registrations per problem")
-    parser.add_argument("--name", default=None, help="results file name (default bo_quality[_service])")
+    parser.add_argument("--name", default=None, help="results file name before its date and commit "
+                                                      "(default bo_quality[_service])")
     parser.add_argument("--combine", nargs="+", type=Path, default=[],
                         help="also summarise these runs files (.jsonl) of other parts of the same study "
                              "(with --seeds 0: only summarise them)")
@@ -448,23 +601,28 @@ def main() -> None:
                  machine=platform.node(), cpus=os.cpu_count())
     start = time.perf_counter()
     if args.through_service:
-        name = args.name or "bo_quality_service"
+        name = dated(args.name or "bo_quality_service", commit)
         through_service(args, lambda payload: harness.write_json(
             name, payload | stamp | dict(wall_seconds=time.perf_counter() - start), quick=args.quick))
         print(harness.result_path(name, "json", quick=args.quick).read_text())
         return
-    name = args.name or "bo_quality"
+    name = dated(args.name or "bo_quality", commit)
     runs_file = harness.result_path(name, "jsonl", quick=args.quick)
+    if args.seeds and runs_file.exists():
+        raise SystemExit(f"{runs_file} exists: results are never overwritten; give another --name")
     if args.seeds:
         runs_file.write_text(json.dumps(stamp) + "\n")
         study(args, runs_file)
     lines, parts = read_runs([*args.combine, runs_file] if args.seeds else args.combine)
-    payload = dict(results=results_of(lines, args.T), parts=parts, n_init=N_INIT, ucb_delta=UCB_DELTA,
+    results = results_of(lines, args.T)
+    payload = dict(results=results, suite=suite_summary(results), parts=parts, n_init=N_INIT, ucb_delta=UCB_DELTA,
                    botorch=botorch_missing() or "installed", wall_seconds=time.perf_counter() - start)
     print(harness.write_json(name, payload, quick=args.quick))
     write_text(name, payload, args.quick)
+    harness.result_path(name, "md", quick=args.quick).write_text(markdown(payload, f"benchmarks/results/{name}.json"))
     for problem, result in payload["results"].items():
         print(table(problem, result))
+    print(suite_table(payload["suite"]))
 
 
 if __name__ == "__main__":

@@ -1,27 +1,26 @@
 """pobo's default surrogate with one choice changed at a time (the lengthscale prior's centre, the noise prior's
-centre, GP-UCB's exploration weight, ARD), scored against the bar of ``bo_quality.py``'s study.
+centre, the acquisition and GP-UCB's exploration weight, ARD), scored against the bar of a ``bo_quality.py`` study.
 
 Each variant runs ``bo_quality.run_pobo_default`` (the modeler's own surrogate, the study's candidates, initial
 rows and seeds) with the module-level choice swapped in the worker process:
 
-* ``centre c``: the lengthscale prior LogNormal(√2 + ½ log d + c, √3) on log l̃. c = −3 is BoTorch's own objective
-  (the density of l̃, whose mode is e⁻³ × the median; :class:`shared.gp.regression.LogNormal` says why the default
-  is c = 0), with the random restarts drawn around the shifted centre;
+* ``centre c``: the lengthscale prior LogNormal(√2 + ½ log d + c, √3) (c = 0 is BoTorch's; the fit maximises the
+  density of l̃, whose mode is e⁻³ × the median, so c = +3 puts the maximum at BoTorch's median), the random
+  restarts drawn around the shifted centre;
 * ``noise c``: the noise prior LogNormal(c, 1) on σ̃_n² (default −4, BoTorch's);
-* ``β_t × s``: GP-UCB's μ + √(s β_t) σ (s = 1 is Algorithm 2; Srinivas et al. 2010 scaled β_t by 1/5 in their
-  experiments);
+* ``paper UCB``: Algorithm 2's GP-UCB (``--acquisition paper-ucb``) instead of LogEI; ``β_t × s`` with it:
+  μ + √(s β_t) σ (Srinivas et al. 2010 scaled β_t by 1/5 in their experiments);
 * ``ARD up to d = k``: one lengthscale per coordinate only while d ≤ k (default 16), isotropic above;
-* ``LogEI``: the pick by log expected improvement (``--acquisition logei``) instead of GP-UCB;
 * ``multi-start at t ≤ 5 and every 10th``: fewer refits from every start (the default: t ≤ 10 and every 5th).
 
-The bar per problem and T is the better BoTorch configuration's mean + 1 s.e. in ``results/bo_quality.json``
-(seeds 0–19); on other seeds the table shows the variant beside the default, paired by seed.
+With ``--bar`` (a ``bo_quality.py`` summary, ``results/bo_quality_<date>_<commit>.json``) each cell is marked
+where it misses the better BoTorch configuration's mean + 1 s.e. on the same problem and T; every variant is also
+shown beside the default, paired by seed.
 
     nice -n 5 .venv/bin/python benchmarks/bo_quality_variants.py [--seeds 20] [--first-seed 0]
-        [--variants default "β_t × 0.2" ...] [--problems diabetes ...]
+        [--variants default "paper UCB" ...] [--problems diabetes levy-6d ...] [--bar results/bo_quality_….json]
 
-Two worker processes; results in ``results/bo_quality_variants.json``, one part per seed range; a run adds its
-(variant, problem, seed) runs to its part, replacing the same ones, and the part's summary is recomputed.
+Two worker processes; results in ``results/bo_quality_variants_<date>_<commit>.json`` (never overwritten).
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ import modeler_client.surrogate as surrogate
 import shared.gp.regression as regression
 import shared.gp.ucb as ucb
 
-PROBLEMS = ("diabetes", "loans", "property", "synthetic")
+PROBLEMS = bo_quality.SUITE
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ class Variant:
     noise_centre: float = -4.0
     beta_scale: float = 1.0
     ard_max_dim: int = ucb.ARD_MAX_DIM
-    acquisition: str = "ucb"
+    acquisition: str = "logei"
     fewer_full_fits: bool = False
 
     def apply(self) -> None:
@@ -80,19 +79,13 @@ VARIANTS = {
     "default": Variant(),
     "noise −3": Variant(noise_centre=-3.0),
     "noise −2": Variant(noise_centre=-2.0),
-    "centre −1": Variant(lengthscale_centre=-1.0),
-    "centre −1.5": Variant(lengthscale_centre=-1.5),
-    "centre −3": Variant(lengthscale_centre=-3.0),
-    "centre −3, noise −3.5": Variant(lengthscale_centre=-3.0, noise_centre=-3.5),
-    "centre −3, noise −3": Variant(lengthscale_centre=-3.0, noise_centre=-3.0),
-    "centre −3, noise −2": Variant(lengthscale_centre=-3.0, noise_centre=-2.0),
-    "LogEI": Variant(acquisition="logei"),
-    "centre −3, LogEI": Variant(lengthscale_centre=-3.0, acquisition="logei"),
-    "β_t × 0.5": Variant(beta_scale=0.5),
-    "β_t × 0.2": Variant(beta_scale=0.2),
-    "β_t × 0.1": Variant(beta_scale=0.1),
-    "centre −3, noise −3, β_t × 0.35": Variant(lengthscale_centre=-3.0, noise_centre=-3.0, beta_scale=0.35),
-    "centre −3, noise −3, β_t × 0.2": Variant(lengthscale_centre=-3.0, noise_centre=-3.0, beta_scale=0.2),
+    "centre +1.5": Variant(lengthscale_centre=1.5),
+    "centre +3": Variant(lengthscale_centre=3.0),
+    "centre +3, noise −2": Variant(lengthscale_centre=3.0, noise_centre=-2.0),
+    "paper UCB": Variant(acquisition="paper-ucb"),
+    "paper UCB, β_t × 0.5": Variant(acquisition="paper-ucb", beta_scale=0.5),
+    "paper UCB, β_t × 0.2": Variant(acquisition="paper-ucb", beta_scale=0.2),
+    "paper UCB, β_t × 0.1": Variant(acquisition="paper-ucb", beta_scale=0.1),
     "ARD up to d = 8": Variant(ard_max_dim=8),
     "multi-start at t ≤ 5 and every 10th": Variant(fewer_full_fits=True),
 }
@@ -116,8 +109,8 @@ def run_one(job: tuple[str, str, int]) -> dict:
 
 def loans_subsamples_at_bound(variant: str) -> int:
     """How many of the 10 uniform subsamples of 50 loans in
-    ``test_the_default_refit_on_a_loans_subsample_keeps_its_lengthscales_off_the_bounds`` end their refit at a bound
-    under this variant (the test asks for none)."""
+    ``test_the_default_refit_on_a_loans_subsample_never_collapses_to_the_likelihoods_floor`` end their refit at a bound
+    under this variant (the test counts them without a bar)."""
     VARIANTS[variant].apply()
     problem = bo_quality.loader("loans")(0)
     count = 0
@@ -132,22 +125,20 @@ def loans_subsamples_at_bound(variant: str) -> int:
     return count
 
 
-def bars() -> dict[str, dict[str, float]]:
-    """The better BoTorch configuration's mean + 1 s.e. per problem and T (the study's seeds 0–19)."""
-    results = json.loads(harness.result_path("bo_quality", "json").read_text())["results"]
+def bars(path: Path) -> dict[str, dict[str, float]]:
+    """The better single-pick BoTorch configuration's mean + 1 s.e. per problem and T in a bo_quality summary."""
+    results = json.loads(path.read_text())["results"]
     out = {}
     for problem, result in results.items():
         methods = result["methods"]
-        out[problem] = {}
-        for h in ("25", "50"):
-            best = min(bo_quality.BOTORCH_METHODS, key=lambda m: methods[m]["regret"][h][0])
-            out[problem][h] = sum(methods[best]["regret"][h])
+        botorch = [m for m in ("BoTorch default", "BoTorch + UCB β_t") if m in methods]
+        if botorch:
+            out[problem] = {h: min(sum(methods[m]["regret"][h]) for m in botorch) for h in ("25", "50")}
     return out
 
 
-def summarise(runs: list[dict], first_seed: int) -> dict:
+def summarise(runs: list[dict], bar: dict | None) -> dict:
     """Per variant and problem: mean ± s.e. at T = 25 and 50, paired difference to the default, bound share."""
-    bar = bars() if first_seed == 0 else None
     out: dict = {}
     for variant in dict.fromkeys(r["variant"] for r in runs):
         out[variant] = {}
@@ -186,6 +177,7 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
+    parser.add_argument("--bar", type=Path, default=None, help="a bo_quality summary (.json) to mark cells against")
     args = parser.parse_args()
     variants = list(dict.fromkeys(["default", *args.variants]))  # the pairing's reference always runs
     seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -196,19 +188,13 @@ def main() -> None:
             if "loans" in args.problems else {}
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                             cwd=harness.REPOSITORY).stdout.strip()
-    path = harness.result_path("bo_quality_variants", "json")
-    parts = json.loads(path.read_text())["parts"] if path.exists() else {}
-    key = f"seeds {seeds.start}–{seeds.stop - 1}"
     stamp = dict(command=harness.command_line(), commit=commit, date=datetime.now(UTC).isoformat(timespec="seconds"),
                  machine=platform.node(), cpus=os.cpu_count())
-    earlier = parts.get(key, {})
-    new = {(r["variant"], r["problem"], r["seed"]) for r in runs}
-    runs = [r for r in earlier.get("runs", []) if (r["variant"], r["problem"], r["seed"]) not in new] + runs
-    part = dict(commands=[*earlier.get("commands", []), stamp], seeds=[seeds.start, seeds.stop - 1],
-                summary=summarise(runs, args.first_seed), runs=runs,
-                loans_subsamples_at_bound=earlier.get("loans_subsamples_at_bound", {}) | subsamples)
-    parts[key] = part
-    path.write_text(json.dumps(dict(parts=parts), indent=1, default=harness._plain) + "\n")
+    part = dict(**stamp, seeds=[seeds.start, seeds.stop - 1],
+                summary=summarise(runs, bars(args.bar) if args.bar else None), runs=runs,
+                loans_subsamples_at_bound=subsamples)
+    path = harness.result_path(bo_quality.dated("bo_quality_variants", commit), "json")
+    path.write_text(json.dumps(part, indent=1, default=harness._plain) + "\n")
     show(part["summary"])
     print("loans subsamples of the fit test ending at a bound (of 10):", subsamples)
     print(f"wrote {path}")

@@ -36,7 +36,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-import dpareto_common  # noqa: F401, I001  (imports harness first: one BLAS thread before numpy loads)
+import dpareto_common  # noqa: F401  (imports harness first: one BLAS thread before numpy loads)
 import harness
 import numpy as np
 from dpareto_adult import MODELS, PAPER_TABLE2, cached, with_conversion, with_noise_domain

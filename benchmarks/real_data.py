@@ -145,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    print("acquisition: paper-ucb (Algorithm 2's GP-UCB at its β_t, as the paper ran it)")
     if args.replot:
         plot(json.loads(args.replot.read_text())["datasets"], args.replot.with_suffix(".png"))
         return

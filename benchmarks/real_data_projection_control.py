@@ -82,7 +82,7 @@ def one_run(job: tuple[str, int]) -> dict:
     order = np.random.default_rng([20_301, run]).permutation(len(y)) if kind.endswith(SHUFFLED) else np.arange(len(y))
     Z, y = Z[order], y[order]
     initial = [int(i) for i in np.argsort(order)[initial_rows(len(y), run)]]  # the same rows in the new order
-    settings = RunSettings(iterations=EXPERIMENT.iterations)
+    settings = RunSettings(iterations=EXPERIMENT.iterations, acquisition="paper-ucb")
     indices, _, _ = in_process_loop(Z, in_process_metadata(*Z.shape, goal), settings, y, initial)
     found = y[indices].min() if goal == "minimize" else y[indices].max()
     best = y.min() if goal == "minimize" else y.max()
@@ -93,6 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
+    print("acquisition: paper-ucb (Algorithm 2's GP-UCB at its β_t, as the paper ran it)")
     with Pool(2) as pool:
         runs = pool.map(one_run, [(k, r) for k in INPUTS for r in range(args.runs)], chunksize=1)
     X, y, _ = data()

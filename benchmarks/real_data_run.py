@@ -366,7 +366,7 @@ def diagnose(ctx: DatasetContext, runs: int, console: Console) -> dict:
                 options_run = {k: v for k, v in options.items() if k != "multiple"}
                 if "multiple" in options:
                     options_run["lengthscale"] = options["multiple"] * diagonal
-                settings = RunSettings(iterations=ctx.iterations, **options_run)
+                settings = RunSettings(iterations=ctx.iterations, acquisition="paper-ucb", **options_run)
                 indices, _, ended_at = in_process_loop(Z, local_metadata(ctx, Z), settings, y,
                                                        initial_rows(ctx.table.n, run))
                 finals.append(float(ctx.regret(y[indices])[-1]))

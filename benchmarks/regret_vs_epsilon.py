@@ -204,7 +204,7 @@ def release_metadata(n: int, dim: int, noise_std: float | None) -> ReleaseOut:
 def modeler_regret(Z, noise_std, answers, values, unit, *, input_noise="auto", requery=False,
                    measurement_noise_std=None, public_box_width=None, seed=0) -> float:
     """The modeler's surrogate driven exactly as modeler_client.loop does, with in-process answers."""
-    settings = RunSettings(iterations=T, input_noise=input_noise, seed=seed)
+    settings = RunSettings(iterations=T, input_noise=input_noise, seed=seed, acquisition="paper-ucb")
     surrogate = Surrogate(Z, release_metadata(len(Z), Z.shape[1], noise_std), settings, requery=requery,
                           measurement_noise_std=measurement_noise_std, public_box_width=public_box_width)
     indices: list[int] = []
@@ -362,6 +362,7 @@ def main() -> None:
     parser.add_argument("--sampler-cost", action="store_true", help="only time the safe sampler against numpy")
     parser.add_argument("--sampler-rows", type=int, default=1_000_000, help="n for --sampler-cost (r = 20)")
     args = parser.parse_args()
+    print("acquisition: paper-ucb (Algorithm 2's GP-UCB at its β_t, as the paper ran it)")
     console = Console(width=None if sys.stdout.isatty() else 240)  # logs of background runs keep whole tables
     command = "nice -n 10 .venv/bin/python benchmarks/regret_vs_epsilon.py " + " ".join(sys.argv[1:])
     RESULTS.mkdir(exist_ok=True)

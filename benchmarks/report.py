@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import harness  # noqa: E402,I001
-import numpy as np  # noqa: E402
-import stats  # noqa: E402
+import harness
+import numpy as np
+import stats
 
 DOCS = harness.REPOSITORY / "docs"
 REAL_DATA = "real_data_fitted50.json"

@@ -5,7 +5,7 @@ request to the curator; the run file makes it resumable and never charged twice,
 Needs the extra: ``pip install 'pobo[botorch]'``.
 
     export POBO_URL=http://127.0.0.1:8000 POBO_TOKEN=<your key>
-    .venv/bin/python examples/botorch_discrete.py --release 3 -T 20 --batch 5 [--acquisition ei] [--out run.json]
+    .venv/bin/python examples/botorch_discrete.py --release 3 -T 20 --batch 5 [--acquisition nei] [--out run.json]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--release", type=int, required=True)
     parser.add_argument("-T", "--iterations", type=int, default=20)
     parser.add_argument("--batch", type=int, default=5)
-    parser.add_argument("--acquisition", choices=("ucb", "ei"), default="ucb")
+    parser.add_argument("--acquisition", choices=("ucb", "ei", "nei"), default="ucb")
     parser.add_argument("--out", type=Path, default=Path("botorch_run.json"))
     args = parser.parse_args()
     with ModelerClient(args.url, os.environ["POBO_TOKEN"]) as client:

@@ -1,4 +1,5 @@
-"""The demo's modeler side: GP-UCB over HTTP on every release in the hand-off, a comparison table and PNGs.
+"""The demo's modeler side: Bayesian optimization (the modeler's default, log expected improvement) over HTTP on
+every release in the hand-off, a comparison table and PNGs.
 
 It holds only what the curator's setup handed over (``examples/demo_curator.py`` writes the file): the URL,
 the release ids, a modeler key scoped to them and the optima the curator shares for scoring. No admin token:
@@ -83,7 +84,8 @@ def show_table(results: list[tuple[DemoTable, RunRecord]]) -> None:
             f"{regret[-1]:.3g}" if regret is not None else "—",
             f"{record.elapsed_seconds:.1f}",
         ])
-    print_table(console, columns, rows, title="pobo demo: GP-UCB by a modeler who never sees the rows",
+    print_table(console, columns, rows,
+                title="pobo demo: Bayesian optimization (log expected improvement), the rows never seen",
                 caption="diabetes: find the patient with the highest one-year disease progression; "
                         "synthetic-gp: regret in units of σ_y",
                 right={"ε", "r", "best", "optimum", "regret", "time s"})

@@ -99,6 +99,12 @@ def uses_expected_kernel(settings: RunSettings, release: ReleaseOut) -> bool:
     return settings.input_noise == "expected-kernel"
 
 
+FIT_RESTARTS = 0
+"""Random restarts of a full refit besides the last fit and the priors' modes: none, as BoTorch's single start at
+the modes; on 5–8-d functions random restarts found fits of higher posterior density that predicted worse
+(benchmarks/gp_fit_accuracy.py)."""
+
+
 def release_options(
     release: ReleaseOut,
     settings: RunSettings,
@@ -200,7 +206,7 @@ class Surrogate:
             prior_mean=h.prior_mean,
             delta=self.settings.ucb_delta,
             refit_kernel=self.base_kernel(h),
-            n_restarts=3,
+            n_restarts=FIT_RESTARTS,
             ard=False if self.box_posterior else self.settings.ard,
             input_scale=self.input_scale,
             requery=self.requery,

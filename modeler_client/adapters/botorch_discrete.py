@@ -30,6 +30,7 @@ try:
         LogExpectedImprovement,
         UpperConfidenceBound,
         qLogExpectedImprovement,
+        qLogNoisyExpectedImprovement,
         qUpperConfidenceBound,
     )
     from botorch.fit import fit_gpytorch_mll
@@ -43,13 +44,16 @@ except ImportError as exc:  # optional extra
 
 
 class BoTorchProposer:
-    """q-batch UCB or EI with BoTorch over the rows of ``Z`` (values told oriented: larger is better)."""
+    """q-batch UCB, EI or noisy EI with BoTorch over the rows of ``Z`` (values told oriented: larger is better).
+
+    ``"nei"`` is ``qLogNoisyExpectedImprovement`` with the observed rows as its baseline (BoTorch's recommended batch
+    acquisition); a single pick with nothing pending uses the analytic acquisitions for ``"ucb"`` and ``"ei"``."""
 
     def __init__(
         self,
         Z: NDArray,
         *,
-        acquisition: Literal["ucb", "ei"] = "ucb",
+        acquisition: Literal["ucb", "ei", "nei"] = "ucb",
         ucb_delta: float = 0.025,
         n_init: int = 2,
         mc_samples: int = 256,
@@ -90,16 +94,18 @@ class BoTorchProposer:
         self.model = model = self._model()
         beta = gp_ucb_beta(len(self.values) + len(pending) + 1, len(self.Z), self.ucb_delta)
         acqf: AcquisitionFunction
-        if q == 1 and not len(pending):
+        sampler = SobolQMCNormalSampler(sample_shape=torch.Size([self.mc_samples]), seed=self.seed + len(self.values))
+        X_pending = self.Z[list(pending)] if len(pending) else None
+        if self.acquisition == "nei":
+            acqf = qLogNoisyExpectedImprovement(model, X_baseline=self.Z[self.indices], sampler=sampler,
+                                                X_pending=X_pending, prune_baseline=True)
+        elif q == 1 and X_pending is None:
             acqf = (UpperConfidenceBound(model, beta=beta) if self.acquisition == "ucb"
                     else LogExpectedImprovement(model, best_f=max(self.values)))
+        elif self.acquisition == "ucb":
+            acqf = qUpperConfidenceBound(model, beta=beta, sampler=sampler, X_pending=X_pending)
         else:
-            sampler = SobolQMCNormalSampler(sample_shape=torch.Size([self.mc_samples]),
-                                            seed=self.seed + len(self.values))
-            X_pending = self.Z[list(pending)] if len(pending) else None
-            acqf = (qUpperConfidenceBound(model, beta=beta, sampler=sampler, X_pending=X_pending)
-                    if self.acquisition == "ucb"
-                    else qLogExpectedImprovement(model, best_f=max(self.values), sampler=sampler, X_pending=X_pending))
+            acqf = qLogExpectedImprovement(model, best_f=max(self.values), sampler=sampler, X_pending=X_pending)
         choices = self.Z[free]
         candidates, _ = optimize_acqf_discrete(acqf, q=q, choices=choices, unique=True)
         nearest = torch.cdist(candidates, choices).argmin(dim=1)  # each candidate is a row of choices

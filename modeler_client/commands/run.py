@@ -42,8 +42,8 @@ class KernelName(StrEnum):
 
 
 class Acquisition(StrEnum):
-    ucb = "ucb"
     logei = "logei"
+    paper_ucb = "paper-ucb"
 
 
 class BatchBeta(StrEnum):
@@ -148,6 +148,12 @@ def with_the_lab(record: RunRecord) -> str:
     return "; ".join(parts) if parts else "nothing is pending with the lab"
 
 
+ACQUISITION_WORDS = {
+    "logei": "log expected improvement (the default)",
+    "paper-ucb": "GP-UCB at Algorithm 2's β_t (the paper's)",
+}
+
+
 def drive(client, path: Path, device: str | None = None, **options) -> RunRecord:
     """Run (or resume) the run file at ``path`` with a progress display (:class:`modeler_client.loop.RemoteGPUCB`:
     Algorithm 2 one query per request, or GP-BUCB batches); GP-UCB's posterior on ``device``.
@@ -157,7 +163,8 @@ def drive(client, path: Path, device: str | None = None, **options) -> RunRecord
     record = RunRecord.load(path)
     show_release_warnings(record.release)
     engine = describe_engine(device)
-    console.print(f"GP-UCB's candidate posterior: {engine}")
+    console.print(f"acquisition: {ACQUISITION_WORDS[record.settings.acquisition]}; candidate posterior: {engine}",
+                  highlight=False)
     # The description is cut to fit, never the bar: a long "waiting for …" line must not squeeze it out.
     description = TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis",
                                                                        max_width=DESCRIPTION_WIDTH))
@@ -240,8 +247,9 @@ def run(
     ucb_delta: Annotated[float, typer.Option(help="δ' of Algorithm 2's β_t.")] = 0.025,
     acquisition: Annotated[
         Acquisition,
-        typer.Option(help="'ucb': Algorithm 2's GP-UCB; 'logei': log expected improvement (docs/modeler_quality.md)."),
-    ] = Acquisition.ucb,
+        typer.Option(help="'logei': log expected improvement, chosen on a broad suite (docs/modeler_quality.md); "
+                          "'paper-ucb': Algorithm 2's GP-UCB at its β_t."),
+    ] = Acquisition.logei,
     input_noise: Annotated[
         InputNoise,
         typer.Option(help="How a gaussian release's public noise_std enters the kernel (docs/modeler_client.md)."),

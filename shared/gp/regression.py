@@ -437,16 +437,19 @@ class LogNormal:
     loc: float
     scale: float
 
-    def log_density(self, log_x: NDArray) -> tuple[float, NDArray]:
-        """Σ log p(log x_i) = −Σ (log x_i − loc)² / (2 scale²) + const and its gradient in log x: the prior as a
-        density on the log-parameters, the coordinates the fit optimises.
+    @property
+    def log_mode(self) -> float:
+        """log of the mode of x's density, loc − scale²."""
+        return self.loc - self.scale**2
 
-        BoTorch optimises the parameter's own value (a constraint with ``transform=None``) and so maximises the
-        density of x, which carries an extra −log x: its prior mode exp(loc − scale²) is e⁻³ ≈ 1/20 of the median
-        for the lengthscale prior below, and that term rewards ever shorter lengthscales and smaller noise. On
-        LendingClub loans (3 inputs, heavy-tailed returns) that maximum ended at the lengthscale floor in 6 of 10
-        uniform subsamples of 50 rows, against none with this density (docs/gp_engine.md)."""
-        z = (log_x - self.loc) / self.scale
+    def log_density(self, log_x: NDArray) -> tuple[float, NDArray]:
+        """Σ log p_x(x_i) = −Σ (log x_i − (loc − scale²))² / (2 scale²) + const and its gradient in log x: the
+        density of x itself (log p_x(x) = log p(log x) − log x), which is what BoTorch's ``fit_gpytorch_mll``
+        maximises (its constraints use ``transform=None``, so the prior is evaluated on the parameter's value).
+        Its maximum sits at the mode exp(loc − scale²), e⁻³ ≈ 1/20 of the median for the lengthscale prior below:
+        about half a box width in d = 6, where the median (≈ 10 widths) switches dimensions off on 25 answers
+        (docs/modeler_quality.md has the measurement)."""
+        z = (log_x - self.log_mode) / self.scale
         return float(-0.5 * np.sum(z * z)), -z / self.scale
 
 
@@ -471,8 +474,8 @@ class HyperparameterPrior:
             l_j ~ LogNormal(√2 + ½ log d, √3)   (inputs in the unit cube; the median lengthscale grows as √d)
             σ_n² ~ LogNormal(−4, 1)              (outcomes standardised)
 
-        with BoTorch's lengthscale floor 0.025 (:meth:`LogNormal.log_density` says how the maximum differs from
-        BoTorch's). Its noise floor (1e-4) is lowered to 1e-6: it exists for float32 and iterative solvers; exact
+        with BoTorch's lengthscale floor 0.025 and BoTorch's objective (:meth:`LogNormal.log_density`). Its noise
+        floor (1e-4) is lowered to 1e-6: it exists for float32 and iterative solvers; exact
         float64 factorisations are stable there, and a deterministic objective's noise then stays off the floor
         unless the data insist."""
         positive_int(dim, "dim (the number of input dimensions)")
@@ -581,7 +584,7 @@ def fit_hyperparameters(
     bounds: HyperparameterBounds | None = None,
     n_restarts: int = 5,
     rng: np.random.Generator | int | None = None,
-    prior_mean: float | Literal["sample_mean"] = "sample_mean",
+    prior_mean: float | Literal["sample_mean", "fitted"] = "sample_mean",
     initial: tuple[FittableKernel, float] | None = None,
     warm_start_only: bool = False,
     ftol: float = 2.2e-9,
@@ -603,27 +606,31 @@ def fit_hyperparameters(
 
         log p(ỹ | X, l̃, σ̃_n²) + Σ_j log p_prior(l̃_j) + log p_prior(σ̃_n²)
 
-    inside ``prior``'s bounds (in the same units), the priors as densities on the log-parameters
-    (:meth:`LogNormal.log_density`). Starts: ``initial`` if given, the priors' medians, then
+    inside ``prior``'s bounds (in the same units), each prior the density of the parameter itself
+    (:meth:`LogNormal.log_density`). Starts: ``initial`` if given, the priors' modes (where BoTorch starts), then
     ``n_restarts`` draws from the priors. The result is in the data's units: l = l̃ · width, σ² = s_y²,
     σ_n² = σ̃_n² s_y².
 
     Either way ``warm_start_only`` (with ``initial``) starts from ``initial`` only (a cheap refit after a few
     new points); ``ftol`` is L-BFGS-B's relative tolerance; ``noise_variance_floor`` is a floor on σ_n² in
     the data's units (private measurements' σ_y²); the prior mean is held at the sample mean of y or the
-    float given. ``kernel`` names a kernel of ``KERNELS`` or is an instance whose kind (and other settings,
-    e.g. a public input noise) the fit keeps.
+    float given, or with ``"fitted"`` (with a prior only) fitted with the rest as BoTorch's ``ConstantMean`` is: for
+    each θ the constant that maximises the likelihood, m̂(θ) = 1ᵀK⁻¹y / 1ᵀK⁻¹1 (profiled out, so the gradient in θ
+    is the one at fixed m̂, by the envelope theorem). ``kernel`` names a kernel of ``KERNELS`` or is an instance
+    whose kind (and other settings, e.g. a public input noise) the fit keeps.
     """
     X = _as_inputs(X)
     y = np.asarray(y, dtype=float).ravel()
     if len(y) != len(X) or len(y) < 2:
         raise ValueError("fitting hyperparameters needs X and y with the same number (≥ 2) of points")
     prototype = kernel_prototype(kernel)
-    mean = float(np.mean(y)) if prior_mean == "sample_mean" else float(prior_mean)
+    mean = float(np.mean(y)) if prior_mean in ("sample_mean", "fitted") else float(prior_mean)
     rng = np.random.default_rng(rng)
     if prior is not None:
         return _fit_map(X, y - mean, mean, prototype, ard, prior, input_scale, noise_variance_floor, n_restarts, rng,
-                        initial, warm_start_only, ftol)
+                        initial, warm_start_only, ftol, fit_mean=prior_mean == "fitted")
+    if prior_mean == "fitted":
+        raise ValueError('prior_mean="fitted" needs a prior (the maximum-a-posteriori fit)')
     residual = y - mean
     bounds = bounds or default_bounds(X, y, ard=ard)
 
@@ -656,14 +663,32 @@ def fit_hyperparameters(
     )
 
 
+def _likeliest_constant(theta: NDArray, prototype: FittableKernel, ard: bool, X: NDArray, residual: NDArray) -> float:
+    """m̂ = 1ᵀK⁻¹r / 1ᵀK⁻¹1: the constant prior mean (added to the one ``residual`` is taken from) of largest
+    likelihood under θ = (log l…, log σ², log σ_n²); 0 where K is not positive definite."""
+    n_ls = len(theta) - 2
+    kernel = prototype.with_parameters(np.exp(theta[:n_ls]) if ard else float(np.exp(theta[0])),
+                                       float(np.exp(theta[n_ls])))
+    K = kernel(X, X)
+    K[np.diag_indices_from(K)] += float(np.exp(theta[-1]))
+    L, info = dpotrf(K, lower=1, clean=1, overwrite_a=1)
+    if info != 0:
+        return 0.0
+    solved, _ = dpotrs(L, np.column_stack([np.ones(len(residual)), residual]), lower=1)
+    return float(solved[:, 1].sum() / solved[:, 0].sum())
+
+
 def _negative_log_posterior(
     phi: NDArray, prototype: FittableKernel, ard: bool, X: NDArray, residual: NDArray, log_width: float | NDArray,
-    prior: HyperparameterPrior,
+    prior: HyperparameterPrior, fit_mean: bool = False,
 ) -> tuple[float, NDArray]:
     """−(log p(ỹ | θ) + log prior) and its gradient in φ = (log l̃…, log σ̃_n²), with log l = log l̃ + log width
-    and σ² = 1 (so ∂/∂log l̃ = ∂/∂log l, and the σ² component of the likelihood's gradient is dropped)."""
+    and σ² = 1 (so ∂/∂log l̃ = ∂/∂log l, and the σ² component of the likelihood's gradient is dropped); with
+    ``fit_mean`` the residual is taken from the likeliest constant under θ (:func:`_likeliest_constant`)."""
     n_ls = len(phi) - 1
     theta = np.concatenate([phi[:n_ls] + log_width, [0.0], phi[n_ls:]])
+    if fit_mean:
+        residual = residual - _likeliest_constant(theta, prototype, ard, X, residual)
     value, grad = _negative_lml_and_gradient(theta, prototype, ard, X, residual)
     if value >= 1e25:
         return value, np.zeros_like(phi)
@@ -675,7 +700,7 @@ def _negative_log_posterior(
 def _fit_map(
     X: NDArray, residual: NDArray, mean: float, prototype: FittableKernel, ard: bool, prior: HyperparameterPrior,
     input_scale: float | ArrayLike | None, noise_variance_floor: float, n_restarts: int, rng: np.random.Generator,
-    initial: tuple[FittableKernel, float] | None, warm_start_only: bool, ftol: float,
+    initial: tuple[FittableKernel, float] | None, warm_start_only: bool, ftol: float, fit_mean: bool = False,
 ) -> FittedHyperparameters:
     """:func:`fit_hyperparameters` with a prior (its docstring has the model)."""
     t, d = X.shape
@@ -688,6 +713,7 @@ def _fit_map(
     noise_low = max(prior.noise_variance_bounds[0], noise_variance_floor / scale_y**2)
     noise_bounds = (noise_low, max(prior.noise_variance_bounds[1], noise_low))
     log_bounds = np.log(np.array([prior.lengthscale_bounds] * n_ls + [noise_bounds], dtype=float))
+    mode = np.array([prior.lengthscale.log_mode] * n_ls + [prior.noise_variance.log_mode])
     loc = np.array([prior.lengthscale.loc] * n_ls + [prior.noise_variance.loc])
     spread = np.array([prior.lengthscale.scale] * n_ls + [prior.noise_variance.scale])
 
@@ -696,21 +722,22 @@ def _fit_map(
         init_kernel, init_noise = initial
         init_ls = np.broadcast_to(init_kernel.lengthscale, (n_ls,))
         warm = np.append(np.log(init_ls) - log_width, np.log(init_noise / scale_y**2))
-    starts = _log_starts(log_bounds, loc, warm, warm_start_only,
+    starts = _log_starts(log_bounds, mode, warm, warm_start_only,
                          lambda: rng.normal(loc, spread, size=(n_restarts, len(loc))))
     residual = residual / scale_y
-    args = (prototype, ard, X, residual, log_width, prior)
+    args = (prototype, ard, X, residual, log_width, prior, fit_mean)
     best = _minimise(_negative_log_posterior, starts, log_bounds, args, ftol)
     phi = best.x
     log_ls = phi[:n_ls] + log_width
     ls = np.exp(log_ls) if ard else float(np.exp(log_ls[0]))
     theta = np.concatenate([log_ls, [0.0], phi[n_ls:]])
-    nlml, _ = _negative_lml_and_gradient(theta, prototype, ard, X, residual)
+    constant = _likeliest_constant(theta, prototype, ard, X, residual) if fit_mean else 0.0
+    nlml, _ = _negative_lml_and_gradient(theta, prototype, ard, X, residual - constant)
     return FittedHyperparameters(
         kernel=prototype.with_parameters(ls, scale_y**2),
         # exp(log(floor)) may round below
         noise_variance=max(float(np.exp(phi[-1])) * scale_y**2, noise_variance_floor),
-        prior_mean=mean,
+        prior_mean=mean + constant * scale_y,
         log_marginal_likelihood=float(-nlml) - t * math.log(scale_y),
         at_bound=_at_bound(phi, log_bounds, ["lengthscale"] * n_ls + ["noise_variance"]),
     )

@@ -98,7 +98,7 @@ def log_expected_improvement(mean: NDArray, std: NDArray, best: float) -> NDArra
     return log_h((np.asarray(mean, dtype=float) - best) / sigma) + np.log(sigma)
 
 
-ACQUISITIONS = ("ucb", "logei")
+ACQUISITIONS = ("paper-ucb", "logei")
 NOTHING_LEFT = "every candidate has been queried (requery=False) or excluded: nothing is left to suggest"
 
 ARD_MAX_DIM = 16
@@ -115,9 +115,10 @@ class GPUCB:
     * ``n_init``: the first ``n_init`` suggestions are distinct candidates drawn uniformly with ``rng``
       (they still count as iterations for β_t).
     * ``refit_every``: after every ``refit_every``-th observation, refit the kernel (``refit_kernel``,
-      ``ard``) and σ_n² on the observations so far (prior mean = the sample mean), then rebuild the
-      candidate posterior once by replaying the observations. ``prior="dim-scaled"`` (the default): the
-      maximum-a-posteriori fit of :func:`shared.gp.regression.fit_hyperparameters` with BoTorch's priors
+      ``ard``) and σ_n² on the observations so far (and the prior mean: fitted as BoTorch fits its constant mean
+      under a prior, else the sample mean), then rebuild the candidate posterior once by replaying the
+      observations. ``prior="dim-scaled"`` (the default): the maximum-a-posteriori fit of
+      :func:`shared.gp.regression.fit_hyperparameters` with BoTorch's priors
       (:meth:`HyperparameterPrior.dim_scaled`), lengthscales in units of ``input_scale`` (the widths of the
       public input box; default the candidates' extent per dimension) and, with ``ard=None`` (the default),
       one lengthscale per dimension when r ≤ ``ARD_MAX_DIM``. ``prior=None``: maximum marginal likelihood
@@ -130,9 +131,10 @@ class GPUCB:
       gives each row its own nugget; Algorithm 2 itself allows repeats (the default).
     * ``noise_variance_floor``: σ_n² never goes below it, in the start value or a refit (private
       measurements' public σ_y²).
-    * ``acquisition``: ``"ucb"`` (Algorithm 2's μ + √β_t σ, the default) or ``"logei"``: the candidate of largest
-      :func:`log_expected_improvement` over the best value observed so far (BoTorch's default acquisition,
-      outside the paper's algorithm and its regret bound); the first ``n_init`` picks are random either way, and
+    * ``acquisition``: ``"paper-ucb"`` (Algorithm 2's μ + √β_t σ, the default: the paper's algorithm) or
+      ``"logei"``: the candidate of largest :func:`log_expected_improvement` over the best value observed so far
+      (BoTorch's default acquisition and the modeler's, outside the paper's algorithm and its regret bound); the
+      first ``n_init`` picks are random either way, and
       with nothing observed yet (nothing to improve on) the pick is GP-UCB's.
     * ``workers``: threads sharing each posterior update's candidates (large n); the picks do not depend on it.
     * ``reserve``: observations to allocate the posterior's factor for up front (with a known budget at
@@ -169,7 +171,7 @@ class GPUCB:
         reserve: int = 0,
         device: str | None = None,
         precision: Literal["float64", "float32"] = "float64",
-        acquisition: Literal["ucb", "logei"] = "ucb",
+        acquisition: Literal["paper-ucb", "logei"] = "paper-ucb",
     ):
         if kernel is None:
             if lengthscale is None or signal_variance is None:
@@ -289,7 +291,7 @@ class GPUCB:
     def _observe(self, post: CandidatePosterior, index: int, y: float) -> None:
         """One rank-one update whose pass over the candidates also ranks them for the pick after it (GP-UCB)."""
         t_next = post.n_observations + 2
-        if t_next <= len(self.initial_indices) or self.acquisition_name != "ucb":
+        if t_next <= len(self.initial_indices) or self.acquisition_name != "paper-ucb":
             post.observe(index, y)
         else:
             post.observe(index, y, next_beta=self.beta(t_next), excluded=self.never_suggested(post, also=[index]))
@@ -349,6 +351,7 @@ class GPUCB:
             initial=(cast(FittableKernel, current), post.noise_variance) if same_kind else None,
             warm_start_only=warm_start_only,
             prior=self.prior,
+            prior_mean="fitted" if self.prior is not None else "sample_mean",
             input_scale=self.input_scale,
             noise_variance_floor=self.noise_variance_floor,
         )

@@ -20,14 +20,14 @@ product_beta = ucb.gp_ucb_beta(7, 500, 0.025)
 product_full_fit = [surrogate.full_fit_due(t) for t in range(1, 60)]
 import bo_quality_variants as v
 
-v.VARIANTS["centre −3, noise −2"].apply()
+v.VARIANTS["centre +3, noise −2"].apply()
 prior = regression.HyperparameterPrior.dim_scaled(3)
-assert prior.lengthscale.loc == product_prior.lengthscale.loc - 3.0
+assert prior.lengthscale.loc == product_prior.lengthscale.loc + 3.0
 assert prior.lengthscale.scale == product_prior.lengthscale.scale
 assert prior.noise_variance.loc == -2.0 and prior.noise_variance.scale == product_prior.noise_variance.scale
 assert ucb.gp_ucb_beta(7, 500, 0.025) == product_beta
 
-v.VARIANTS["β_t × 0.2"].apply()
+v.VARIANTS["paper UCB, β_t × 0.2"].apply()
 assert math.isclose(ucb.GPUCB(np.zeros((4, 2)), lengthscale=1.0, signal_variance=1.0, noise_variance=1e-6,
                               delta=0.025).beta(7), 0.2 * v.BETA(7, 4, 0.025))
 assert math.isclose(ucb.gp_ucb_beta(7, 500, 0.025), 0.2 * product_beta)

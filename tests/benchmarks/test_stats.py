@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import stats  # noqa: E402
+import stats
 
 
 def test_sign_flip_enumeration_gives_the_exact_tail():

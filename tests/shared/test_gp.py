@@ -299,10 +299,12 @@ def test_candidates_are_never_modified(layout):
     np.testing.assert_allclose(post.variance, np.maximum(var, 0), atol=1e-8)
 
 
-def test_the_default_refit_on_a_loans_subsample_keeps_its_lengthscales_off_the_bounds(shared_data_file):
+def test_the_default_refit_on_a_loans_subsample_never_collapses_to_the_likelihoods_floor(shared_data_file):
     """LendingClub returns are heavy-tailed and mostly noise: a maximum-likelihood lengthscale collapsed to its floor
     (0.01 × the candidates' diagonal) in 8 of these 10 uniform subsamples of 50 loans. GPUCB's default refit (MAP
-    under the dimension-scaled priors) must end inside its box every time: smooth, with most of the variance noise."""
+    under the dimension-scaled priors, BoTorch's objective) never does. It is not free of bounds: in 6 of the 10 one
+    coordinate's lengthscale ends at BoTorch's floor of 0.025 box widths, as BoTorch's own fit does on such data
+    (docs/modeler_quality.md weighs that against the broad suite)."""
     from shared.api.scaling import apply_scaling, unit_diameter_bounds
     from shared.datasets.lendingclub import PUBLIC_LOWER, PUBLIC_UPPER, load_lendingclub
     from shared.gp.regression import default_bounds
@@ -324,7 +326,7 @@ def test_the_default_refit_on_a_loans_subsample_keeps_its_lengthscales_off_the_b
     at_floor = [seed for seed, (e, floor) in enumerate(zip(engines, floors))
                 if np.any(np.atleast_1d(e.kernel.lengthscale) <= 1.01 * floor)]
     assert at_floor == []
-    assert [(seed, e.last_fit.at_bound) for seed, e in enumerate(engines) if e.last_fit.at_bound] == []
+    assert all(e.last_fit.at_bound in ((), ("lengthscale",)) for e in engines)  # the noise stays inside its box
 
 
 def test_the_map_objective_has_the_gradient_it_reports():
@@ -343,6 +345,31 @@ def test_the_map_objective_has_the_gradient_it_reports():
                            lambda p, *a: _negative_log_posterior(p, *a)[1],
                            phi, *args)
         assert error < 1e-5 * max(1.0, np.linalg.norm(_negative_log_posterior(phi, *args)[1]))
+
+
+def test_the_profiled_constant_mean_keeps_the_gradient_and_is_the_likeliest_constant():
+    """prior_mean="fitted": for each θ the constant of largest likelihood (BoTorch's ConstantMean fitted with the
+    rest); profiling it out keeps the reported gradient exact, and the fit returns that constant."""
+    from shared.gp.regression import HyperparameterPrior, _negative_log_posterior
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, size=(20, 3))
+    y = 3.0 + np.sin(5 * X[:, 0]) - X[:, 1] ** 2
+    prior = HyperparameterPrior.dim_scaled(3)
+    residual = (y - y.mean()) / y.std(ddof=1)
+    args = (kernel_prototype("se"), True, X, residual, np.zeros(3), prior, True)
+    phi = np.log([0.3, 0.5, 0.8, 0.01])
+    error = check_grad(lambda p, *a: _negative_log_posterior(p, *a)[0],
+                       lambda p, *a: _negative_log_posterior(p, *a)[1], phi, *args)
+    assert error < 1e-5 * max(1.0, np.linalg.norm(_negative_log_posterior(phi, *args)[1]))
+
+    fit = fit_hyperparameters(X, y, ard=True, prior=prior, prior_mean="fitted", n_restarts=0, rng=0)
+    K = fit.kernel(X, X) + fit.noise_variance * np.eye(len(y))
+    ones = np.ones(len(y))
+    assert fit.prior_mean == pytest.approx(ones @ np.linalg.solve(K, y) / (ones @ np.linalg.solve(K, ones)), rel=1e-8)
+    assert fit.prior_mean != pytest.approx(y.mean(), rel=1e-3)
+    with pytest.raises(ValueError, match="needs a prior"):
+        fit_hyperparameters(X, y, prior_mean="fitted")
 
 
 def test_the_map_fit_is_in_the_datas_units():

@@ -278,7 +278,7 @@ def test_logei_picks_the_largest_expected_improvement_and_never_a_queried_row():
         GPUCB(C, lengthscale=0.3, signal_variance=1.0, noise_variance=1e-6, delta=0.1, acquisition="ei")
 
 
-@pytest.mark.parametrize("acquisition", ["ucb", "logei"])
+@pytest.mark.parametrize("acquisition", ["paper-ucb", "logei"])
 def test_either_acquisition_says_so_when_every_row_has_been_queried(acquisition):
     C = np.linspace(0, 1, 4)[:, None]
     engine = GPUCB(C, lengthscale=0.3, signal_variance=1.0, noise_variance=1e-6, delta=0.1, acquisition=acquisition,
