@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -77,7 +77,7 @@ def noise_to_spread(noise_std: float | None, *, d: int, r: int, projection: str 
     return NoiseToSpread(noise_std / spread if spread > 0 else math.inf, "released rows")
 
 
-def release_noise_to_spread(release, Z: ArrayLike | None = None) -> NoiseToSpread | None:
+def release_noise_to_spread(release: Any, Z: ArrayLike | None = None) -> NoiseToSpread | None:
     """:func:`noise_to_spread` of a release as the API describes it (a ``ReleaseOut`` or its JSON dict)."""
     get = release.get if isinstance(release, dict) else lambda key: getattr(release, key, None)
     step = get("neighbouring_step")
@@ -85,8 +85,9 @@ def release_noise_to_spread(release, Z: ArrayLike | None = None) -> NoiseToSprea
         box, features = step.get("box_diameter"), step.get("features") or []
     else:
         box, features = (None, []) if step is None else (step.box_diameter, step.features)
-    d = len(features) or len(get("feature_columns") or []) or get("dim")
-    return noise_to_spread(get("noise_std"), d=d, r=get("dim"), projection=get("projection"), box_diameter=box, Z=Z)
+    r = int(get("dim") or 0)
+    d = len(features) or len(get("feature_columns") or []) or r
+    return noise_to_spread(get("noise_std"), d=d, r=r, projection=get("projection"), box_diameter=box, Z=Z)
 
 
 def meaning(value: float) -> str:
