@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPOSITORY))
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-PAPER_ACQUISITION = "ucb"
+PAPER_ACQUISITION = "paper-ucb"
 """The acquisition every reproduction of a paper passes explicitly: Algorithm 2's GP-UCB, μ + √β_t σ (whatever the
 modeler's default acquisition is)."""
 

@@ -82,7 +82,7 @@ def one_run(job: tuple[str, int]) -> dict:
     order = np.random.default_rng([20_301, run]).permutation(len(y)) if kind.endswith(SHUFFLED) else np.arange(len(y))
     Z, y = Z[order], y[order]
     initial = [int(i) for i in np.argsort(order)[initial_rows(len(y), run)]]  # the same rows in the new order
-    settings = RunSettings(iterations=EXPERIMENT.iterations, acquisition="paper-ucb")
+    settings = RunSettings(iterations=EXPERIMENT.iterations, acquisition=harness.PAPER_ACQUISITION)
     indices, _, _ = in_process_loop(Z, in_process_metadata(*Z.shape, goal), settings, y, initial)
     found = y[indices].min() if goal == "minimize" else y[indices].max()
     best = y.min() if goal == "minimize" else y.max()
