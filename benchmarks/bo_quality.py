@@ -522,14 +522,13 @@ def service_summary(runs: list[dict], T: int) -> dict:
     )
 
 
-def markdown(payload: dict, source: str) -> str:
-    """The study as docs/modeler_quality.md shows it: one table per problem (regret mean ± s.e., seeds, ms a step,
-    fits at a bound), the paired contrasts of the claims, and the suite's mean normalised regret; ``source`` names
-    the results file."""
+def markdown(payload: dict) -> str:
+    """The study as docs/modeler_quality.md shows it (``make report``): one table per problem (regret mean ± s.e.,
+    seeds, ms a step, fits at a bound), the paired contrasts of the claims, and the suite's mean normalised regret."""
     def cell(value: list[float] | None) -> str:
         return f"{value[0]:.3f} ± {value[1]:.3f}" if value else "—"
 
-    out = [f"From `{source}`; regret in units of the objective's standard deviation, mean ± s.e. over the seeds."]
+    out = ["Regret in units of the objective's standard deviation, mean ± s.e. over the seeds."]
     for name, result in payload["results"].items():
         out += ["", f"**{name}** ({result['n']:,} × {result['d']})", "",
                 "| method | seeds | T = 10 | T = 25 | T = 50 | ms a step | fits at a bound |",
@@ -571,11 +570,6 @@ def write_text(name: str, payload: dict, quick: bool) -> None:
     harness.result_path(name, "txt", quick=quick).write_text(f"{header}\n\n{text}\n")
 
 
-def dated(name: str, commit: str) -> str:
-    """``name_<date>_<short commit>``: a results file per run, never overwritten."""
-    return f"{name}_{datetime.now(UTC):%Y-%m-%d}_{commit[:7]}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_quick(parser, "3 seeds, T = 25, diabetes and the synthetic GP")
@@ -601,12 +595,12 @@ def main() -> None:
                  machine=platform.node(), cpus=os.cpu_count())
     start = time.perf_counter()
     if args.through_service:
-        name = dated(args.name or "bo_quality_service", commit)
+        name = harness.dated_name(args.name or "bo_quality_service")
         through_service(args, lambda payload: harness.write_json(
             name, payload | stamp | dict(wall_seconds=time.perf_counter() - start), quick=args.quick))
         print(harness.result_path(name, "json", quick=args.quick).read_text())
         return
-    name = dated(args.name or "bo_quality", commit)
+    name = harness.dated_name(args.name or "bo_quality")
     runs_file = harness.result_path(name, "jsonl", quick=args.quick)
     if args.seeds and runs_file.exists():
         raise SystemExit(f"{runs_file} exists: results are never overwritten; give another --name")
@@ -619,7 +613,6 @@ def main() -> None:
                    botorch=botorch_missing() or "installed", wall_seconds=time.perf_counter() - start)
     print(harness.write_json(name, payload, quick=args.quick))
     write_text(name, payload, args.quick)
-    harness.result_path(name, "md", quick=args.quick).write_text(markdown(payload, f"benchmarks/results/{name}.json"))
     for problem, result in payload["results"].items():
         print(table(problem, result))
     print(suite_table(payload["suite"]))

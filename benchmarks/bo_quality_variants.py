@@ -193,7 +193,7 @@ def main() -> None:
     part = dict(**stamp, seeds=[seeds.start, seeds.stop - 1],
                 summary=summarise(runs, bars(args.bar) if args.bar else None), runs=runs,
                 loans_subsamples_at_bound=subsamples)
-    path = harness.result_path(bo_quality.dated("bo_quality_variants", commit), "json")
+    path = harness.result_path(harness.dated_name("bo_quality_variants"), "json")
     path.write_text(json.dumps(part, indent=1, default=harness._plain) + "\n")
     show(part["summary"])
     print("loans subsamples of the fit test ending at a bound (of 10):", subsamples)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -63,14 +62,9 @@ def settings_for(args: argparse.Namespace, n_rows: int) -> dict:
             "anti_ideal": [10.0, 1.0]}
 
 
-def commit() -> str:
-    return subprocess.run(["git", "-C", str(harness.REPOSITORY), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()
-
-
 def dated_path(suffix: str) -> Path:
     harness.RESULTS.mkdir(parents=True, exist_ok=True)
-    return harness.RESULTS / f"{NAME}_{time.strftime('%Y-%m-%d', time.gmtime())}_{commit()}{suffix}"
+    return harness.RESULTS / f"{harness.dated_name(NAME)}{suffix}"
 
 
 def problem_for(settings: dict):
@@ -98,7 +92,7 @@ def run_seed(seed: int, settings: dict, methods: list[str], acquisition: str) ->
         records.append({"method": method, "seed": seed, "settings": settings,
                         "acquisition": acquisition if method == "dpareto" else None, "result": result.to_dict(),
                         "wall_seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu,
-                        "commit": commit(), "pid": os.getpid()})
+                        "commit": harness.commit_stamp()[0], "pid": os.getpid()})
     return records
 
 

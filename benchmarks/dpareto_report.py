@@ -1,8 +1,8 @@
 """Markdown for docs/dpareto.md from the results of ``benchmarks/dpareto_authors.py``: the DPareto − random
 hypervolume difference (authors' acquisition) beside the paper's Table 2, and what the run differs from the paper in.
 
-``SECTIONS`` maps a section name to a callable returning its markdown; each reads the newest summary
-``benchmarks/results/dpareto_authors_<date>_<commit>.json`` (or the one passed as ``path``).
+``benchmarks/report.py`` renders both into docs/dpareto.md from the newest summary
+``benchmarks/results/dpareto_authors_<date>_<commit>.json`` (or the one passed as ``path``) and cites it.
 """
 
 from __future__ import annotations
@@ -35,14 +35,6 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
 
-def _shown(path: Path) -> str:
-    """The path from the repository root when it is inside it, else as given."""
-    try:
-        return str(path.resolve().relative_to(RESULTS.parent.parent))
-    except ValueError:
-        return str(path)
-
-
 def render_comparison(path: Path | None = None) -> str:
     """DPareto (authors' acquisition) − random, paired by seed, beside the paper's Table 2 value."""
     summary, path = _load(path)
@@ -68,7 +60,7 @@ def render_comparison(path: Path | None = None) -> str:
     timing = summary.get("timing", {})
     if "wall_seconds" in timing:
         rows.append(f"| wall time of the run | {_minutes(timing['wall_seconds'])} ({timing.get('note', '')}) | – |")
-    return "\n".join(rows) + f"\n\nSource: `{_shown(path)}`."
+    return "\n".join(rows)
 
 
 def render_differences(path: Path | None = None) -> str:
@@ -89,6 +81,3 @@ def render_differences(path: Path | None = None) -> str:
             f"| anti-ideal point for the reported hypervolume | (10, 1) (code: (10, 0.999)) | "
             f"({s['anti_ideal'][0]:g}, {s['anti_ideal'][1]:g}) |"]
     return "\n".join(rows)
-
-
-SECTIONS = {"dpareto_authors": render_comparison, "dpareto_authors_differences": render_differences}

@@ -65,11 +65,11 @@ def botorch_correlation(X: np.ndarray, y: np.ndarray, rows: np.ndarray) -> float
     return float(np.corrcoef(mean, y)[0, 1])
 
 
-def markdown(payload: dict, source: str) -> str:
-    """The correlation table as docs/modeler_quality.md shows it; ``source`` names the results file."""
+def markdown(payload: dict) -> str:
+    """The correlation table as docs/modeler_quality.md shows it (``make report``)."""
     results = payload["results"]
     models = list(dict.fromkeys(m for cells in results.values() for m in cells))
-    out = [f"From `{source}` ({payload['seeds']} seeds, {payload['answers']} random answers each): the correlation of "
+    out = [f"{payload['seeds']} seeds, {payload['answers']} random answers each: the correlation of "
            "each model's posterior mean with the true values over every candidate, mean ± s.e. (1: perfect).", "",
            "| problem | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
     for name, cells in results.items():
@@ -108,8 +108,8 @@ def main() -> None:
         print(name + ": " + "; ".join(f"{m} {c['mean_se'][0]:.3f} ± {c['mean_se'][1]:.3f}"
                                       for m, c in results[name].items()), flush=True)
     payload = dict(results=results, seeds=args.seeds, answers=args.answers, commit=commit)
-    path = harness.write_json(bo_quality.dated("gp_fit_accuracy", commit), payload)
-    print(markdown(payload, f"benchmarks/results/{path.name}"))
+    path = harness.write_json(harness.dated_name("gp_fit_accuracy"), payload)
+    print(markdown(payload), path)
 
 
 if __name__ == "__main__":

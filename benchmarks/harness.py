@@ -71,6 +71,13 @@ def commit_stamp() -> tuple[str, bool]:
     return commit, dirty
 
 
+def dated_name(name: str, *, today: datetime.date | None = None, stamp: tuple[str, bool] | None = None) -> str:
+    """``<name>_<date>_<short commit>``: how every results file is named (the date in UTC, the commit the run
+    started from, :func:`commit_stamp`)."""
+    commit, _ = commit_stamp() if stamp is None else stamp
+    return f"{name}_{(today or datetime.datetime.now(datetime.UTC).date()).isoformat()}_{commit}"
+
+
 def write_dated_json(name: str, payload: dict, *, folder: Path | None = None, today: datetime.date | None = None,
                      stamp: tuple[str, bool] | None = None) -> Path:
     """Writes ``{"command", "commit", "tree_dirty", "date", **payload}`` to ``<name>_<date>_<commit>.json`` in
@@ -82,8 +89,9 @@ def write_dated_json(name: str, payload: dict, *, folder: Path | None = None, to
     day = (today or datetime.datetime.now(datetime.UTC).date()).isoformat()
     text = json.dumps({"command": command_line(), "commit": commit, "tree_dirty": dirty, "date": day, **payload},
                       indent=1, default=_plain) + "\n"
+    stem = dated_name(name, today=today, stamp=(commit, dirty))
     for copy in range(1, 1000):
-        path = folder / f"{name}_{day}_{commit}{'' if copy == 1 else f'_{copy}'}.json"
+        path = folder / f"{stem}{'' if copy == 1 else f'_{copy}'}.json"
         try:
             with path.open("x") as handle:  # exclusive: an existing file is left as it is
                 handle.write(text)

@@ -21,6 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bo_quality
+import dpareto_report
+import gp_fit_accuracy
 import harness
 import numpy as np
 import stats
@@ -369,7 +372,27 @@ SECTIONS = (
         [REAL_DATA])),
     Section("ding-fig3", ("ding.md",), ding),
     Section("guide-reproduction-summary", ("guide.md",), guide_summary),
+    Section("dpareto_authors", ("dpareto.md",), lambda results: newest_dpareto(dpareto_report.render_comparison,
+                                                                              results)),
+    Section("dpareto_authors_differences", ("dpareto.md",),
+            lambda results: newest_dpareto(dpareto_report.render_differences, results)),
+    Section("bo_quality", ("modeler_quality.md",), lambda results: newest(results, "bo_quality_suite", bo_quality)),
+    Section("gp_fit_accuracy", ("modeler_quality.md",),
+            lambda results: newest(results, "gp_fit_accuracy", gp_fit_accuracy)),
 )
+
+
+def newest_dpareto(render: Callable[[Path], str], results: Path) -> tuple[str, list[str]]:
+    path = dpareto_report.newest_summary(results)
+    return render(path), [path.name]
+
+
+def newest(results: Path, name: str, module) -> tuple[str, list[str]]:
+    """``module.markdown`` of the newest ``<name>_<date>_<commit>.json`` (by date, then name)."""
+    found = sorted(results.glob(f"{name}_????-??-??_*.json"), key=lambda p: p.name)
+    if not found:
+        raise FileNotFoundError(f"no {name}_<date>_<commit>.json in {results}")
+    return module.markdown(json.loads(found[-1].read_text())), [found[-1].name]
 
 
 def render(section: Section, results: Path) -> str:

@@ -27,7 +27,6 @@ import json
 import os
 import queue
 import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -199,18 +198,10 @@ def summary(run: dict, health: np.ndarray, rtt_ms: float) -> dict:
     }
 
 
-def commit() -> tuple[str, bool]:
-    """This tree's short commit, and whether its tracked files differ from it."""
-    def git(*arguments: str) -> str:
-        return subprocess.run(["git", *arguments], cwd=harness.REPOSITORY, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    return git("rev-parse", "--short", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))
-
-
-def fresh_result_path(date: str, short: str, quick: bool) -> Path:
-    """``service_latency_<date>_<commit>[_quick][_k].json``: the first of these names not taken."""
+def fresh_result_path(quick: bool) -> Path:
+    """``service_latency_<date>_<commit>[_quick][_k].json`` (:func:`harness.dated_name`): the first not taken."""
     harness.RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = f"service_latency_{date}_{short}{'_quick' if quick else ''}"
+    stem = f"{harness.dated_name('service_latency')}{'_quick' if quick else ''}"
     path, k = harness.RESULTS / f"{stem}.json", 1
     while path.exists():
         k += 1
@@ -240,9 +231,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.iterations, args.rows, args.rtt_ms = 8, 300, [0.0, 10.0]
-    short, dirty = commit()
+    short, dirty = harness.commit_stamp()
     started = datetime.datetime.now(datetime.UTC)
-    path = fresh_result_path(started.strftime("%Y-%m-%d"), short, args.quick)
+    path = fresh_result_path(args.quick)
     runs = len(args.rtt_ms) * len(args.hyperparameters) + 1
     results: dict[str, list[dict]] = {mode: [] for mode in args.hyperparameters}
 
