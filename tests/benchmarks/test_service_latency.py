@@ -84,8 +84,9 @@ def test_chunks_in_flight_are_each_delayed_once_not_one_after_another(service_la
 
 def test_a_result_file_name_is_never_reused(service_latency, tmp_path, monkeypatch):
     monkeypatch.setattr(service_latency.harness, "RESULTS", tmp_path)
-    first = service_latency.fresh_result_path("2026-12-05", "abc1234", quick=False)
+    monkeypatch.setattr(service_latency.harness, "dated_name", lambda name: f"{name}_2026-12-05_abc1234")
+    first = service_latency.fresh_result_path(quick=False)
     assert first.name == "service_latency_2026-12-05_abc1234.json"
     first.write_text("{}")
-    second = service_latency.fresh_result_path("2026-12-05", "abc1234", quick=False)
+    second = service_latency.fresh_result_path(quick=False)
     assert second.name == "service_latency_2026-12-05_abc1234_2.json"
