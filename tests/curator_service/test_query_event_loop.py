@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from curator_service.persistence.db import Database, WriteLockBusy, migrate
-from tests.curator_service.conftest import bearer, modeler_key, register, release
+from tests.curator_service.conftest import bearer
 
 # seconds: generous, for a loaded machine; the waits below end as soon as their condition holds
 WAIT = int(__import__("os").environ.get("Q_WAIT", "300"))
@@ -115,10 +115,9 @@ def test_an_in_memory_database_or_postgresql_never_writes_on_the_event_loop():
         db.dispose()
 
 
-def test_a_query_meeting_a_held_lock_waits_in_a_thread_while_the_loop_serves_others(client):
-    rel = release(client, register(client)["id"])
-    key = modeler_key(client, [rel["id"]], max_queries=10)
-    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
+def test_a_query_meeting_a_held_lock_waits_in_a_thread_while_the_loop_serves_others(client, open_session):
+    opened = open_session(client)
+    key, session = opened.key, opened.session
     url = f"/v1/sessions/{session['id']}/queries"
     db: Database = client.app.state.db
     _, release_, holder = hold_write_lock(db)
