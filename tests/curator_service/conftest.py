@@ -168,14 +168,38 @@ def assert_error(response, status: int, code: str, *words: str) -> None:
         assert word in body["detail"], (word, body["detail"])
 
 
+@dataclass(frozen=True)
+class OpenSession:
+    """A registered dataset, its release, a modeler key scoped to the release and the key's open session."""
+
+    dataset: dict[str, Any]
+    release: dict[str, Any]
+    key: dict[str, Any]
+    session: dict[str, Any]
+
+
+def open_modeler_session(client: TestClient, max_queries: int = 10, n: int = 40) -> OpenSession:
+    dataset = register(client, n=n)
+    rel = release(client, dataset["id"])
+    key = modeler_key(client, [rel["id"]], max_queries=max_queries)
+    response = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"]))
+    assert response.status_code == 201, response.text
+    return OpenSession(dataset, rel, key, response.json())
+
+
+@pytest.fixture(scope="session")
+def open_session() -> Callable[..., OpenSession]:
+    """``open_session(client, max_queries=10, n=40)``: registers an n-row dataset on ``client`` (a curator's),
+    releases it, issues a modeler key allowed ``max_queries`` and opens the key's session on the release."""
+    return open_modeler_session
+
+
 @pytest.fixture
-def world(client: TestClient) -> tuple[dict[str, Any], dict[str, Any]]:
+def world(client: TestClient, open_session: Callable[..., OpenSession]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A 40-row dataset's release, a modeler key allowed 2,000 queries, and its open session (a module with a
     ``world`` of its own uses that one)."""
-    rel = release(client, register(client)["id"])
-    key = modeler_key(client, [rel["id"]], max_queries=2000)
-    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
-    return key, session
+    opened = open_session(client, max_queries=2000)
+    return opened.key, opened.session
 
 
 @dataclass(frozen=True)

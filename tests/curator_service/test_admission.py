@@ -21,9 +21,6 @@ from tests.curator_service.conftest import (
     assert_error,
     bearer,
     dataset_spec,
-    modeler_key,
-    register,
-    release,
     synthetic_table,
     table_csv,
     upload,
@@ -71,11 +68,10 @@ def test_json_bodies_are_limited_and_uploads_keep_their_own_limit(make_client):
                  "POBO_MAX_JSON_BYTES")
 
 
-def test_the_query_paths_own_body_reading_obeys_the_json_limit(make_client):
+def test_the_query_paths_own_body_reading_obeys_the_json_limit(make_client, open_session):
     client = make_client(max_json_bytes=10_000)
-    rel = release(client, register(client)["id"])
-    key = modeler_key(client, [rel["id"]])
-    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
+    opened = open_session(client)
+    key, session = opened.key, opened.session
     body = json.dumps({"indices": list(range(1000)), "request_id": "r" * 100, "pad": " " * 10_000}).encode()
     headers = {**bearer(key["token"]), "Content-Type": "application/json"}
     path = f"/v1/sessions/{session['id']}/queries"

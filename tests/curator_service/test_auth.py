@@ -14,9 +14,6 @@ from tests.curator_service.conftest import (
     RELEASE_WAIT_SECONDS,
     assert_error,
     bearer,
-    modeler_key,
-    register,
-    release,
 )
 
 CURATOR_ONLY = [
@@ -58,14 +55,13 @@ def shared_client(tmp_path_factory, job_cluster):
 
 
 @pytest.fixture(scope="module")
-def world(shared_client):
+def world(shared_client, open_session):
     client = shared_client
     client.headers.update(ADMIN_HEADERS)
-    dataset = register(client)
-    rel = release(client, dataset["id"])
-    key = modeler_key(client, [rel["id"]])
-    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
-    ids = {"dataset": dataset["id"], "release": rel["id"], "key": key["id"], "session": session["id"]}
+    opened = open_session(client)
+    key = opened.key
+    ids = {"dataset": opened.dataset["id"], "release": opened.release["id"], "key": key["id"],
+           "session": opened.session["id"]}
     client.headers.pop("Authorization")
     return ids, key["token"]
 

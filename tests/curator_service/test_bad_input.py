@@ -10,9 +10,7 @@ from tests.curator_service.conftest import (
     assert_error,
     bearer,
     dataset_spec,
-    modeler_key,
     register,
-    release,
     synthetic_table,
     table_csv,
     upload,
@@ -138,11 +136,9 @@ def test_bad_release_parameters(client, body, words):
     assert client.get("/v1/ledger").json() == []
 
 
-def test_query_index_out_of_range_names_the_valid_range(client):
-    dataset = register(client, n=40)
-    rel = release(client, dataset["id"])
-    key = modeler_key(client, [rel["id"]], max_queries=10)
-    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
+def test_query_index_out_of_range_names_the_valid_range(client, open_session):
+    opened = open_session(client, n=40)
+    key, session = opened.key, opened.session
     response = client.post(f"/v1/sessions/{session['id']}/queries", json={"indices": [0, 40]},
                            headers=bearer(key["token"]))
     assert_error(response, 422, "validation_error", "index 40", "0 to 39")
@@ -154,11 +150,9 @@ def test_query_index_out_of_range_names_the_valid_range(client):
     assert client.get(f"/v1/sessions/{session['id']}", headers=bearer(key["token"])).json()["used"] == 0
 
 
-def test_empty_indices_and_unknown_fields(client):
-    dataset = register(client)
-    rel = release(client, dataset["id"])
-    key = modeler_key(client, [rel["id"]])
-    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
+def test_empty_indices_and_unknown_fields(client, open_session):
+    opened = open_session(client)
+    key, session = opened.key, opened.session
     url = f"/v1/sessions/{session['id']}/queries"
     assert_error(client.post(url, json={"indices": []}, headers=bearer(key["token"])), 422, "validation_error",
                  "'indices'")

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
 
-from tests.curator_service.conftest import assert_error, bearer, modeler_key, register, release
+from tests.curator_service.conftest import assert_error, bearer
 
 SENTENCE = "cannot write"
 
@@ -64,12 +64,8 @@ def _writes_and_audited_reads(client, dataset: dict, key: dict, session: dict) -
     ]
 
 
-def _world(client):
-    dataset = register(client)
-    rel = release(client, dataset["id"])
-    key = modeler_key(client, [rel["id"]], max_queries=10)
-    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
-    return dataset, {**key, "release_id": rel["id"]}, session
+def _world(opened):
+    return opened.dataset, {**opened.key, "release_id": opened.release["id"]}, opened.session
 
 
 def _unavailable(answers: list) -> None:
@@ -77,9 +73,10 @@ def _unavailable(answers: list) -> None:
         assert_error(response, 503, "unavailable", SENTENCE, "nothing of this request was stored")
 
 
-def test_a_full_disk_is_a_503_on_writes_and_audited_reads_and_ready_says_so_sqlite(make_client, small_disk):
+def test_a_full_disk_is_a_503_on_writes_and_audited_reads_and_ready_says_so_sqlite(make_client, small_disk,
+                                                                                  open_session):
     client = make_client(data_dir=small_disk)
-    dataset, key, session = _world(client)
+    dataset, key, session = _world(open_session(client))
     keys = len(client.get("/v1/keys").json())
     ballast = fill(small_disk)
     _unavailable(_writes_and_audited_reads(client, dataset, key, session))
@@ -105,12 +102,12 @@ def _set_read_only(url: str, on: bool) -> None:
     engine.dispose()
 
 
-def test_a_read_only_database_is_a_503_and_ready_says_so_postgres(make_client, postgres_url):
+def test_a_read_only_database_is_a_503_and_ready_says_so_postgres(make_client, postgres_url, open_session):
     from tests.curator_service.conftest import reset_postgres
 
     reset_postgres(postgres_url)
     client = make_client(database_url=postgres_url)
-    dataset, key, session = _world(client)
+    dataset, key, session = _world(open_session(client))
     db = client.app.state.db
     _set_read_only(postgres_url, True)
     try:
@@ -125,14 +122,14 @@ def test_a_read_only_database_is_a_503_and_ready_says_so_postgres(make_client, p
     assert client.post("/v1/keys", json={"name": "later", "release_ids": [1], "max_queries": 1}).status_code == 201
 
 
-def test_postgres_disk_full_is_a_503(make_client, postgres_url):
+def test_postgres_disk_full_is_a_503(make_client, postgres_url, open_session):
     import psycopg
 
     from tests.curator_service.conftest import reset_postgres
 
     reset_postgres(postgres_url)
     client = make_client(database_url=postgres_url)
-    dataset, key, session = _world(client)
+    dataset, key, session = _world(open_session(client))
     engine = client.app.state.db.engine
 
     def disk_full(_conn, _cursor, statement, *_args):

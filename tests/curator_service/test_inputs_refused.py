@@ -14,9 +14,7 @@ from tests.curator_service.conftest import (
     assert_error,
     bearer,
     dataset_spec,
-    modeler_key,
     register,
-    release,
     synthetic_table,
     table_csv,
     upload,
@@ -26,14 +24,11 @@ CONTROL = ["\x00", "\x1b", "\x7f"]  # NUL (PostgreSQL's DataError), an escape (a
 
 
 @pytest.fixture
-def world(make_client, database_url):
+def world(make_client, database_url, open_session):
     """A curator's client on either database, with a dataset, a release, a modeler key and its open session."""
     client = make_client(database_url=database_url)
-    dataset = register(client)
-    rel = release(client, dataset["id"])
-    key = modeler_key(client, [rel["id"]], max_queries=10)
-    session = client.post(f"/v1/releases/{rel['id']}/sessions", headers=bearer(key["token"])).json()
-    return client, dataset, key, session
+    opened = open_session(client)
+    return client, opened.dataset, opened.key, opened.session
 
 
 def _stored(client) -> tuple:
