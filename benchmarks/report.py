@@ -187,35 +187,74 @@ def r_table_rows(results: Path, key: str) -> list[dict]:
         runs = {len(v) for v in finals.values()}
         row = dict(log_epsilon=a, rs=rs, paper=paper, stated=stated, number=number, finals=finals, files=sorted(files),
                    missing=missing, lifted={r: by[f"po-gp-ucb ε=e^{a} r={r}"].get("lifted") for r in rs})
+        if missing and stated not in missing:
+            row["partial"] = stats.ordering_verdict({r: finals[r] for r in rs if r not in missing}, stated,
+                                                    {r: p for r, p in zip(rs, paper) if r not in missing})
         if missing:
-            row["verdict"] = dict(verdict="untestable", reason=(
+            partial = None if stated in missing else partial_verdict(finals, rs, paper, stated, missing)
+            row["verdict"] = partial or dict(verdict="untestable", reason=(
                 "not one kernel family: no run with per-coordinate lengthscales at r = "
                 + ", ".join(map(str, missing)) + ", where the default fit shares one lengthscale"), contrasts=[])
         elif len(runs) != 1:
             row["verdict"] = dict(verdict="untestable", reason="settings have different run counts", contrasts=[])
         else:
             row["verdict"] = stats.ordering_verdict(finals, stated, dict(zip(rs, paper)))
-        discrete = np.unique(np.round(np.concatenate([finals[r] for r in rs]), 12)).size
-        if discrete <= 10 and len(runs) == 1:
-            row["categories"] = stats.category_homogeneity_p_value([finals[r] for r in rs], draws=5_000)
+        family = [r for r in rs if r not in missing]  # one kernel family
+        discrete = np.unique(np.round(np.concatenate([finals[r] for r in family]), 12)).size
+        if discrete <= 10 and len(runs) == 1 and len(family) > 1:
+            row["categories"] = (*stats.category_homogeneity_p_value([finals[r] for r in family], draws=5_000),
+                                 family)
         out.append(row)
     return out
+
+
+def partial_verdict(finals: dict, rs, paper, stated: int, missing: list[int]) -> dict | None:
+    """A table whose r > 16 lack their per-coordinate runs can still be decided against the paper from the r of one
+    kernel family (the r ≤ 16, the claimed best among them), whatever the missing r give: when a contrast is
+    significant the other way at Bonferroni's α / m (m: all the contrasts the paper's table claims), which Holm over the
+    full table rejects too; or when a contrast's unadjusted one-sided p exceeds α (no Holm adjustment passes it) while
+    its test has power ≥ ``stats.ADEQUATE_POWER`` at α / m against the paper's difference. None otherwise."""
+    claimed = [r for r in rs if r != stated and paper[rs.index(r)] > paper[rs.index(stated)]]
+    available = {r: finals[r] for r in rs if r not in missing}
+    verdict = stats.ordering_verdict(available, stated, {r: paper[rs.index(r)] for r in available})
+    level = stats.ALPHA / len(claimed)
+    against = [c for c in verdict["contrasts"] if c["p_opposite"] <= level]
+    powered = [c for c in verdict["contrasts"] if c["p"] > stats.ALPHA
+               and stats.paired_power(c["paper_difference"], c["sd"], c["runs"], alpha=level) >= stats.ADEQUATE_POWER]
+    if not (against or powered):
+        return None
+    reasons = []
+    if against:
+        reasons.append("r = " + ", ".join(str(c["setting"]) for c in against) + f": ahead of the claimed best at "
+                       f"{level:.3g} (5 % / {len(claimed)}, Bonferroni over the table's claimed contrasts)")
+    if powered:
+        reasons.append("r = " + ", ".join(str(c["setting"]) for c in powered) + ": not behind the claimed best "
+                       f"(one-sided p > 5 %) although the test has power ≥ {stats.ADEQUATE_POWER} at 5 % / "
+                       f"{len(claimed)} against the paper's difference")
+    verdict["verdict"] = "does not reproduce"
+    verdict["reason"] = "; ".join(reasons) + ", whatever r = " + ", ".join(map(str, missing)) + " give"
+    return verdict
 
 
 def verdict_sentence(row: dict, table: str) -> str:
     v = row["verdict"]
     text = f"{table} (e^{row['log_epsilon']}, claimed best r = {row['stated']}): **{v['verdict']}**: {v['reason']}"
+    lead = f". Contrasts (other r − r = {row['stated']}, {v.get('runs')} paired runs): "
+    if not v["contrasts"] and "partial" in row:
+        v = row["partial"]
+        lead = (f". Among the r of one kernel family, contrasts (other r − r = {row['stated']}, {v['runs']} paired "
+                "runs): ")
     if v["contrasts"]:
         parts = [f"r = {c['setting']}: {c['mean_difference']:+.3f} ± {c['stderr']:.3f} "
                  f"(paper {c['paper_difference']:+.3f}; p_Holm {fmt_p(c['p_holm'])}, power {c['power']:.2f})"
                  for c in v["contrasts"]]
-        text += f". Contrasts (other r − r = {row['stated']}, {v['runs']} paired runs): " + "; ".join(parts)
+        text += lead + "; ".join(parts)
         if v["untested"]:
             text += f"; not claimed by the paper's own numbers: r = {', '.join(map(str, v['untested']))}"
     if "categories" in row:
-        p, k = row["categories"]
-        text += (f". Every run ends at one of {k} values; a permutation test that the r share one distribution over "
-                 f"them gives p {fmt_p(p)}")
+        p, k, family = row["categories"]
+        text += (f". Every run at r = {', '.join(map(str, family))} ends at one of {k} values; a permutation test "
+                 f"that these r share one distribution over them gives p {fmt_p(p)}")
     return text + "."
 
 
@@ -268,7 +307,7 @@ def short_verdict(row: dict, what: str) -> str:
     """"Table N (what, e^a): verdict, runs, the lowest power of a failing contrast"."""
     v = row["verdict"]
     text = f"Table {row['number']} ({what}e^{row['log_epsilon']}): {v['verdict']}"
-    if not v["contrasts"]:
+    if not v["contrasts"] or row.get("missing"):
         return f"{text} ({v['reason']})."
     held = [str(c["setting"]) for c in v["contrasts"] if c["holds"]]
     failing = v["power_of_failing"]
