@@ -290,9 +290,38 @@ def real_data_verdicts(results: Path) -> tuple[str, list[str]]:
 
 # ---- synthetic ------------------------------------------------------------------------------------------------------
 
-def synthetic_rows(results: Path) -> list[dict]:
+PAPER_NON_PRIVATE_S50 = 0.003  # po_gp_ucb_synthetic.PAPER_NON_PRIVATE_S50
+
+
+def extent_choice(results: Path) -> tuple[dict, float, str]:
+    """The newest extent sweep over several GP draws, and the extent it gives: the largest whose non-private S_50,
+    averaged over the draws, is at most 2 standard errors above the paper's level."""
+    path = sorted(results.glob("po_gp_ucb_synthetic_extent_draws_*.json"))[-1]
+    sweep = json.loads(path.read_text())
+    rows = sweep["extents"]
+    at_level = [e for e in rows
+                if rows[e]["mean_over_draws"] - PAPER_NON_PRIVATE_S50 <= 2 * rows[e]["stderr_over_draws"] + 1e-12]
+    return sweep, max(map(float, at_level)), path.name
+
+
+def synthetic_sources(results: Path) -> tuple[float, dict[str, list], list[str], bool]:
+    """Tables 1–3 (fixed hyperparameters, draw 0): at the extent chosen over draws when all three of its table files
+    exist (``po_gp_ucb_synthetic_table_e<a>_fixed_A<A>_f0_*``), else the single-draw calibration's file (``SYNTHETIC``,
+    A = 4.5). Returns (extent, configs by log ε, files, whether the chosen extent's)."""
+    _, chosen, _ = extent_choice(results)
+    found = {a: sorted(results.glob(f"po_gp_ucb_synthetic_table_e{a}_fixed_A{chosen:g}_f0_*.json")) for a in
+             PAPER_SYNTHETIC}
+    if all(found.values()):
+        files = [paths[-1].name for paths in found.values()]
+        return chosen, {str(a): json.loads(found[a][-1].read_text())["tables"][str(a)] for a in PAPER_SYNTHETIC}, \
+            files, True
     data = load(results, SYNTHETIC)
-    tables = data["experiments"]["synthetic-gp/max-norm-25"]["tables"]
+    return (data["settings"]["extent"], data["experiments"]["synthetic-gp/max-norm-25"]["tables"], [SYNTHETIC],
+            False)
+
+
+def synthetic_rows(results: Path) -> list[dict]:
+    _, tables, _, _ = synthetic_sources(results)
     rows = []
     for a, (rs, paper, stated, number) in PAPER_SYNTHETIC.items():
         configs = {c["r"]: c for c in tables[str(a)]}
@@ -301,6 +330,19 @@ def synthetic_rows(results: Path) -> list[dict]:
                          lifted={r: configs[r]["lifted"] for r in rs},
                          verdict=stats.ordering_verdict(finals, stated, dict(zip(rs, paper)))))
     return rows
+
+
+def synthetic_extent(results: Path) -> tuple[str, list[str]]:
+    sweep, chosen, name = extent_choice(results)
+    draws = len(sweep["seeds"])
+    lines = [f"| A (grid [−A, A]², l = {sweep['lengthscale']}) | non-private S_50, mean over {draws} draws ± s.e. | "
+             f"per draw ({sweep['runs']} runs each) |", "|---|---|---|"]
+    for extent, row in sweep["extents"].items():
+        lines.append(f"| {extent} | {row['mean_over_draws']:.4f} ± {row['stderr_over_draws']:.4f} | "
+                     + " ".join(f"{d['s50']:.3f}" for d in row["draws"].values()) + " |")
+    lines += ["", f"The largest extent at the paper's non-private level ({PAPER_NON_PRIVATE_S50}) over the {draws} "
+              f"draws, within 2 standard errors of it, is **A = {chosen:g}**."]
+    return "\n".join(lines), [name]
 
 
 def short_verdict(row: dict, what: str) -> str:
@@ -320,17 +362,21 @@ def short_verdict(row: dict, what: str) -> str:
 
 
 def synthetic_tables(results: Path) -> tuple[str, list[str]]:
-    data = load(results, SYNTHETIC)
-    lines = [f"Fixed hyperparameters (one isotropic kernel at every r), extent A = {data['settings']['extent']:g}, "
-             f"{data['settings']['runs']} paired runs per entry.", ""]
-    for row in memo(synthetic_rows, results):
+    extent, _, files, chosen = synthetic_sources(results)
+    _, over_draws, _ = extent_choice(results)
+    rows = memo(synthetic_rows, results)
+    lines = [f"Fixed hyperparameters (one isotropic kernel at every r), GP draw 0, extent A = {extent:g}, "
+             f"{rows[0]['verdict']['runs']} paired runs per entry"
+             + ("." if chosen else f" (the tables at the extent chosen over draws, A = {over_draws:g}, have no results "
+                                   "file here: these are at the single draw's calibration)."), ""]
+    for row in rows:
         rs = row["rs"]
         lines += [f"| e^{row['log_epsilon']} | " + " | ".join(f"r={r}{'' if row['lifted'][r] else '*'}" for r in rs)
                   + " |", "|---|" + "---|" * len(rs),
                   "| ours | " + " | ".join(pm(*mean_se(row["finals"][r])) for r in rs) + " |",
                   f"| paper (Table {row['number']}) | " + " | ".join(f"{v:.3f}" for v in row["paper"]) + " |", "",
                   verdict_sentence(row, f"Table {row['number']}"), ""]
-    return "\n".join(lines).rstrip(), [SYNTHETIC]
+    return "\n".join(lines).rstrip(), files
 
 
 # ---- privacy ---------------------------------------------------------------------------------------------------------
@@ -375,7 +421,9 @@ def ding(results: Path) -> tuple[str, list[str]]:
 def guide_summary(results: Path) -> tuple[str, list[str]]:
     real, files = real_data_verdicts(results)
     data = load(results, REAL_DATA)
-    lines = ["- **PO-GP-UCB, synthetic GP, Tables 1–3** ([po_gp_ucb.md](po_gp_ucb.md)), fixed hyperparameters:"]
+    extent = synthetic_sources(results)[0]
+    lines = ["- **PO-GP-UCB, synthetic GP, Tables 1–3** ([po_gp_ucb.md](po_gp_ucb.md)), fixed hyperparameters, "
+             f"A = {extent:g}:"]
     lines += ["  - " + short_verdict(row, "") for row in memo(synthetic_rows, results)]
     lines.append(f"- **PO-GP-UCB, real data, Tables 4–9** ([real_data.md](real_data.md)), the modeler's fit, "
                  f"{data['plan']['table_runs']} runs an entry:")
@@ -386,7 +434,7 @@ def guide_summary(results: Path) -> tuple[str, list[str]]:
     lines += ["  - " + line for line in summary.splitlines() if "certified `gaussian`" in line]
     ding_text, _ = ding(results)
     lines.append("- **Ding et al. Fig. 3** ([ding.md](ding.md)): " + ding_text)
-    return "\n".join(lines), sorted({*files, SYNTHETIC, DING})
+    return "\n".join(lines), sorted({*files, *synthetic_sources(results)[2], DING})
 
 
 @dataclass(frozen=True)
@@ -400,6 +448,7 @@ SECTIONS = (
     Section("real-data-summary", ("real_data.md",), lambda results: memo(real_data_summary, results)),
     Section("real-data-r-tables", ("real_data.md",), real_data_tables),
     Section("real-data-verdicts", ("real_data.md",), real_data_verdicts),
+    Section("synthetic-extent", ("po_gp_ucb.md",), synthetic_extent),
     Section("synthetic-r-tables", ("po_gp_ucb.md",), lambda results: memo(synthetic_tables, results)),
     Section("privacy-loans-closest", ("privacy.md",), privacy_loans),
     Section("privacy-gaussian-vs-random", ("privacy.md",), lambda results: (
