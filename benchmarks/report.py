@@ -91,7 +91,7 @@ def real_data_summary(results: Path) -> tuple[str, list[str]]:
         by = settings_by_label(data, key)
         base = by["non-private"]["final"]
         lines += [f"| {key}, {unit} ({by['non-private']['runs']} paired runs) | mean ± s.e. | − non-private, paired "
-                  "(± s.e.) | s.e. of the difference |", "|---|---|---|---|"]
+                  "(± s.e.) | difference / its s.e. |", "|---|---|---|---|"]
         for label, s in by.items():
             if s["group"] == "table":
                 continue
@@ -100,7 +100,8 @@ def real_data_summary(results: Path) -> tuple[str, list[str]]:
                 lines.append(f"| {label} | **{pm(m, se)}** | | |")
                 continue
             c = paired(s["final"], base)
-            lines.append(f"| {label} | {pm(m, se)} | {c['mean']:+.3f} ± {c['se']:.3f} | {c['z']:.1f} |")
+            z = f"{c['z']:.1f}" if math.isfinite(c["z"]) else "– (equal in every run)"
+            lines.append(f"| {label} | {pm(m, se)} | {c['mean']:+.3f} ± {c['se']:.3f} | {z} |")
         lines.append("")
         private = {lab: paired(s["final"], base) for lab, s in by.items()
                    if s["method"] in ("po-gp-ucb", "gaussian") and s["group"] != "table"}
