@@ -100,7 +100,7 @@ def real_data_summary(results: Path) -> tuple[str, list[str]]:
                 lines.append(f"| {label} | **{pm(m, se)}** | | |")
                 continue
             c = paired(s["final"], base)
-            z = f"{c['z']:.1f}" if math.isfinite(c["z"]) else "– (equal in every run)"
+            z = f"{c['z']:.1f}" if math.isfinite(c["z"]) else "– (one difference in every run)"
             lines.append(f"| {label} | {pm(m, se)} | {c['mean']:+.3f} ± {c['se']:.3f} | {z} |")
         lines.append("")
         private = {lab: paired(s["final"], base) for lab, s in by.items()
