@@ -94,7 +94,7 @@ def real_data_summary(results: Path) -> tuple[str, list[str]]:
         by = settings_by_label(data, key)
         base = by["non-private"]["final"]
         lines += [f"| {key}, {unit} ({by['non-private']['runs']} paired runs) | mean ± s.e. | − non-private, paired "
-                  "(± s.e.) | s.e. of the difference |", "|---|---|---|---|"]
+                  "(± s.e.) | difference / its s.e. |", "|---|---|---|---|"]
         for label, s in by.items():
             if s["group"] == "table":
                 continue
@@ -103,7 +103,8 @@ def real_data_summary(results: Path) -> tuple[str, list[str]]:
                 lines.append(f"| {label} | **{pm(m, se)}** | | |")
                 continue
             c = paired(s["final"], base)
-            lines.append(f"| {label} | {pm(m, se)} | {c['mean']:+.3f} ± {c['se']:.3f} | {c['z']:.1f} |")
+            z = f"{c['z']:.1f}" if math.isfinite(c["z"]) else "– (one difference in every run)"
+            lines.append(f"| {label} | {pm(m, se)} | {c['mean']:+.3f} ± {c['se']:.3f} | {z} |")
         lines.append("")
         private = {lab: paired(s["final"], base) for lab, s in by.items()
                    if s["method"] in ("po-gp-ucb", "gaussian") and s["group"] != "table"}
@@ -190,35 +191,74 @@ def r_table_rows(results: Path, key: str) -> list[dict]:
         runs = {len(v) for v in finals.values()}
         row = dict(log_epsilon=a, rs=rs, paper=paper, stated=stated, number=number, finals=finals, files=sorted(files),
                    missing=missing, lifted={r: by[f"po-gp-ucb ε=e^{a} r={r}"].get("lifted") for r in rs})
+        if missing and stated not in missing:
+            row["partial"] = stats.ordering_verdict({r: finals[r] for r in rs if r not in missing}, stated,
+                                                    {r: p for r, p in zip(rs, paper) if r not in missing})
         if missing:
-            row["verdict"] = dict(verdict="untestable", reason=(
+            partial = None if stated in missing else partial_verdict(finals, rs, paper, stated, missing)
+            row["verdict"] = partial or dict(verdict="untestable", reason=(
                 "not one kernel family: no run with per-coordinate lengthscales at r = "
                 + ", ".join(map(str, missing)) + ", where the default fit shares one lengthscale"), contrasts=[])
         elif len(runs) != 1:
             row["verdict"] = dict(verdict="untestable", reason="settings have different run counts", contrasts=[])
         else:
             row["verdict"] = stats.ordering_verdict(finals, stated, dict(zip(rs, paper)))
-        discrete = np.unique(np.round(np.concatenate([finals[r] for r in rs]), 12)).size
-        if discrete <= 10 and len(runs) == 1:
-            row["categories"] = stats.category_homogeneity_p_value([finals[r] for r in rs], draws=5_000)
+        family = [r for r in rs if r not in missing]  # one kernel family
+        discrete = np.unique(np.round(np.concatenate([finals[r] for r in family]), 12)).size
+        if discrete <= 10 and len(runs) == 1 and len(family) > 1:
+            row["categories"] = (*stats.category_homogeneity_p_value([finals[r] for r in family], draws=5_000),
+                                 family)
         out.append(row)
     return out
+
+
+def partial_verdict(finals: dict, rs, paper, stated: int, missing: list[int]) -> dict | None:
+    """A table whose r > 16 lack their per-coordinate runs can still be decided against the paper from the r of one
+    kernel family (the r ≤ 16, the claimed best among them), whatever the missing r give: when a contrast is
+    significant the other way at Bonferroni's α / m (m: all the contrasts the paper's table claims), which Holm over the
+    full table rejects too; or when a contrast's unadjusted one-sided p exceeds α (no Holm adjustment passes it) while
+    its test has power ≥ ``stats.ADEQUATE_POWER`` at α / m against the paper's difference. None otherwise."""
+    claimed = [r for r in rs if r != stated and paper[rs.index(r)] > paper[rs.index(stated)]]
+    available = {r: finals[r] for r in rs if r not in missing}
+    verdict = stats.ordering_verdict(available, stated, {r: paper[rs.index(r)] for r in available})
+    level = stats.ALPHA / len(claimed)
+    against = [c for c in verdict["contrasts"] if c["p_opposite"] <= level]
+    powered = [c for c in verdict["contrasts"] if c["p"] > stats.ALPHA
+               and stats.paired_power(c["paper_difference"], c["sd"], c["runs"], alpha=level) >= stats.ADEQUATE_POWER]
+    if not (against or powered):
+        return None
+    reasons = []
+    if against:
+        reasons.append("r = " + ", ".join(str(c["setting"]) for c in against) + f": ahead of the claimed best at "
+                       f"{level:.3g} (5 % / {len(claimed)}, Bonferroni over the table's claimed contrasts)")
+    if powered:
+        reasons.append("r = " + ", ".join(str(c["setting"]) for c in powered) + ": not behind the claimed best "
+                       f"(one-sided p > 5 %) although the test has power ≥ {stats.ADEQUATE_POWER} at 5 % / "
+                       f"{len(claimed)} against the paper's difference")
+    verdict["verdict"] = "does not reproduce"
+    verdict["reason"] = "; ".join(reasons) + ", whatever r = " + ", ".join(map(str, missing)) + " give"
+    return verdict
 
 
 def verdict_sentence(row: dict, table: str) -> str:
     v = row["verdict"]
     text = f"{table} (e^{row['log_epsilon']}, claimed best r = {row['stated']}): **{v['verdict']}**: {v['reason']}"
+    lead = f". Contrasts (other r − r = {row['stated']}, {v.get('runs')} paired runs): "
+    if not v["contrasts"] and "partial" in row:
+        v = row["partial"]
+        lead = (f". Among the r of one kernel family, contrasts (other r − r = {row['stated']}, {v['runs']} paired "
+                "runs): ")
     if v["contrasts"]:
         parts = [f"r = {c['setting']}: {c['mean_difference']:+.3f} ± {c['stderr']:.3f} "
                  f"(paper {c['paper_difference']:+.3f}; p_Holm {fmt_p(c['p_holm'])}, power {c['power']:.2f})"
                  for c in v["contrasts"]]
-        text += f". Contrasts (other r − r = {row['stated']}, {v['runs']} paired runs): " + "; ".join(parts)
+        text += lead + "; ".join(parts)
         if v["untested"]:
             text += f"; not claimed by the paper's own numbers: r = {', '.join(map(str, v['untested']))}"
     if "categories" in row:
-        p, k = row["categories"]
-        text += (f". Every run ends at one of {k} values; a permutation test that the r share one distribution over "
-                 f"them gives p {fmt_p(p)}")
+        p, k, family = row["categories"]
+        text += (f". Every run at r = {', '.join(map(str, family))} ends at one of {k} values; a permutation test "
+                 f"that these r share one distribution over them gives p {fmt_p(p)}")
     return text + "."
 
 
@@ -254,9 +294,38 @@ def real_data_verdicts(results: Path) -> tuple[str, list[str]]:
 
 # ---- synthetic ------------------------------------------------------------------------------------------------------
 
-def synthetic_rows(results: Path) -> list[dict]:
+PAPER_NON_PRIVATE_S50 = 0.003  # po_gp_ucb_synthetic.PAPER_NON_PRIVATE_S50
+
+
+def extent_choice(results: Path) -> tuple[dict, float, str]:
+    """The newest extent sweep over several GP draws, and the extent it gives: the largest whose non-private S_50,
+    averaged over the draws, is at most 2 standard errors above the paper's level."""
+    path = sorted(results.glob("po_gp_ucb_synthetic_extent_draws_*.json"))[-1]
+    sweep = json.loads(path.read_text())
+    rows = sweep["extents"]
+    at_level = [e for e in rows
+                if rows[e]["mean_over_draws"] - PAPER_NON_PRIVATE_S50 <= 2 * rows[e]["stderr_over_draws"] + 1e-12]
+    return sweep, max(map(float, at_level)), path.name
+
+
+def synthetic_sources(results: Path) -> tuple[float, dict[str, list], list[str], bool]:
+    """Tables 1–3 (fixed hyperparameters, draw 0): at the extent chosen over draws when all three of its table files
+    exist (``po_gp_ucb_synthetic_table_e<a>_fixed_A<A>_f0_*``), else the single-draw calibration's file (``SYNTHETIC``,
+    A = 4.5). Returns (extent, configs by log ε, files, whether the chosen extent's)."""
+    _, chosen, _ = extent_choice(results)
+    found = {a: sorted(results.glob(f"po_gp_ucb_synthetic_table_e{a}_fixed_A{chosen:g}_f0_*.json")) for a in
+             PAPER_SYNTHETIC}
+    if all(found.values()):
+        files = [paths[-1].name for paths in found.values()]
+        return chosen, {str(a): json.loads(found[a][-1].read_text())["tables"][str(a)] for a in PAPER_SYNTHETIC}, \
+            files, True
     data = load(results, SYNTHETIC)
-    tables = data["experiments"]["synthetic-gp/max-norm-25"]["tables"]
+    return (data["settings"]["extent"], data["experiments"]["synthetic-gp/max-norm-25"]["tables"], [SYNTHETIC],
+            False)
+
+
+def synthetic_rows(results: Path) -> list[dict]:
+    _, tables, _, _ = synthetic_sources(results)
     rows = []
     for a, (rs, paper, stated, number) in PAPER_SYNTHETIC.items():
         configs = {c["r"]: c for c in tables[str(a)]}
@@ -267,11 +336,24 @@ def synthetic_rows(results: Path) -> list[dict]:
     return rows
 
 
+def synthetic_extent(results: Path) -> tuple[str, list[str]]:
+    sweep, chosen, name = extent_choice(results)
+    draws = len(sweep["seeds"])
+    lines = [f"| A (grid [−A, A]², l = {sweep['lengthscale']}) | non-private S_50, mean over {draws} draws ± s.e. | "
+             f"per draw ({sweep['runs']} runs each) |", "|---|---|---|"]
+    for extent, row in sweep["extents"].items():
+        lines.append(f"| {extent} | {row['mean_over_draws']:.4f} ± {row['stderr_over_draws']:.4f} | "
+                     + " ".join(f"{d['s50']:.3f}" for d in row["draws"].values()) + " |")
+    lines += ["", f"The largest extent at the paper's non-private level ({PAPER_NON_PRIVATE_S50}) over the {draws} "
+              f"draws, within 2 standard errors of it, is **A = {chosen:g}**."]
+    return "\n".join(lines), [name]
+
+
 def short_verdict(row: dict, what: str) -> str:
     """"Table N (what, e^a): verdict, runs, the lowest power of a failing contrast"."""
     v = row["verdict"]
     text = f"Table {row['number']} ({what}e^{row['log_epsilon']}): {v['verdict']}"
-    if not v["contrasts"]:
+    if not v["contrasts"] or row.get("missing"):
         return f"{text} ({v['reason']})."
     held = [str(c["setting"]) for c in v["contrasts"] if c["holds"]]
     failing = v["power_of_failing"]
@@ -284,17 +366,21 @@ def short_verdict(row: dict, what: str) -> str:
 
 
 def synthetic_tables(results: Path) -> tuple[str, list[str]]:
-    data = load(results, SYNTHETIC)
-    lines = [f"Fixed hyperparameters (one isotropic kernel at every r), extent A = {data['settings']['extent']:g}, "
-             f"{data['settings']['runs']} paired runs per entry.", ""]
-    for row in memo(synthetic_rows, results):
+    extent, _, files, chosen = synthetic_sources(results)
+    _, over_draws, _ = extent_choice(results)
+    rows = memo(synthetic_rows, results)
+    lines = [f"Fixed hyperparameters (one isotropic kernel at every r), GP draw 0, extent A = {extent:g}, "
+             f"{rows[0]['verdict']['runs']} paired runs per entry"
+             + ("." if chosen else f" (the tables at the extent chosen over draws, A = {over_draws:g}, have no results "
+                                   "file here: these are at the single draw's calibration)."), ""]
+    for row in rows:
         rs = row["rs"]
         lines += [f"| e^{row['log_epsilon']} | " + " | ".join(f"r={r}{'' if row['lifted'][r] else '*'}" for r in rs)
                   + " |", "|---|" + "---|" * len(rs),
                   "| ours | " + " | ".join(pm(*mean_se(row["finals"][r])) for r in rs) + " |",
                   f"| paper (Table {row['number']}) | " + " | ".join(f"{v:.3f}" for v in row["paper"]) + " |", "",
                   verdict_sentence(row, f"Table {row['number']}"), ""]
-    return "\n".join(lines).rstrip(), [SYNTHETIC]
+    return "\n".join(lines).rstrip(), files
 
 
 # ---- privacy ---------------------------------------------------------------------------------------------------------
@@ -339,7 +425,9 @@ def ding(results: Path) -> tuple[str, list[str]]:
 def guide_summary(results: Path) -> tuple[str, list[str]]:
     real, files = real_data_verdicts(results)
     data = load(results, REAL_DATA)
-    lines = ["- **PO-GP-UCB, synthetic GP, Tables 1–3** ([po_gp_ucb.md](po_gp_ucb.md)), fixed hyperparameters:"]
+    extent = synthetic_sources(results)[0]
+    lines = ["- **PO-GP-UCB, synthetic GP, Tables 1–3** ([po_gp_ucb.md](po_gp_ucb.md)), fixed hyperparameters, "
+             f"A = {extent:g}:"]
     lines += ["  - " + short_verdict(row, "") for row in memo(synthetic_rows, results)]
     lines.append(f"- **PO-GP-UCB, real data, Tables 4–9** ([real_data.md](real_data.md)), the modeler's fit, "
                  f"{data['plan']['table_runs']} runs an entry:")
@@ -350,7 +438,7 @@ def guide_summary(results: Path) -> tuple[str, list[str]]:
     lines += ["  - " + line for line in summary.splitlines() if "certified `gaussian`" in line]
     ding_text, _ = ding(results)
     lines.append("- **Ding et al. Fig. 3** ([ding.md](ding.md)): " + ding_text)
-    return "\n".join(lines), sorted({*files, SYNTHETIC, DING})
+    return "\n".join(lines), sorted({*files, *synthetic_sources(results)[2], DING})
 
 
 @dataclass(frozen=True)
@@ -364,6 +452,7 @@ SECTIONS = (
     Section("real-data-summary", ("real_data.md",), lambda results: memo(real_data_summary, results)),
     Section("real-data-r-tables", ("real_data.md",), real_data_tables),
     Section("real-data-verdicts", ("real_data.md",), real_data_verdicts),
+    Section("synthetic-extent", ("po_gp_ucb.md",), synthetic_extent),
     Section("synthetic-r-tables", ("po_gp_ucb.md",), lambda results: memo(synthetic_tables, results)),
     Section("privacy-loans-closest", ("privacy.md",), privacy_loans),
     Section("privacy-gaussian-vs-random", ("privacy.md",), lambda results: (
