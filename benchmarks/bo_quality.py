@@ -413,9 +413,11 @@ def study(args: argparse.Namespace, runs_file: Path) -> None:
 
 
 def read_runs(runs_files: list[Path]) -> tuple[list[dict], list[dict]]:
-    """The runs of every file and each file's first line: the command, commit, date and machine of its part."""
+    """The runs of every file and each file's first line: the command, commit, date and machine of its part. A run
+    of the same (problem, method, seed) in a later file replaces an earlier one (a part re-run at a newer commit)."""
     lines = [json.loads(text) for path in runs_files for text in Path(path).read_text().splitlines() if text]
-    return [line for line in lines if "problem" in line], [line for line in lines if "problem" not in line]
+    runs = {(line["problem"], line["method"], line["seed"]): line for line in lines if "problem" in line}
+    return list(runs.values()), [line for line in lines if "problem" not in line]
 
 
 def results_of(lines: list[dict], T: int) -> dict:
