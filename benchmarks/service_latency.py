@@ -249,7 +249,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch, LocalCurator(
             Path(scratch) / "curator", env={"PYTHONPATH": str(harness.REPOSITORY), "POBO_JOB_WORKERS": "1"},
-            startup_timeout=900) as curator:
+            startup_timeout=2400) as curator:
         release_id, token = setup(curator, args.rows, args.features, queries=(args.iterations + 1) * runs)
         work = Path(scratch)
         # compiles the engine's kernels and warms the curator's caches; not timed
