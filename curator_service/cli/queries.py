@@ -21,7 +21,7 @@ from curator_service.cli.common import (
     listing,
     print_json,
 )
-from shared.api.governance import AnswersOut, CannotMeasure, Correction, Worklist
+from shared.api.governance import AnswersOut, CannotMeasure, Correction, Worklist, identifier_name
 from shared.api.schemas import API_PREFIX, MeasurementSpec
 from shared.checks import ascii_decimal
 
@@ -83,12 +83,8 @@ def measured_value(value: float | None, measurement: MeasurementSpec | None) -> 
 
 
 def row_name(identifier_column: str | None, identifier: str) -> str:
-    """The row as the curator names it: ``MRN 12345`` (the identifier column's name, upper-cased when it is a short
-    abbreviation such as mrn), or ``row 7`` (its file row) when the dataset has no identifier column."""
-    if identifier_column is None:
-        return f"row {identifier}"
-    short = len(identifier_column) <= 4 and identifier_column.isalpha()
-    return f"{identifier_column.upper() if short else identifier_column} {identifier}"
+    """The row as the curator names it: ``MRN 12345``, or ``row 7`` (its file row) without an identifier column."""
+    return f"{identifier_name(identifier_column)} {identifier}"
 
 
 def decimal(text: str | None, name: str) -> float:

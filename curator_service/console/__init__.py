@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 
 from curator_service.console import security
 from curator_service.console.client import ApiRefusal
-from curator_service.console.pages import CsrfRefused, LoginRequired, redirect, render
+from curator_service.console.pages import CsrfRefused, LoginRequired, audit_refusal, redirect, render
 from curator_service.console.routes import router
 from curator_service.console.uploads import KeptUploads
 
@@ -34,6 +34,7 @@ def _login_required(request: Request, exc: LoginRequired) -> RedirectResponse:
 
 
 def _csrf_refused(request: Request, exc: CsrfRefused) -> HTMLResponse:
+    audit_refusal(request, 403, "csrf")
     return render(request, "error.html", status_code=403, status=403,
                   message="This form is stale or did not come from the console (its CSRF token does not match). "
                           "Reload the page and submit it again.")
@@ -43,6 +44,7 @@ def _api_refusal(request: Request, exc: ApiRefusal) -> HTMLResponse | RedirectRe
     """A page whose data the API refused (a form's refusal is shown on its own page instead)."""
     if exc.status == 401:
         return _login_required(request, LoginRequired(exc.detail))
+    audit_refusal(request, exc.status, exc.code)
     return render(request, "error.html", status_code=exc.status, status=exc.status, message=exc.detail)
 
 

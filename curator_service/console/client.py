@@ -31,7 +31,7 @@ class Api:
     """The API as ``principal`` sees it."""
 
     def __init__(self, request: Request, principal: Principal) -> None:
-        self.app = request.app
+        self.app, self.request = request.app, request
         self.principal = principal
 
     async def _as_principal(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -50,6 +50,8 @@ class Api:
             body = _json_or_none(response)
             detail = body.get("detail") if isinstance(body, dict) else None
             code = body.get("code") if isinstance(body, dict) else None
+            if 400 <= response.status_code < 500:  # the API audited it (refused.<code>); the console need not
+                self.request.state.refusal_audited = True
             raise ApiRefusal(response.status_code, code or "error",
                              detail if isinstance(detail, str) else f"the service answered {response.status_code}")
         return response

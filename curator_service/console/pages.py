@@ -21,7 +21,8 @@ from starlette.datastructures import FormData
 from curator_service.console import security
 from curator_service.console.client import Api, ApiRefusal
 from curator_service.console.reads import live_state
-from curator_service.services import console_sessions
+from curator_service.services import audit, console_sessions
+from shared.api.governance import identifier_name
 from shared.checks import ascii_decimal
 
 T = TypeVar("T")
@@ -63,6 +64,7 @@ def _unbroken(text: str) -> Markup:
 TEMPLATES.env.filters["num"] = lambda value, digits=4: _unbroken(_number(value, digits))
 TEMPLATES.env.filters["when"] = lambda value: _unbroken(_when(value))
 TEMPLATES.env.filters["unbroken"] = _unbroken
+TEMPLATES.env.filters["id_name"] = identifier_name
 
 
 class LoginRequired(Exception):
@@ -86,7 +88,20 @@ def console_api(request: Request) -> Api:
     if principal is None:
         raise LoginRequired("Your console session has ended (logged out, idle or too old, or its key revoked or "
                             "expired); log in again.")
+    request.state.console_principal = principal
     return Api(request, principal)
+
+
+def audit_refusal(request: Request, status_code: int, code: str = "validation_error") -> None:
+    """A 4xx the console answers a logged-in curator (a form it refused itself, a stale CSRF token, a page of
+    something that does not exist) is audited as the API audits its own: ``refused.<code>`` with the method and
+    path, never what was typed. One the API refused and audited already is not audited twice."""
+    principal = getattr(request.state, "console_principal", None)
+    if not 400 <= status_code < 500 or principal is None or getattr(request.state, "refusal_audited", False):
+        return
+    with request.app.state.db.write() as session:
+        audit.record(session, principal, f"refused.{code}", f"{request.method} {request.url.path}")
+    request.state.refusal_audited = True
 
 
 Console = Annotated[Api, Depends(console_api)]
@@ -108,6 +123,7 @@ async def checked_form(request: Request) -> FormData:
 
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     """The page with its CSRF token and the one-shot message left by the previous redirect."""
+    audit_refusal(request, status_code)
     flash = security.read_flash(request)
     cookie, new_nonce = security.form_cookie(request)
     if context.get("page"):  # a logged-in page: its navigation counts the measurements waiting
@@ -159,6 +175,16 @@ def number(form: FormData, name: str, label: str) -> float:
     value = ascii_decimal(text)
     if value is None:
         raise FieldRefusal(name, f"{label} must be a finite decimal number such as 0.5 or 1e-5; got {text!r}")
+    return value
+
+
+def measured(form: FormData, name: str, label: str) -> float:
+    """A value a person measured and typed: a decimal point or a decimal comma (``4,2`` is 4.2), finite."""
+    text = field(form, name)
+    value = ascii_decimal(text.replace(",", ".") if text.count(",") == 1 and "." not in text else text)
+    if value is None:
+        raise FieldRefusal(name, f"{label} must be a number such as 4.2 (a decimal comma, 4,2, is read as 4.2); got "
+                                 f"{text!r}")
     return value
 
 

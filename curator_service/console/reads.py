@@ -14,7 +14,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.db import Database
-from curator_service.persistence.models import ModelingSession, Query, Release
+from curator_service.persistence.models import Job, ModelingSession, Query, Release
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,11 @@ def list_sessions(session: Session) -> list[SessionRow]:
                    queries=queries or 0, pending=pending or 0, created_at=s.created_at)
         for s, dataset_id, queries, pending in session.execute(statement)
     ]
+
+
+def job_submitters(session: Session) -> dict[int, int | None]:
+    """Who submitted each job: its key's id (None or 0: the admin token). ``GET /v1/jobs`` does not say."""
+    return {job_id: key_id for job_id, key_id in session.execute(select(Job.id, Job.key_id))}
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from curator_service.console.pages import (
     checked_form,
     field,
     kept_values,
+    measured,
     number,
     numbers,
     redirect,
@@ -40,10 +41,11 @@ from curator_service.console.pages import (
     render,
     whole_number,
 )
-from curator_service.console.reads import list_sessions, live_state
+from curator_service.console.reads import job_submitters, list_sessions, live_state
 from curator_service.console.uploads import KeptFile, KeptUploads
 from curator_service.routers.auth import ANONYMOUS
 from curator_service.services import audit, console_sessions
+from curator_service.services.job_kinds import KINDS
 from curator_service.services.planner import MAX_SIMULATED_QUERIES, MAX_SIMULATED_ROWS
 from curator_service.services.policy import principal_for_token
 from shared.algorithms.kusner.dpbo import lambda_verdict
@@ -350,7 +352,9 @@ async def dataset_page(request: Request, api: Console, dataset_id: int) -> HTMLR
 
 async def _dataset_page(request: Request, api: Api, dataset_id: int, form: FormData | None = None,
                         problems: Problems | None = None, plan: dict | None = None, status_code: int = 200, *,
-                        budget_form: FormData | None = None, budget_problems: Problems | None = None) -> HTMLResponse:
+                        budget_form: FormData | None = None, budget_problems: Problems | None = None,
+                        identifier_form: FormData | None = None,
+                        identifier_problems: Problems | None = None) -> HTMLResponse:
     """The dataset's page; after a release form, its values kept with each problem beside its field, or the
     planner's table for the ε typed; after the raise-the-budget form, its values and problems likewise."""
     dataset = await api.get(f"/v1/datasets/{dataset_id}")
@@ -366,7 +370,10 @@ async def _dataset_page(request: Request, api: Api, dataset_id: int, form: FormD
                   chart=_epsilon_over_time(dataset, ledger), mechanisms=offered_mechanisms(request),
                   values=kept_values(form, RELEASE_DEFAULTS), problems=problems or Problems(), plan=plan,
                   budget_values=kept_values(budget_form, BUDGET_DEFAULTS),
-                  budget_problems=budget_problems or Problems())
+                  budget_problems=budget_problems or Problems(),
+                  identifier_values=kept_values(identifier_form, {"column": worklist["identifier_column"] or ""
+                                                                  if worklist else ""}),
+                  identifier_problems=identifier_problems or Problems())
 
 
 def _release_options(form: FormData, problems: Problems) -> dict[str, Any]:
@@ -504,13 +511,24 @@ async def raise_budget(request: Request, api: Console, dataset_id: int) -> Redir
                                status_code=422)
 
 
-@router.post("/datasets/{dataset_id}/identifier-column")
-async def set_identifier_column(request: Request, api: Console, dataset_id: int) -> RedirectResponse:
+@router.post("/datasets/{dataset_id}/identifier-column", response_model=None)
+async def set_identifier_column(request: Request, api: Console, dataset_id: int) -> RedirectResponse | HTMLResponse:
+    """Names the identifier column; a refusal renders the page again with the column typed and the sentence beside
+    the field."""
     form = await checked_form(request)
-    return await act(f"/console/datasets/{dataset_id}",
-                     lambda: api.put(f"/v1/datasets/{dataset_id}/identifier-column",
-                                     {"column": field(form, "column")}),
-                     lambda r: f"Rows are now identified by {r['column']!r} (it never leaves the curator).")
+    problems = Problems()
+    if not field(form, "column"):
+        problems["column"] = "Type the name of the column that identifies a row (e.g. mrn)."
+    else:
+        try:
+            done = await api.put(f"/v1/datasets/{dataset_id}/identifier-column", {"column": field(form, "column")})
+        except ApiRefusal as refusal:
+            problems.place(refusal, {}, {"column": "column"})
+        else:
+            return redirect(f"/console/datasets/{dataset_id}", f"Rows are now identified by {done['column']!r} (it "
+                            "never leaves the curator).")
+    return await _dataset_page(request, api, dataset_id, status_code=422, identifier_form=form,
+                               identifier_problems=problems)
 
 
 @router.get("/releases", response_class=HTMLResponse)
@@ -633,6 +651,13 @@ def _best_so_far(queries: list[dict], goal: Goal):
 
 @router.get("/sessions/{session_id}", response_class=HTMLResponse)
 async def session_page(request: Request, api: Console, session_id: int) -> HTMLResponse:
+    return await _session_page(request, api, session_id)
+
+
+async def _session_page(request: Request, api: Api, session_id: int, confirm: dict | None = None,
+                        refused: dict | None = None, status_code: int = 200) -> HTMLResponse:
+    """The session's page; ``confirm``: a correction to confirm (its row, old and new value); ``refused``: a
+    correction's typed values and problems, shown in its row."""
     status = await api.get(f"/v1/sessions/{session_id}")
     queries = (await api.get(f"/v1/sessions/{session_id}/queries"))["queries"]
     release = await api.get(f"/v1/releases/{status['release_id']}")
@@ -643,7 +668,15 @@ async def session_page(request: Request, api: Console, session_id: int) -> HTMLR
     for query in queries:  # the row each query asked for, by the curator's identifier (the MRN)
         query["identifier"] = lab[query["query_id"]]["identifier"]
     identifier_column = (await api.get(f"/v1/datasets/{dataset['id']}/worklist"))["identifier_column"]
-    return render(request, "session.html", page="sessions", session=status, queries=queries, release=release,
+    if confirm is not None:
+        asked = next((q for q in queries if q["query_id"] == confirm["query_id"]), None)
+        if asked is None:
+            raise ApiRefusal(404, "not_found", f"session {session_id} has no query {confirm['query_id']}")
+        return render(request, "correct_confirm.html", page="sessions", session=status, query=asked,
+                      identifier_column=identifier_column, measurement=dataset.get("measurement"), **confirm,
+                      outside=_outside(dataset.get("measurement"), confirm["value"]))
+    return render(request, "session.html", status_code=status_code, page="sessions", session=status,
+                  queries=queries, release=release, refused=refused or {},
                   correctable=correctable, notes=notes, chart=_best_so_far(queries, release["goal"]),
                   identifier_column=identifier_column,
                   identifiers={q: lab[q]["identifier"] for q in lab},
@@ -680,21 +713,56 @@ async def _importance(api: Api, release: dict, dataset: dict, queries: list[dict
 
 @router.get("/queries", response_class=HTMLResponse)
 async def pending_page(request: Request, api: Console) -> HTMLResponse:
-    """Each dataset's worklist: its pending queries by the curator's own row identifier."""
+    return await _pending_page(request, api)
+
+
+async def _pending_page(request: Request, api: Api, refused: dict | None = None,
+                        status_code: int = 200) -> HTMLResponse:
+    """Each dataset's worklist: its pending queries by the curator's own row identifier (the MRN). After a refused
+    answer, ``refused`` holds its query id, what was typed, the sentence and whether it asks to confirm a value
+    outside the plausible range."""
     waiting = sorted({q["dataset_id"] for q in (await api.get("/v1/queries"))["queries"]})
     names = {d["id"]: d["name"] for d in await api.get("/v1/datasets")}
     worklists = [await api.get(f"/v1/datasets/{dataset_id}/worklist") for dataset_id in waiting]
-    return render(request, "queries.html", page="queries", worklists=worklists, names=names)
+    return render(request, "queries.html", status_code=status_code, page="queries", worklists=worklists, names=names,
+                  refused=refused or {})
 
 
-@router.post("/queries/{query_id}/answer")
-async def answer_query(request: Request, api: Console, query_id: int) -> RedirectResponse:
+OUTSIDE_RANGE = "outside_plausible_range"
+
+
+def _outside(measurement: dict | None, value: float) -> str | None:
+    """The sentence asking to confirm ``value`` outside the plausible range of ``measurement`` (None inside it)."""
+    low, high = (measurement or {}).get("plausible_range") or (None, None)
+    if low is None or low <= value <= high:
+        return None
+    unit = f" {measurement['unit']}" if measurement.get("unit") else ""
+    return (f"{value:g}{unit} lies outside the plausible range of {measurement['quantity']} ({low:g} to {high:g}"
+            f"{unit}). Check it; if it is right, tick the box and save it again.")
+
+
+@router.post("/queries/{query_id}/answer", response_model=None)
+async def answer_query(request: Request, api: Console, query_id: int) -> RedirectResponse | HTMLResponse:
+    """Answers a pending query; a problem (not a number, outside the plausible range unconfirmed, the API's
+    refusal) renders the worklist again with what was typed and the sentence beside the field."""
     form = await checked_form(request)
-    return await act(
-        "/console/queries",
-        lambda: api.post(f"/v1/queries/{query_id}/answer", {"value": number(form, "value", "The measured value")}),
-        lambda _: f"Query {query_id} answered; the modeler's client gets the value.",
-    )
+    problems = Problems()
+    value = problems.check(lambda: measured(form, "value", "The measured value"))
+    confirmed = field(form, "confirm_outside_range") == "1"
+    outside = False
+    if value is not None:
+        try:
+            out = await api.post(f"/v1/queries/{query_id}/answer",
+                                 {"value": value, "confirm_outside_range": confirmed})
+        except ApiRefusal as refusal:
+            outside = refusal.code == OUTSIDE_RANGE
+            problems.place(refusal, {}, {})
+        else:
+            return redirect("/console/queries", f"Query {query_id} answered ({out['value']:g}); the modeler's client "
+                            "gets the value.")
+    return await _pending_page(request, api, {"query_id": query_id, "value": field(form, "value"),
+                                              "problem": next(iter(problems.values())), "outside": outside},
+                               status_code=422)
 
 
 @router.post("/queries/{query_id}/cannot-measure")
@@ -719,25 +787,102 @@ async def answers_from_csv(request: Request, api: Console, dataset_id: int) -> R
                      lambda r: f"{len(r['answered'])} queries answered from {upload.filename}.")
 
 
-@router.post("/sessions/{session_id}/queries/{query_id}/correct")
-async def correct_answer(request: Request, api: Console, session_id: int, query_id: int) -> RedirectResponse:
+@router.post("/sessions/{session_id}/queries/{query_id}/correct", response_model=None)
+async def correct_answer(request: Request, api: Console, session_id: int,
+                         query_id: int) -> RedirectResponse | HTMLResponse:
+    """Two steps: the form's post shows the change by the row's MRN (and whether the new value lies outside the
+    plausible range) and asks to confirm; only the confirmation's post (``confirmed``) corrects the answer. A
+    problem renders the session page again with what was typed and the sentence beside the field."""
     form = await checked_form(request)
-    return await act(f"/console/sessions/{session_id}",
-                     lambda: api.post(f"/v1/queries/{query_id}/correct",
-                                      {"value": number(form, "value", "The corrected value"),
-                                       "reason": field(form, "reason")}),
-                     lambda _: f"Query {query_id} corrected; the session's lab notes keep the old value and the "
-                               "reason.")
+    problems = Problems()
+    value = problems.check(lambda: measured(form, "value", "The corrected value"))
+    reason = field(form, "reason")
+    if not reason:
+        problems.setdefault("reason", "Say why the answer changes: the reason is kept in the session's lab notes.")
+    if not problems and field(form, "confirmed") != "1":
+        return await _session_page(request, api, session_id, confirm={"query_id": query_id, "value": value,
+                                                                       "reason": reason})
+    if not problems:
+        try:
+            await api.post(f"/v1/queries/{query_id}/correct",
+                           {"value": value, "reason": reason,
+                            "confirm_outside_range": field(form, "confirm_outside_range") == "1"})
+        except ApiRefusal as refusal:
+            problems.place(refusal, {}, {"reason": "reason"})
+        else:
+            return redirect(f"/console/sessions/{session_id}", f"Query {query_id} corrected; the session's lab notes "
+                            "keep the old value and the reason.")
+    return await _session_page(request, api, session_id, refused={
+        "query_id": query_id, "value": field(form, "value"), "reason": reason, "problems": problems},
+        status_code=422)
 
 
 # --- jobs and audit ----------------------------------------------------------------------------------------
 
 
+JOB_DEFAULTS = {"kind": "dp-mean", "dataset_id": "", "params": ""}
+JOB_WORDS = {"'params": "params", "param": "params", "kind": "kind", "dataset": "dataset_id"}
+
+
+def offered_job_kinds() -> list[tuple[str, str]]:
+    """The kinds a curator submits through ``POST /v1/jobs`` (a release has its own form), with what each does."""
+    return [(name, kind.description) for name, kind in KINDS.items() if kind.endpoint is None]
+
+
 @router.get("/jobs", response_class=HTMLResponse)
 async def jobs_page(request: Request, api: Console) -> HTMLResponse:
+    return await _jobs_page(request, api)
+
+
+async def _jobs_page(request: Request, api: Api, form: FormData | None = None, problems: Problems | None = None,
+                     status_code: int = 200) -> HTMLResponse:
+    """Every job newest first with who submitted it ("by"), and the form for a new one."""
     jobs = sorted(await api.get("/v1/jobs"), key=lambda j: j["id"], reverse=True)
-    live = any(j["status"] in UNFINISHED_JOB_STATUSES for j in jobs)
-    return render(request, "jobs.html", page="jobs", jobs=jobs, refresh=live)
+    names = {k["id"]: k["name"] for k in await api.get("/v1/keys")}
+    submitters = await run_in_threadpool(_job_submitters, request)
+    for job in jobs:
+        key_id = submitters.get(job["id"])
+        job["by"] = "admin" if not key_id else f"key {key_id}" + (f" ({names[key_id]})" if key_id in names else "")
+    live = any(j["status"] in UNFINISHED_JOB_STATUSES for j in jobs) and form is None
+    return render(request, "jobs.html", status_code=status_code, page="jobs", jobs=jobs, refresh=live,
+                  kinds=offered_job_kinds(), datasets=await api.get("/v1/datasets"),
+                  request_id=f"console-{uuid.uuid4().hex}",
+                  values=kept_values(form, JOB_DEFAULTS), problems=problems or Problems())
+
+
+def _job_submitters(request: Request) -> dict[int, int | None]:
+    with request.app.state.db.read() as session:
+        return job_submitters(session)
+
+
+@router.post("/jobs", response_model=None)
+async def submit_job(request: Request, api: Console) -> RedirectResponse | HTMLResponse:
+    """Submits a job of one of the curator's kinds; its parameters are JSON. A problem renders the form again with
+    what was typed and the sentence beside its field."""
+    form = await checked_form(request)
+    problems = Problems()
+    kind = field(form, "kind")
+    if kind not in dict(offered_job_kinds()):
+        problems["kind"] = f"Choose one of the job kinds offered ({', '.join(dict(offered_job_kinds()))})."
+    dataset_id = problems.check(lambda: whole_number(form, "dataset_id", "The dataset")) \
+        if field(form, "dataset_id") else None
+    try:
+        params = json.loads(field(form, "params") or "{}")
+    except json.JSONDecodeError as error:
+        problems["params"] = (f"The parameters must be a JSON object such as {{\"epsilon\": 0.5}}: {error.msg} at "
+                              f"line {error.lineno}, column {error.colno}.")
+        params = None
+    if params is not None and not isinstance(params, dict):
+        problems["params"] = "The parameters must be a JSON object (in braces), such as {\"epsilon\": 0.5}."
+    if not problems:
+        try:
+            job = await api.post("/v1/jobs", {"kind": kind, "dataset_id": dataset_id, "params": params,
+                                              "request_id": field(form, "request_id") or None})
+        except ApiRefusal as refusal:
+            problems.place(refusal, {"params": "params", "kind": "kind", "dataset_id": "dataset_id"}, JOB_WORDS)
+        else:
+            return redirect(f"/console/jobs/{job['id']}", f"Job {job['id']} ({job['kind']}) submitted.")
+    return await _jobs_page(request, api, form, problems, status_code=422)
 
 
 def _front(result: dict | None):
@@ -795,11 +940,30 @@ async def cancel_job(request: Request, api: Console, job_id: int) -> RedirectRes
                      lambda _: f"Cancellation of job {job_id} requested.")
 
 
+AUDIT_CHANGES_COOKIE = "pobo_audit_changes"
+"""Remembers the audit page's "changes only" choice ("1" or "0"; unset: changes only)."""
+
+
 @router.get("/audit", response_class=HTMLResponse)
 async def audit_page(request: Request, api: Console, actor: str = "", action: str = "", target: str = "",
-                     changes: str = "", page: int = 1) -> HTMLResponse:
+                     changes: str = "", filtered: str = "", page: int = 1) -> HTMLResponse:
     """The audit log newest first, :data:`AUDIT_ROWS` rows a page, each run of identical events one row; filtered
-    by actor, action (a prefix), target (contained) and "changes only" (reads hidden), all in the API's query."""
+    by actor, action (a prefix), target (contained) and "changes only" (reads hidden), all in the API's query.
+    "Changes only" is the default; the filter form's choice (``filtered``) is remembered in a cookie, so the next
+    visit shows the log as it was last filtered."""
+    if filtered or changes:
+        changes = "1" if changes else "0"
+    else:
+        changes = request.cookies.get(AUDIT_CHANGES_COOKIE, "1")
+    changes = "" if changes == "0" else "1"
+    response = await _audit_page(request, api, actor, action, target, changes, page)
+    response.set_cookie(AUDIT_CHANGES_COOKIE, changes or "0", path="/console/audit", secure=True, httponly=True,
+                        samesite="strict")
+    return response
+
+
+async def _audit_page(request: Request, api: Api, actor: str, action: str, target: str, changes: str,
+                      page: int) -> HTMLResponse:
     wanted = {"actor": actor.strip(), "action": action.strip(), "target": target.strip()}
     page = max(1, page)
     params = {name: text for name, text in wanted.items() if text}
@@ -809,7 +973,7 @@ async def audit_page(request: Request, api: Console, actor: str = "", action: st
     total = int(answer.headers.get("x-total-count", "0"))
     actors = ["admin"] + [f"key:{k['id']}:{k['name']}" for k in await api.get("/v1/keys")]
     pages = max(1, math.ceil(total / AUDIT_ROWS))
-    query = {**params, **({"changes": "1"} if changes else {})}
+    query = {**params, "filtered": "1", **({"changes": "1"} if changes else {})}
     links = {number_: "/console/audit?" + urlencode({**query, "page": number_}) for number_ in (page - 1, page + 1)
              if 1 <= number_ <= pages}
     return render(request, "audit.html", page="audit", rows=answer.json(), total=total, filters=wanted,

@@ -78,6 +78,14 @@ class IdentifierColumn(_Request):
     column: str = Field(min_length=1, max_length=200)
 
 
+def identifier_name(column: str | None) -> str:
+    """What the lab calls a row's identifier, in the console and on the command line alike: the identifier column's
+    name, upper-cased when it is a short abbreviation (``mrn`` → ``MRN``), or ``row`` (its file row) without one."""
+    if column is None:
+        return "row"
+    return column.upper() if len(column) <= 4 and column.isalpha() else column
+
+
 class IdentifierColumnOut(_Model):
     dataset_id: int
     column: str

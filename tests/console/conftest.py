@@ -170,7 +170,8 @@ class ConsoleBrowser:
 @pytest.fixture(scope="session")
 def console(chromium, console_curator, screenshot_dir) -> ConsoleBrowser:
     browser = ConsoleBrowser(chromium, console_curator, screenshot_dir)
-    assert httpx.get(f"{console_curator.url}/console/login").status_code == 200, "the console is not mounted"
+    login = httpx.get(f"{console_curator.url}/console/login", timeout=60)  # a loaded machine answers slowly
+    assert login.status_code == 200, "the console is not mounted"
     return browser
 
 

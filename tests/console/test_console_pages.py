@@ -437,6 +437,8 @@ def test_the_lab_answers_by_mrn_from_a_csv_and_cannot_measure_while_the_modeler_
     assert console.one(f'tr[data-query="{third}"] .status').text == "cannot measure"
     console.fill({f"correct-value-{first}": "0.5", f"correct-reason-{first}": "transcription error"})
     console.submit(f"correct-{first}")
+    assert console.by_id("confirm-change").text.startswith(f"MRN {handled[0][1]}: ")  # asks first, by the MRN
+    console.submit("save-correction")
     assert console.flash().startswith(f"Query {first} corrected")
     assert console.one(f'tr[data-query="{first}"] .value').text == "0.5"
     assert "transcription error" in console.one(f'#notes tr[data-query="{first}"] .reason').text
