@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.api.errors import CODE_BY_STATUS, ApiError
 from shared.api.schemas import ErrorBody
+from shared.checks import MAX_NUMBER_CHARS
 
 logger = logging.getLogger("curator_service")
 
@@ -99,6 +100,12 @@ def api_error_from_validation(exc: ValidationError, prefix: str = "") -> ApiErro
     return ApiError(422, "validation_error", validation_sentence(exc.errors(include_input=False), prefix))
 
 
+INT_DIGITS = "integer string conversion"
+"""What Python's ``ValueError`` says of an integer with more digits than it reads (4,300)."""
+NUMBER_TOO_LONG = ("has a number of more than 4,300 digits, which no field takes; send each number with at most "
+                   f"{MAX_NUMBER_CHARS} characters (a large or small one with an exponent, e.g. 1e-9)")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
@@ -112,6 +119,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = CODE_BY_STATUS.get(exc.status_code, "internal_error" if exc.status_code >= 500 else "validation_error")
         detail = exc.detail if isinstance(exc.detail, str) else "the request could not be processed"
+        if exc.status_code == 400 and isinstance(exc.__cause__, ValueError) and INT_DIGITS in str(exc.__cause__):
+            # FastAPI's body parser: json.loads refused an integer of more than 4,300 digits
+            return error_response(422, "validation_error", "the body " + NUMBER_TOO_LONG)
         if exc.status_code == 404 and detail == "Not Found":
             detail = "there is no such endpoint; see /docs for the API"
         elif exc.status_code == 405:

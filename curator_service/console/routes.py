@@ -48,6 +48,7 @@ from curator_service.services.policy import principal_for_token
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.api.errors import ApiError
 from shared.api.schemas import UNFINISHED_JOB_STATUSES
+from shared.checks import too_long_number
 from shared.gp.importance import ard_importance
 from shared.regret import best_so_far
 
@@ -531,8 +532,10 @@ async def _keys_with_policies(api: Api) -> list[dict]:
 
 def _key_body(form: FormData, problems: Problems) -> dict[str, Any]:
     """``POST /v1/keys``: the key and its policy (an empty field leaves the role's default)."""
-    release_ids = [int(v) for v in form.getlist("release_ids")
-                   if isinstance(v, str) and v.isascii() and v.isdigit()]
+    chosen = [v for v in form.getlist("release_ids") if isinstance(v, str)]
+    if (too_long := next(filter(None, map(too_long_number, chosen)), None)) is not None:
+        problems.setdefault("release_ids", f"A release id {too_long}")
+    release_ids = [int(v) for v in chosen if v.isascii() and v.isdigit() and too_long_number(v) is None]
     body: dict[str, Any] = {"name": field(form, "name"), "role": field(form, "role") or "modeler",
                             "release_ids": release_ids,
                             "max_queries": problems.check(lambda: whole_number(form, "max_queries", "Max queries"))}
