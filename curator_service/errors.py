@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -164,7 +165,8 @@ def cannot_write(exc: BaseException | None) -> bool:
 class GuardMiddleware:
     """Answers a body that outgrew its limit (:class:`PayloadTooLarge`, raised while the admission layer inside it
     reads the body) with 413, a database that cannot write (a full disk) with 503, and other unexpected
-    exceptions with a JSON 500.
+    exceptions with a JSON 500. A client that closed its connection while sending its body gets nothing (it is
+    gone) and one log line, not a traceback.
 
     Pure ASGI so that it sits inside Starlette's error middleware: an unexpected exception is answered
     here and never reaches the server log with its message.
@@ -190,6 +192,10 @@ class GuardMiddleware:
         except Exception as exc:  # noqa: BLE001 - the last line of defence: answer, log without data
             if started:
                 raise
+            if isinstance(exc, ClientDisconnect):  # the client went away while sending its body: nobody to answer
+                logger.info("client closed the connection before its request body arrived: %s %s", scope["method"],
+                            scope["path"])
+                return
             if isinstance(exc, PayloadTooLarge):
                 response = error_response(413, "payload_too_large", exc.detail)
             elif cannot_write(exc):
