@@ -142,6 +142,11 @@ async def note_failure(request: Request, throttle: AuthThrottle) -> None:
         await run_in_threadpool(record)
 
 
+def declared_length(text: str) -> bool:
+    """Whether a Content-Length may be read as a number: plain digits, few enough for ``int``."""
+    return text.isdigit() and len(text) <= 20
+
+
 class Head:
     """What the checks read of a request's head, taken from the raw ASGI headers in one pass (the first of each, as
     Starlette's ``Headers.get`` reads them)."""
@@ -175,7 +180,7 @@ class Head:
         length (chunked)."""
         if self.content_length is None:
             return self.chunked
-        return not self.content_length.isdigit() or int(self.content_length) > PREAUTH_READ_BYTES
+        return not declared_length(self.content_length) or int(self.content_length) > PREAUTH_READ_BYTES
 
 
 def body_limit(scope: Scope, head: Head, settings: Settings) -> tuple[int, str]:
@@ -206,7 +211,7 @@ class AdmissionMiddleware:
             return
         limit, setting = body_limit(scope, head, self.settings)
         declared = head.content_length
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+        if declared is not None and declared_length(declared) and int(declared) > limit:
             await error_response(413, "payload_too_large", PayloadTooLarge(limit, setting).detail)(scope, receive, send)
             return
         received = 0

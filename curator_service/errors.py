@@ -18,11 +18,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.api.errors import CODE_BY_STATUS, ApiError
 from shared.api.schemas import ErrorBody
+from shared.checks import MAX_NUMBER_CHARS
 
 logger = logging.getLogger("curator_service")
 
@@ -99,6 +101,12 @@ def api_error_from_validation(exc: ValidationError, prefix: str = "") -> ApiErro
     return ApiError(422, "validation_error", validation_sentence(exc.errors(include_input=False), prefix))
 
 
+INT_DIGITS = "integer string conversion"
+"""What Python's ``ValueError`` says of an integer with more digits than it reads (4,300)."""
+NUMBER_TOO_LONG = ("has a number of more than 4,300 digits, which no field takes; send each number with at most "
+                   f"{MAX_NUMBER_CHARS} characters (a large or small one with an exponent, e.g. 1e-9)")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
@@ -112,6 +120,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = CODE_BY_STATUS.get(exc.status_code, "internal_error" if exc.status_code >= 500 else "validation_error")
         detail = exc.detail if isinstance(exc.detail, str) else "the request could not be processed"
+        if exc.status_code == 400 and isinstance(exc.__cause__, ValueError) and INT_DIGITS in str(exc.__cause__):
+            # FastAPI's body parser: json.loads refused an integer of more than 4,300 digits
+            return error_response(422, "validation_error", "the body " + NUMBER_TOO_LONG)
         if exc.status_code == 404 and detail == "Not Found":
             detail = "there is no such endpoint; see /docs for the API"
         elif exc.status_code == 405:
@@ -154,7 +165,8 @@ def cannot_write(exc: BaseException | None) -> bool:
 class GuardMiddleware:
     """Answers a body that outgrew its limit (:class:`PayloadTooLarge`, raised while the admission layer inside it
     reads the body) with 413, a database that cannot write (a full disk) with 503, and other unexpected
-    exceptions with a JSON 500.
+    exceptions with a JSON 500. A client that closed its connection while sending its body gets nothing (it is
+    gone) and one log line, not a traceback.
 
     Pure ASGI so that it sits inside Starlette's error middleware: an unexpected exception is answered
     here and never reaches the server log with its message.
@@ -180,6 +192,10 @@ class GuardMiddleware:
         except Exception as exc:  # the last line of defence: answer, log without data
             if started:
                 raise
+            if isinstance(exc, ClientDisconnect):  # the client went away while sending its body: nobody to answer
+                logger.info("client closed the connection before its request body arrived: %s %s", scope["method"],
+                            scope["path"])
+                return
             if isinstance(exc, PayloadTooLarge):
                 response = error_response(413, "payload_too_large", exc.detail)
             elif cannot_write(exc):

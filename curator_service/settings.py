@@ -38,6 +38,27 @@ ADMIN_TOKEN_FILE = "admin_token"
 """Where in the data directory ``pobo-curator serve`` keeps the admin token it made when POBO_ADMIN_TOKEN is unset."""
 
 
+MIN_ADMIN_TOKEN_DISTINCT = 10
+
+
+def admin_token_weakness(token: str) -> str | None:
+    """Why ``token`` cannot be the admin token (a clause, never quoting it), or None. A random token of 32 or more
+    characters passes: ``openssl rand -hex 32`` (64 of 16 characters), ``secrets.token_urlsafe(32)``."""
+    if len(token) < MIN_ADMIN_TOKEN_LENGTH:
+        return f"has {len(token)} characters"
+    if any(character.isspace() or not character.isprintable() for character in token):
+        return "contains whitespace or control characters"
+    if len(set(token)) < MIN_ADMIN_TOKEN_DISTINCT:
+        return f"has only {len(set(token))} distinct characters (at least {MIN_ADMIN_TOKEN_DISTINCT} needed)"
+    classes = sum(any(test(c) for c in token) for test in
+                  (str.islower, str.isupper, str.isdigit, lambda c: not c.isalnum()))
+    if classes < 2:
+        return "uses only one kind of character (letters of one case, digits or symbols); mix at least two"
+    if max(token.count(c) for c in set(token)) * 3 > len(token):
+        return "repeats one character in more than a third of its places"
+    return None
+
+
 def default_data_dir() -> Path:
     """``$XDG_DATA_HOME/pobo-curator`` (``~/.local/share/pobo-curator`` when unset)."""
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
@@ -63,8 +84,8 @@ def read_secret(path: str | Path, variable: str) -> str:
 class Settings(BaseSettings):
     """Everything the service needs to start.
 
-    ``admin_token``: the curator's bearer token, at least 32 characters (``None`` disables the admin token; curator
-    keys still work).
+    ``admin_token``: the curator's bearer token, at least 32 random characters (:func:`admin_token_weakness`;
+    ``None`` disables the admin token; curator keys still work).
     ``mode``: ``production`` (the default) refuses seeds, so every release uses the floating-point-safe
     noise source; ``research`` accepts a seed from the curator (never from a modeler key) for reproducible,
     uncertified releases. Demos, tests and benchmarks opt into research mode explicitly.
@@ -153,10 +174,9 @@ class Settings(BaseSettings):
             url = make_url(values["database_url"]).set(password=password)
             values["database_url"] = url.render_as_string(hide_password=False)
         token = values.get("admin_token")
-        if isinstance(token, str) and len(token) < MIN_ADMIN_TOKEN_LENGTH:
-            raise ValueError(f"the admin token (POBO_ADMIN_TOKEN or POBO_ADMIN_TOKEN_FILE) has {len(token)} "
-                             f"characters; give one of at least {MIN_ADMIN_TOKEN_LENGTH} random characters, e.g. from "
-                             "`openssl rand -hex 32`")
+        if isinstance(token, str) and (weakness := admin_token_weakness(token)) is not None:
+            raise ValueError(f"the admin token (POBO_ADMIN_TOKEN or POBO_ADMIN_TOKEN_FILE) {weakness}; give one of at "
+                             f"least {MIN_ADMIN_TOKEN_LENGTH} random characters, e.g. from `openssl rand -hex 32`")
         values["data_dir"] = Path(values.get("data_dir") or default_data_dir()).expanduser()
         if not values.get("database_url"):
             values["database_url"] = sqlite_url(values["data_dir"])

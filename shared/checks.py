@@ -18,6 +18,20 @@ DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 are not code, so none of those."""
 
 
+MAX_NUMBER_CHARS = 64
+"""The longest number a form field or a request body may write (Python refuses to read an integer of more than 4,300
+digits, and reading a long one costs time): no field needs a tenth of it."""
+
+
+def too_long_number(text: str) -> str | None:
+    """A sentence for a number written with more than :data:`MAX_NUMBER_CHARS` characters, else None: checked before
+    the text is read as a number."""
+    if len(text) <= MAX_NUMBER_CHARS:
+        return None
+    return (f"is a number of {len(text)} characters; no field takes more than {MAX_NUMBER_CHARS} (write a large or "
+            "small one with an exponent, e.g. 1e-9)")
+
+
 def ascii_decimal(text: str) -> float | None:
     """``text`` (already stripped) as a finite float when it is a :data:`DECIMAL`; None otherwise (``1e999``, which
     overflows to infinity, included)."""

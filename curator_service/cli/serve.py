@@ -86,6 +86,8 @@ def serve(
             console.print("WARNING: " + PLAINTEXT_WARNING % settings.dask_scheduler)
     if settings.forwarded_allow_ips:
         console.print(f"X-Forwarded-For believed from {settings.forwarded_allow_ips} only")
+    import uvicorn
+
     uvicorn.Server(server_config(app, settings, host, port, access_log=access_log)).run()
 
 

@@ -23,7 +23,7 @@ from curator_service.console.client import Api, ApiRefusal
 from curator_service.console.reads import live_state
 from curator_service.services import audit, console_sessions
 from shared.api.governance import identifier_name
-from shared.checks import ascii_decimal
+from shared.checks import ascii_decimal, too_long_number
 
 T = TypeVar("T")
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -172,6 +172,8 @@ def number(form: FormData, name: str, label: str) -> float:
     """A finite decimal written in ASCII (:func:`~shared.checks.ascii_decimal`): ``nan``, ``inf``, ``1e999`` and
     ``²`` are a form error naming the field, never a request the API cannot encode."""
     text = field(form, name)
+    if (too_long := too_long_number(text)) is not None:
+        raise FieldRefusal(name, f"{label} {too_long}")
     value = ascii_decimal(text)
     if value is None:
         raise FieldRefusal(name, f"{label} must be a finite decimal number such as 0.5 or 1e-5; got {text!r}")
@@ -190,6 +192,8 @@ def measured(form: FormData, name: str, label: str) -> float:
 
 def whole_number(form: FormData, name: str, label: str) -> int:
     text = field(form, name)
+    if (too_long := too_long_number(text)) is not None:  # int() refuses more than 4,300 digits: a 500, else
+        raise FieldRefusal(name, f"{label} {too_long}")
     if not (text.isascii() and text.isdigit()):  # str.isdigit is also true of '²' and other scripts' digits
         raise FieldRefusal(name, f"{label} must be a whole number ≥ 0 in the digits 0-9; got {text!r}")
     return int(text)
@@ -197,7 +201,10 @@ def whole_number(form: FormData, name: str, label: str) -> int:
 
 def numbers(form: FormData, name: str, label: str) -> list[float]:
     """A comma-separated list of finite decimals (as :func:`number`)."""
-    values = [ascii_decimal(p.strip()) for p in field(form, name).split(",") if p.strip()]
+    parts = [p.strip() for p in field(form, name).split(",") if p.strip()]
+    if (too_long := next(filter(None, map(too_long_number, parts)), None)) is not None:
+        raise FieldRefusal(name, f"{label}: one {too_long}")
+    values = [ascii_decimal(p) for p in parts]
     if any(value is None for value in values):
         raise FieldRefusal(name, f"{label} must be finite decimal numbers separated by commas")
     return [value for value in values if value is not None]

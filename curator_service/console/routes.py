@@ -52,6 +52,7 @@ from shared.algorithms.kusner.dpbo import lambda_verdict
 from shared.algorithms.planner import ReleaseSetting, noise_to_spread
 from shared.api.errors import ApiError
 from shared.api.schemas import MAX_PLAN_RUNS, UNFINISHED_JOB_STATUSES
+from shared.checks import too_long_number
 from shared.gp.importance import importance_intervals, importance_warnings
 from shared.regret import Goal, best_so_far
 from shared.releases.noise_ratio import meaning as noise_meaning
@@ -569,8 +570,10 @@ async def _keys_with_policies(api: Api) -> list[dict]:
 
 def _key_body(form: FormData, problems: Problems) -> dict[str, Any]:
     """``POST /v1/keys``: the key and its policy (an empty field leaves the role's default)."""
-    release_ids = [int(v) for v in form.getlist("release_ids")
-                   if isinstance(v, str) and v.isascii() and v.isdigit()]
+    chosen = [v for v in form.getlist("release_ids") if isinstance(v, str)]
+    if (too_long := next(filter(None, map(too_long_number, chosen)), None)) is not None:
+        problems.setdefault("release_ids", f"A release id {too_long}")
+    release_ids = [int(v) for v in chosen if v.isascii() and v.isdigit() and too_long_number(v) is None]
     body: dict[str, Any] = {"name": field(form, "name"), "role": field(form, "role") or "modeler",
                             "release_ids": release_ids,
                             "max_queries": problems.check(lambda: whole_number(form, "max_queries", "Max queries"))}

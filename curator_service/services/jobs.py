@@ -26,7 +26,7 @@ from curator_service.services.audit import record
 from curator_service.services.job_kinds import KINDS
 from curator_service.services.job_kinds.inputs import UnknownColumn
 from curator_service.services.key_policy import check_may_run
-from curator_service.services.ledger import Spend, budget_status, charge, check_affordable
+from curator_service.services.ledger import Spend, budget_status, charge, check_affordable, check_key_cap
 from curator_service.services.ledger_events import job_event
 from curator_service.services.policy import Principal, refuse_seed, visible, visible_or_404
 from curator_service.settings import Settings
@@ -71,8 +71,9 @@ def kind_for(principal: Principal, name: str) -> JobKind:
 
 class ColumnRefused(ApiError):
     """A job's parameter names a column it may not read (:class:`~.job_kinds.inputs.UnknownColumn`), priced
-    without the dataset's columns: its submission checks the budget for ``cost`` before refusing, so a missing
-    column and a column it may read answer alike (409) when the budget cannot pay."""
+    without the dataset's columns: its submission checks the key's job limit, the dataset's budget and the key's cap
+    for ``cost`` before refusing, so a missing column and a column it may read answer alike (409) when any of them
+    refuses."""
 
     def __init__(self, detail: str, cost: tuple[float, float]) -> None:
         super().__init__(422, "validation_error", detail)
@@ -157,10 +158,14 @@ def submit_job(db: Database, settings: Settings, principal: Principal, body: Job
             refused, (epsilon, delta) = exc, exc.cost
     try:
         with db.write() as session:
-            if refused is not None:  # the budget first: a missing column answers as one it may read would
+            if refused is not None:  # the limits first: a missing column answers as one it may read would
+                check_job_limit(session, settings, principal)
                 if epsilon > 0 or delta > 0:
-                    check_affordable_with_reservations(session, charged_dataset(info).id, epsilon, delta,
-                                                       f"job {kind.name}")
+                    charged = charged_dataset(info)
+                    check_affordable_with_reservations(session, charged.id, epsilon, delta, f"job {kind.name}")
+                    check_key_cap(session, Spend(epsilon=epsilon, delta=delta, purpose=f"job {kind.name}",
+                                                 mechanism=f"job:{kind.name}", event=job_event(kind.name),
+                                                 actor=principal))
                 raise refused
             check_job_limit(session, settings, principal)
             entry = None

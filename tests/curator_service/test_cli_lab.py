@@ -127,8 +127,8 @@ def test_a_label_column_must_hold_0_and_1_and_jobs_may_name_only_approved_ones(c
                                            "params": {"label_column": "y", "epsilon": 1.0, "delta": 1e-6,
                                                       "iterations": 3, "log10_lambda": [-3.0, -1.0]}})
     # 'y' is numeric (the measured column) but not an approved label: refused by public facts alone
-    assert job.status_code == 422 and "label_column 'y' is not one of the 0/1 label columns the curator approved" \
-        in job.json()["detail"]
+    assert job.status_code == 422 and ("label_column 'y' is not one of this dataset's 0/1 label columns (the curator "
+                                       "approved 'sick')") in job.json()["detail"]
 
 
 def test_a_command_without_a_token_names_the_variable_and_the_file_serve_wrote(tmp_path):

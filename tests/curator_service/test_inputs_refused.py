@@ -181,3 +181,31 @@ def test_a_console_number_in_ascii_still_works(world):
     total = client.get(f"/v1/datasets/{dataset['id']}", headers=bearer(ADMIN)).json()["budget"]["total_epsilon"]
     assert total == pytest.approx(11.5)
 
+
+
+def test_a_number_of_5000_digits_is_a_422_with_a_sentence_in_the_api_and_the_console(world):
+    client, dataset, key, session = world
+    big = "9" * 5000  # Python's int() refuses more than 4,300 digits
+    json_headers = {"Content-Type": "application/json"}
+    for path, body, headers in (
+        ("/v1/keys", f'{{"name": "k", "release_ids": [1], "max_queries": {big}}}', json_headers),
+        (f"/v1/datasets/{dataset['id']}/budget", f'{{"epsilon": {big}, "delta": 0, "reason": "r"}}', json_headers),
+        (f"/v1/sessions/{session['id']}/queries", f'{{"indices": [{big}]}}', {**json_headers, **bearer(key["token"])}),
+    ):
+        assert_error(client.post(path, content=body, headers=headers), 422, "validation_error",
+                     "more than 4,300 digits", "at most 64 characters")
+    stored = _stored(client)
+    post = _console(client)
+    page = f"/console/datasets/{dataset['id']}"
+    for page_path, form_path, form in (
+        ("/console/keys", "/console/keys", {"name": "k", "role": "modeler", "max_queries": big, "release_ids": "1"}),
+        ("/console/keys", "/console/keys", {"name": "k", "role": "modeler", "max_queries": "5", "release_ids": big}),
+        (page, f"{page}/releases", {"mechanism": "gaussian", "epsilon": "0.5", "delta": "1e-6", "dim": big}),
+        (page, f"{page}/budget", {"epsilon": big, "delta": "0", "reason": "more"}),
+    ):
+        response = post(page_path, form_path, **form)
+        assert response.status_code in (303, 422), (form_path, response.status_code, response.text[:300])
+        shown = client.get(response.headers["location"]).text if response.status_code == 303 else response.text
+        assert "is a number of 5000 characters" in shown, (form_path, form)
+    client.headers["Authorization"] = f"Bearer {ADMIN}"
+    assert _stored(client) == stored

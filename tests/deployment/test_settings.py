@@ -11,7 +11,7 @@ import pytest
 from curator_service.settings import DEFAULT_MAX_UPLOAD_BYTES, Settings, sqlite_url
 
 PG = "postgresql+psycopg://pobo@db.internal:5432/pobo"
-TOKEN = "s3cret-token-" + "x" * 20  # the shortest admin token the service accepts is 32 characters
+TOKEN = "s3cret-token-Jq7vRw2LpZ8mK4nXbT6y"  # the shortest admin token the service accepts is 32 characters
 
 
 def test_defaults_are_production_sqlite_in_the_data_dir_and_no_admin_token(tmp_path):
@@ -84,8 +84,9 @@ def test_admin_token_from_a_file_without_its_trailing_newline(tmp_path):
     settings = Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path)
     assert settings.admin_token == TOKEN
     # An explicit override (the CLI's generated token) wins over the file.
-    overridden = Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path, admin_token="x" * 32)
-    assert overridden.admin_token == "x" * 32
+    generated = "0123456789abcdef" * 2
+    overridden = Settings.from_env({"POBO_ADMIN_TOKEN_FILE": str(secret)}, data_dir=tmp_path, admin_token=generated)
+    assert overridden.admin_token == generated
 
 
 @pytest.mark.parametrize("content, message", [(None, "cannot read"), ("\n", "is empty")])
@@ -102,6 +103,26 @@ def test_a_short_admin_token_stops_the_start_with_a_sentence_that_does_not_echo_
     with pytest.raises(pydantic.ValidationError, match="at least 32 random characters") as caught:
         Settings.from_env({"POBO_ADMIN_TOKEN": token}, data_dir=tmp_path)
     assert token not in str(caught.value)
+
+
+@pytest.mark.parametrize("token, why", [
+    (" " * 40, "whitespace"), ("a" * 38, "only 1 distinct characters"), ("abcd" * 9, "only 4"),
+    ("abcdefghijklmnopqrstuvwxyzabcdefgh", "one kind of character"),
+    ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaa0123456789", "more than a third"),
+    ("correct horse battery staple 12345", "whitespace"),
+])
+def test_an_admin_token_without_entropy_stops_the_start_with_a_sentence(tmp_path, token, why):
+    with pytest.raises(pydantic.ValidationError, match="at least 32 random characters") as caught:
+        Settings.from_env({"POBO_ADMIN_TOKEN": token}, data_dir=tmp_path)
+    assert why in str(caught.value) and token not in str(caught.value)
+
+
+def test_random_admin_tokens_are_accepted(tmp_path):
+    import secrets
+
+    for _ in range(300):
+        for token in (secrets.token_hex(32), secrets.token_hex(16), secrets.token_urlsafe(32)):
+            assert Settings.from_env({"POBO_ADMIN_TOKEN": token}, data_dir=tmp_path).admin_token == token
 
 
 def test_the_serve_command_refuses_a_short_admin_token_and_starts_nothing(tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ def document(tmp_path_factory):
     from curator_service.app import create_app
     from curator_service.settings import Settings
 
-    settings = Settings.from_env({}, data_dir=tmp_path_factory.mktemp("openapi"), admin_token="x" * 32)
+    settings = Settings.from_env({}, data_dir=tmp_path_factory.mktemp("openapi"), admin_token="0123456789abcdef" * 2)
     with TestClient(create_app(settings)) as client:
         return client.get("/openapi.json").json()
 
@@ -49,7 +49,7 @@ def test_every_405_allows_exactly_the_methods_its_path_has():
     from curator_service.errors import HTTP_METHODS
     from curator_service.settings import Settings
 
-    app = create_app(Settings.from_env({}, data_dir=tempfile.mkdtemp(), admin_token="x" * 32))
+    app = create_app(Settings.from_env({}, data_dir=tempfile.mkdtemp(), admin_token="0123456789abcdef" * 2))
     methods_by_path: dict[str, set[str]] = {}
     for route in iter_route_contexts(app.routes):  # through the included routers, as the OpenAPI generator walks
         if getattr(route, "methods", None):  # not the console's static files

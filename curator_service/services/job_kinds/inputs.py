@@ -62,15 +62,15 @@ def check_numeric_column(dataset: DatasetInfo | None, parameter: str, column: st
 
 def check_label_column(dataset: DatasetInfo | None, column: str) -> None:
     """For ``cost``: the label column must be a numeric column of the dataset, not one of its features, and one of
-    the approved 0/1 label columns when the dataset names any (public facts only: never a row's value)."""
+    the approved 0/1 label columns when the dataset names any (public facts only: never a row's value). A feature
+    and an unapproved column get one sentence."""
     check_numeric_column(dataset, "label_column", column)
     if dataset is None:
         return
-    if column in dataset.feature_columns:
-        raise ValueError("label_column must not be one of the feature columns")
-    if dataset.label_columns and column not in dataset.label_columns:
-        raise ValueError(f"label_column {column!r} is not one of the 0/1 label columns the curator approved for this "
-                         f"dataset: {', '.join(map(repr, dataset.label_columns))}")
+    if column in dataset.feature_columns or (dataset.label_columns and column not in dataset.label_columns):
+        approved = (f"the curator approved {', '.join(map(repr, dataset.label_columns))}" if dataset.label_columns
+                    else "any numeric column but the features")
+        raise ValueError(f"label_column {column!r} is not one of this dataset's 0/1 label columns ({approved})")
 
 
 def binary_labels(table: RawTable, column: str) -> np.ndarray:
