@@ -13,7 +13,7 @@ import argparse
 import subprocess
 from datetime import UTC, datetime
 
-import harness  # noqa: I001  (one BLAS thread and the repository on sys.path, before numpy loads)
+import harness
 import numpy as np
 
 from shared.dp.noise import SeededNoise
