@@ -252,5 +252,6 @@ class AdmissionMiddleware:
         except ApiError as refusal:
             await note_failure(request, self.throttle)
             return error_response(refusal.status, refusal.code, refusal.detail)
-        self.throttle.proved(token)
+        if token is not None:
+            self.throttle.proved(token)
         return None

@@ -736,8 +736,9 @@ OUTSIDE_RANGE = "outside_plausible_range"
 
 def _outside(measurement: dict | None, value: float) -> str | None:
     """The sentence asking to confirm ``value`` outside the plausible range of ``measurement`` (None inside it)."""
-    low, high = (measurement or {}).get("plausible_range") or (None, None)
-    if low is None or low <= value <= high:
+    measurement = measurement or {}
+    low, high = measurement.get("plausible_range") or (None, None)
+    if low is None or high is None or low <= value <= high:
         return None
     unit = f" {measurement['unit']}" if measurement.get("unit") else ""
     return (f"{value:g}{unit} lies outside the plausible range of {measurement['quantity']} ({low:g} to {high:g}"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import CursorResult, Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.blobs import RawTable
@@ -234,7 +234,8 @@ class SqlAlchemyQueryStorage(QueryStorage):
         return list(self.session.execute(_INSERT_QUERIES, rows).scalars())
 
     def charge_key(self, key_id: int, count: int) -> None:
-        if self.session.execute(_CHARGE_KEY, {"key_id": key_id, "count": count}).rowcount != 1:
+        charged = cast(CursorResult, self.session.execute(_CHARGE_KEY, {"key_id": key_id, "count": count}))
+        if charged.rowcount != 1:
             raise KeyError(f"key {key_id} does not exist")
 
     def record_event(self, actor: str, action: str, target: str | None) -> None:

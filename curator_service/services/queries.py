@@ -199,7 +199,7 @@ def answer_of(context: QueryContext, table: RawTable, index: int) -> Answer:
     python evaluator fails on it. Unmeasurable is an answer like any other, stored and charged: a refusal (an error,
     nothing charged) would tell the modeler for free on which rows the evaluator fails, a fact about their data."""
     try:
-        value = measure(context.evaluator, table, index, context.simulation_key)
+        value = measure(context.evaluator, table, index, context.simulation_key or "")
     except EvaluatorError:
         logger.error("a queried row is unmeasurable: the python evaluator %r failed on it",
                      context.evaluator["target"])  # never the row or its values

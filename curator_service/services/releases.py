@@ -14,9 +14,11 @@ Inputs, DP-PCA and measurements are one Gaussian mechanism: one ledger entry (ε
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import ConfigDict
-from sqlalchemy import Row, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from curator_service.persistence.blobs import RawTable, decode_matrix, encode_matrix
@@ -182,7 +184,7 @@ def dataset_warnings(dataset: Dataset) -> list[str]:
     return [FILE_ORDER_WARNING] if dataset.in_file_order else []
 
 
-def not_served(settings: Settings, release: Release | Row) -> ApiError | None:
+def not_served(settings: Settings, release: Any) -> ApiError | None:
     """Why this server no longer serves a release made under laxer settings (None: it does). ``release``: the ORM row,
     or a Core row with its ``id``, ``mechanism`` and ``seeded`` (the query path's).
 
@@ -201,7 +203,7 @@ def not_served(settings: Settings, release: Release | Row) -> ApiError | None:
     return None
 
 
-def check_served(settings: Settings, release: Release | Row) -> None:
+def check_served(settings: Settings, release: Any) -> None:
     if (refusal := not_served(settings, release)) is not None:
         raise refusal
 

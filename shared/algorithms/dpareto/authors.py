@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -165,7 +166,9 @@ class AuthorsProposer:
     def propose(self, X: ArrayLike, points: ArrayLike, initial: int) -> NDArray:
         """The next raw input: the best of 5,000 uniform candidates in the scaled box, polished by L-BFGS-B."""
         alpha, _, _ = self.acquisition(X, points, initial)
-        low, high = self.transform.inputs(self.low), self.transform.inputs(self.high)
+        transform = self.transform
+        assert transform is not None  # set by the acquisition's first call
+        low, high = transform.inputs(self.low), transform.inputs(self.high)
         C = low + self.rng.random((self.candidates, len(low))) * (high - low)
         start = C[int(np.argmax(alpha(C)))]
 
@@ -179,10 +182,11 @@ class AuthorsProposer:
         result = minimize(negative_and_gradient, start, jac=True, method="L-BFGS-B", bounds=list(zip(low, high)),
                           options={"maxiter": self.polish_iterations})
         best = np.clip(result.x, low, high) if -result.fun > alpha(start[None, :])[0] else start
-        return self.transform.raw_inputs(best)
+        return transform.raw_inputs(best)
 
 
-def authors_loop(problem, result, proposer: AuthorsProposer, iterations: int, record) -> None:
+def authors_loop(problem: Any, result: Any, proposer: AuthorsProposer, iterations: int,
+                 record: Callable[[dict[str, float]], None]) -> None:
     """The BO iterations after the k₀ initial evaluations already in ``result``: propose a raw input, round the
     integer hyperparameters for the oracle, and ``record(params)`` it; the GPs keep the continuous proposal."""
     names = [h.name for h in problem.space]
@@ -197,6 +201,6 @@ def authors_loop(problem, result, proposer: AuthorsProposer, iterations: int, re
         X.append(list(x))
 
 
-def _rounded(h, value: float) -> float:
+def _rounded(h: Any, value: float) -> float:
     value = min(max(float(value), h.low), h.high)
     return float(min(max(round(value), h.low), h.high)) if h.integer else value  # the harness's int(round(·))

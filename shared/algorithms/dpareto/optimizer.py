@@ -295,8 +295,8 @@ def dpareto(
     if acquisition not in ACQUISITIONS:
         raise ValueError(f"acquisition must be one of {ACQUISITIONS}, not {acquisition!r}")
     if acquisition == "authors":
-        proposer = AuthorsProposer([h.low for h in problem.space], [h.high for h in problem.space], rng)
-        authors_loop(problem, result, proposer, iterations,
+        authors = AuthorsProposer([h.low for h in problem.space], [h.high for h in problem.space], rng)
+        authors_loop(problem, result, authors, iterations,
                      lambda params: _record_all(result, problem, [params], total, progress, known=result.evaluations))
         return result
     proposer = HVPoIProposer(len(problem.space), problem.anti_ideal, rng, candidates=candidates, polish=polish,
