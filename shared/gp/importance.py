@@ -20,13 +20,12 @@ release's noise-to-spread ratio above 1 (:mod:`shared.releases.noise_ratio`), fe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from shared.gp.regression import HyperparameterPrior, fit_hyperparameters
-from shared.releases.noise_ratio import NoiseToSpread
 
 HALF_SAMPLES = 16
 ANSWERS_PER_COORDINATE = 10
@@ -73,8 +72,18 @@ def importance_intervals(X: ArrayLike, y: ArrayLike, extent: ArrayLike, *, kerne
     return ImportanceIntervals(lengthscales, relative, low, high, first)
 
 
+class NoiseRatio(Protocol):
+    """A release's noise-to-spread ratio (:class:`shared.releases.noise_ratio.NoiseToSpread`; shared.gp imports
+    nothing of shared.releases)."""
+
+    @property
+    def too_noisy(self) -> bool: ...
+
+    def text(self) -> str: ...
+
+
 def importance_warnings(names: list[str], found: ImportanceIntervals, observations: int,
-                        noise: NoiseToSpread | None) -> list[str]:
+                        noise: NoiseRatio | None) -> list[str]:
     """Sentences saying why the ranking may mean little (empty when none applies)."""
     warnings = []
     if noise is not None and noise.too_noisy:
