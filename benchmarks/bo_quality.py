@@ -235,15 +235,22 @@ def run_pobo_batch(problem: Problem, seed: int, T: int, fixed_fit=None) -> Run:
     """``pobo-modeler run --batch 5`` in-process: the batch proposer of :func:`modeler_client.batch.run_batched`."""
     release = local_release(problem, T)
     settings = RunSettings(iterations=T, seed=seed, batch=BATCH)
+    run = Run(initial_rows(problem, seed), [])
     proposer = GPBUCBProposer(problem.X, release, settings,
                               on_refit=lambda surrogate: count_fit(run, surrogate.ucb.last_fit.at_bound))
-    run = Run(initial_rows(problem, seed), [])
+    return ask_tell(run, proposer, problem, T, BATCH)
+
+
+def ask_tell(run: Run, proposer, problem: Problem, T: int, q: int, after_ask: Callable[[], None] = lambda: None) -> Run:
+    """Tell ``proposer`` the run's initial rows, then ask for q rows at a time (timed) and tell their answers, until
+    T rows; ``after_ask`` runs after each ask (e.g. to read the model just fitted)."""
     for i in run.indices:
         proposer.tell(i, problem.y[i])
     while len(run.indices) < T:
         start = time.perf_counter()
-        picks = proposer.ask(min(BATCH, T - len(run.indices)), [])
+        picks = proposer.ask(min(q, T - len(run.indices)), [])
         run.seconds.append(time.perf_counter() - start)
+        after_ask()
         for i in picks:
             proposer.tell(i, problem.y[i])
         run.indices.extend(picks)
@@ -263,21 +270,15 @@ def run_botorch(acquisition: str, batch: int = 1) -> Callable[..., Run]:
 
         proposer = BoTorchProposer(problem.X, acquisition=acquisition, ucb_delta=UCB_DELTA, seed=seed)
         run = Run(initial_rows(problem, seed), [])
-        for i in run.indices:
-            proposer.tell(i, problem.y[i])
-        while len(run.indices) < T:
-            start = time.perf_counter()
-            picks = proposer.ask(min(batch, T - len(run.indices)), [])
-            run.seconds.append(time.perf_counter() - start)
+
+        def at_bound() -> None:
             lengthscale = proposer.model.covar_module.lengthscale.detach().numpy()
             noise = float(proposer.model.likelihood.noise.detach().numpy().ravel()[0])
             low_ls = bool(np.any(lengthscale <= BOTORCH_FLOORS[0] * 1.001))
             low_noise = noise <= BOTORCH_FLOORS[1] * 1.001
             count_fit(run, ("lengthscale",) * low_ls + ("noise_variance",) * low_noise)
-            for i in picks:
-                proposer.tell(i, problem.y[i])
-            run.indices.extend(picks)
-        return run
+
+        return ask_tell(run, proposer, problem, T, batch, at_bound)
 
     return run_one
 
