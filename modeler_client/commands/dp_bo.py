@@ -34,13 +34,13 @@ from modeler_client.commands.jobs import (
     run_job,
 )
 from shared.algorithms.kusner.dpbo import (
+    SCORE_RANGE,
     LambdaVerdict,
     PlannedNoise,
     lambda_verdict,
     planned_noise,
     validation_size,
 )
-from shared.algorithms.kusner.validation_tasks import SCORE_RANGE
 from shared.api.jobs import DpBoParams, DpBoResult
 from shared.api.schemas import JobOut
 

@@ -50,7 +50,8 @@ def test_the_registrations_quantity_unit_and_label_columns_reach_every_worklist_
     assert console.flash().startswith(f"Registered '{name}': 12 rows, 2 features")
     with api(curator) as admin:
         (dataset,) = [d for d in admin.get("/v1/datasets").json() if d["name"] == name]
-    assert dataset["measurement"] == {"quantity": "HbA1c", "unit": "mmol/mol", "expected_delay_hours": 48.0}
+    assert dataset["measurement"] == {"quantity": "HbA1c", "unit": "mmol/mol", "expected_delay_hours": 48.0,
+                                      "plausible_range": None}
     assert dataset["label_columns"] == ["responder"]
 
     release = curator.create_release(dataset["id"], "gaussian", 1.0, 1e-6)

@@ -96,7 +96,7 @@ def test_pending_manual_queries_and_their_answers_as_json(curator_cli):
     [pending] = as_json(run, "queries", "pending", "--dataset", "1")
     assert (pending["index"], pending["session_id"]) == (2, session["id"]) and 1 <= pending["row"] <= 20
     answered = as_json(run, "queries", "answer", str(pending["query_id"]), "0.25")
-    assert answered == {"query_id": pending["query_id"], "index": 2, "status": "done", "value": 0.25}
+    assert answered == [{"query_id": pending["query_id"], "index": 2, "status": "done", "value": 0.25}]
     assert as_json(run, "queries", "pending") == []
 
 

@@ -7,6 +7,7 @@ ENDPOINTS = {
     ("post", "/v1/datasets"), ("get", "/v1/datasets"), ("get", "/v1/datasets/{dataset_id}"),
     ("get", "/v1/datasets/{dataset_id}/row-order"), ("post", "/v1/datasets/{dataset_id}/budget"),
     ("post", "/v1/datasets/{dataset_id}/releases"), ("post", "/v1/datasets/{dataset_id}/plan"),
+    ("put", "/v1/datasets/{dataset_id}/plausible-range"),
     ("get", "/v1/releases"), ("get", "/v1/releases/{release_id}"), ("get", "/v1/releases/{release_id}/inputs"),
     ("post", "/v1/releases/{release_id}/audits/reconstruction"),
     ("post", "/v1/keys"), ("get", "/v1/keys"), ("delete", "/v1/keys/{key_id}"),

@@ -29,7 +29,7 @@ def test_the_service_defaults_to_production_mode(tmp_path, monkeypatch):
     monkeypatch.setattr("uvicorn.run", lambda app, **options: started.setdefault("settings", app.state.settings))
     for name in ("POBO_MODE", "POBO_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("POBO_ADMIN_TOKEN", "t" * 32)
+    monkeypatch.setenv("POBO_ADMIN_TOKEN", "production-mode-test-token-0123456789")
     umask = os.umask(0o022)
     try:
         serve(host="127.0.0.1", port=1, data_dir=tmp_path, database_url=None)

@@ -48,7 +48,8 @@ from curator_service.jobs import DatasetInfo, JobContext, JobKind
 from curator_service.jobs.outcomes import JobCancelled
 from curator_service.services.job_kinds.inputs import binary_labels, check_label_column, training_features
 from shared.algorithms.kusner import dpbo
-from shared.algorithms.kusner.validation_tasks import SCORE_RANGE, split_task
+from shared.algorithms.kusner.dpbo import SCORE_RANGE
+from shared.algorithms.kusner.validation_tasks import split_task
 from shared.api.jobs import DpBoParams, DpBoResult
 
 GUARANTEE = ("lambda and validation_accuracy are each epsilon-DP for every row of the table, whatever the "

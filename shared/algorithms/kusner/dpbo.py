@@ -56,6 +56,9 @@ from shared.gp.kernels import Kernel, Matern52, SquaredExponential, StationaryKe
 from shared.gp.regression import CandidatePosterior
 from shared.gp.ucb import GPUCB, gp_ucb_beta
 
+SCORE_RANGE = (0.0, 1.0)
+"""The public range of both validation scores (accuracy, soft accuracy), which DP-BO clips to (its range floor)."""
+
 Objective = Callable[[int], float]
 """f_V evaluated at the candidate with this index of Λ (runs on the curator, touches V)."""
 Progress = Callable[[int, int], None]

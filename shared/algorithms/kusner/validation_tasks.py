@@ -28,8 +28,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 Score = Literal["accuracy", "soft_accuracy"]
-# both scores: the public range DP-BO clips to (``shared.algorithms.kusner.dpbo``'s range floor)
-SCORE_RANGE = (0.0, 1.0)
 SIGMOID_LIPSCHITZ = 0.25  # |d/dm 1/(1 + e^m)| ≤ 1/4, times ‖x‖ ≤ 1
 SIGMOID_MAX = 1.0
 
