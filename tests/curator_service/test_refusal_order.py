@@ -39,5 +39,9 @@ def test_dp_tunes_two_label_refusals_are_one_sentence(make_client):
     client = make_client()
     dataset = register(client)
     answer = client.post("/v1/jobs", json={"kind": "dp-tune", "dataset_id": dataset["id"],
-                                           "params": {"label_column": "a", "epsilon": 0.5}})
+                                           "params": {"label_column": "a", "epsilon": 0.5, "k": 2,
+                                                      "max_iterations": 1, "final_epsilon": 0.5,
+                                                      "final_delta": 1e-6, "candidates": [
+                                                          {"learning_rate": 0.05, "batch_size": 1, "epochs": 1,
+                                                           "clip_norm": 1.0}]}})
     assert_error(answer, 422, "validation_error", "label_column 'a' is not one of this dataset's 0/1 label columns")
