@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,15 +31,7 @@ import numpy as np
 
 import bo_quality
 from modeler_client.surrogate import FIT_RESTARTS
-from shared.gp.regression import CandidatePosterior, HyperparameterPrior, LogNormal, fit_hyperparameters
-
-
-def median_centred(prior: HyperparameterPrior) -> HyperparameterPrior:
-    """The prior whose MAP objective peaks at each prior's median: loc shifted by scale² (LogNormal.log_mode)."""
-    def shift(p: LogNormal) -> LogNormal:
-        return LogNormal(p.loc + p.scale**2, p.scale)
-
-    return replace(prior, lengthscale=shift(prior.lengthscale), noise_variance=shift(prior.noise_variance))
+from shared.gp.regression import CandidatePosterior, HyperparameterPrior, fit_hyperparameters
 
 
 def pobo_correlation(X: np.ndarray, y: np.ndarray, rows: np.ndarray, prior: HyperparameterPrior, seed: int,
@@ -100,7 +91,7 @@ def main() -> None:
             rows = np.random.default_rng([seed, 5]).choice(len(y), args.answers, replace=False)
             cells["pobo"].append(pobo_correlation(X, y, rows, prior, seed))
             cells["pobo, sample mean, 3 restarts"].append(pobo_correlation(X, y, rows, prior, seed, "sample_mean", 3))
-            cells["pobo, prior at its median"].append(pobo_correlation(X, y, rows, median_centred(prior), seed,
+            cells["pobo, prior at its median"].append(pobo_correlation(X, y, rows, prior.peaking_at_medians(), seed,
                                                                        "sample_mean", 3))
             if have_botorch:
                 cells["BoTorch"].append(botorch_correlation(X, y, rows))

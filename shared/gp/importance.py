@@ -39,7 +39,7 @@ def ard_importance(X: ArrayLike, y: ArrayLike, extent: ArrayLike, *, kernel: Lit
     X = np.asarray(X, dtype=float)
     extent = np.asarray(extent, dtype=float)
     fitted = fit_hyperparameters(X, y, kernel=kernel, ard=True, rng=seed,
-                                 prior=HyperparameterPrior.dim_scaled(X.shape[1]),
+                                 prior=HyperparameterPrior.dim_scaled(X.shape[1]).peaking_at_medians(),
                                  input_scale=np.where(extent > 0, extent, 1.0))
     lengthscales = np.broadcast_to(np.asarray(fitted.kernel.lengthscale, dtype=float), (X.shape[1],)).copy()
     inverse = 1.0 / lengthscales
