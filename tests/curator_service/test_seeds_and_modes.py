@@ -26,7 +26,8 @@ def test_the_service_defaults_to_production_mode(tmp_path, monkeypatch):
     assert Settings.from_env({}, data_dir=tmp_path).mode == "production"
     assert Settings(data_dir=tmp_path, database_url="sqlite://").mode == "production"
     started = {}
-    monkeypatch.setattr("uvicorn.run", lambda app, **options: started.setdefault("settings", app.state.settings))
+    monkeypatch.setattr("uvicorn.Server.run",
+                        lambda server, *args: started.setdefault("settings", server.config.app.state.settings))
     for name in ("POBO_MODE", "POBO_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("POBO_ADMIN_TOKEN", "production-mode-test-token-0123456789")
