@@ -52,6 +52,7 @@ sentence saying so. Tables that need ../shared/data are skipped with the reason 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import os
@@ -413,10 +414,15 @@ def study(args: argparse.Namespace, runs_file: Path) -> None:
         print(f"seed {seed} done", flush=True)
 
 
+def read_text(path: Path) -> str:
+    """A runs file's text; a finished part over 1 MB is kept gzipped (``.jsonl.gz``)."""
+    return gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+
+
 def read_runs(runs_files: list[Path]) -> tuple[list[dict], list[dict]]:
     """The runs of every file and each file's first line: the command, commit, date and machine of its part. A run
     of the same (problem, method, seed) in a later file replaces an earlier one (a part re-run at a newer commit)."""
-    lines = [json.loads(text) for path in runs_files for text in Path(path).read_text().splitlines() if text]
+    lines = [json.loads(text) for path in runs_files for text in read_text(Path(path)).splitlines() if text]
     runs = {(line["problem"], line["method"], line["seed"]): line for line in lines if "problem" in line}
     return list(runs.values()), [line for line in lines if "problem" not in line]
 

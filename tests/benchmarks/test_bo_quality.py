@@ -1,6 +1,7 @@
 """benchmarks/bo_quality.py's statistics: paired contrasts over the seeds both methods ran, the suite's regret
 normalised by random search's, and parts combined with a later run replacing an earlier one."""
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -48,7 +49,9 @@ def test_a_later_part_replaces_an_earlier_run_of_the_same_problem_method_and_see
     older, newer = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
     older.write_text("\n".join(json.dumps(x) for x in [{"commit": "a"}, line("p", "pobo default", 0, 0.9),
                                                           line("p", "random", 0, 1.0)]))
-    newer.write_text("\n".join(json.dumps(x) for x in [{"commit": "b"}, line("p", "pobo default", 0, 0.1)]))
+    newer = tmp_path / "new.jsonl.gz"  # a finished part kept gzipped
+    newer.write_bytes(gzip.compress("\n".join(json.dumps(x) for x in [{"commit": "b"},
+                                                                       line("p", "pobo default", 0, 0.1)]).encode()))
     runs, parts = bo_quality.read_runs([older, newer])
     assert [p["commit"] for p in parts] == ["a", "b"]
     finals = {r["method"]: r["regret"][-1] for r in runs}
