@@ -50,8 +50,9 @@ MeasurementsShare = Annotated[float | None, typer.Option(help="Private measureme
 def release_options(dim: str, projection: str, pca_share: float | None, pca_clip_norm: float | None,
                     measurements_clip: str | None, measurements_share: float | None) -> dict[str, Any]:
     """The release options of a request body (``dim``, ``projection``, ``pca``, ``measurements``)."""
-    if dim != "auto" and not dim.isdigit():
-        fail("--dim takes a whole number r >= 1 or 'auto'", USAGE_ERROR)
+    # ASCII digits, bounded before int(): "²" is a digit to str.isdigit, and int() refuses 4,301 digits or more.
+    if dim != "auto" and not (dim.isascii() and dim.isdigit() and len(dim) <= 9):
+        fail("--dim takes a whole number r >= 1 (at most 9 digits) or 'auto'", USAGE_ERROR)
     body: dict[str, Any] = {"dim": dim if dim == "auto" else int(dim), "projection": projection}
     if (projection == "pca") != (pca_share is not None and pca_clip_norm is not None):
         fail("DP-PCA is --projection pca with both --pca-share and --pca-clip-norm: give all three or none",

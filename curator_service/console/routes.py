@@ -30,6 +30,7 @@ from curator_service.console.pages import (
     PAGE_HEADERS,
     Console,
     Problems,
+    audit_refusal,
     checked_form,
     field,
     kept_values,
@@ -783,6 +784,7 @@ async def answers_from_csv(request: Request, api: Console, dataset_id: int) -> R
     form = await checked_form(request)
     upload = form.get("file")
     if not isinstance(upload, UploadFile) or not upload.filename:
+        audit_refusal(request, 422)  # refused here, not by the API: audited as the API audits its own
         return redirect("/console/queries", "Choose the CSV of answers (identifier,value lines).", "error")
     content = await upload.read()
     return await act("/console/queries",

@@ -180,6 +180,8 @@ def test_jobs_list_show_and_cancel(curator_cli, monkeypatch):
     (("key", "create", "--name", "x", "--release", "1", "--max-queries", "0"), "--max-queries", "max_queries"),
     (("release", "create", "--dataset", "1", "--epsilon", "-1"), "--epsilon", "'epsilon'"),
     (("budget", "raise", "--dataset", "1", "--reason", "more"), "--epsilon", "'epsilon'"),
+    (("release", "create", "--dataset", "1", "--epsilon", "1", "--dim", "9" * 5000), "--dim", "Traceback"),
+    (("release", "create", "--dataset", "1", "--epsilon", "1", "--dim", "\u00b2"), "--dim", "Traceback"),
     (("plan", "--dataset", "1", "--epsilon", "1", "--simulate", "99"), "--simulate", "simulate_runs"),
     (("dataset", "add", "x.csv", "--name", "t", "--features", "a", "--evaluator", "manual", "--epsilon", "0",
       "--identity"), "--epsilon", "budget.epsilon"),

@@ -108,7 +108,7 @@ def test_a_short_admin_token_stops_the_start_with_a_sentence_that_does_not_echo_
 @pytest.mark.parametrize("token, why", [
     (" " * 40, "whitespace"), ("a" * 38, "only 1 distinct characters"), ("abcd" * 9, "only 4"),
     ("abcdefghijklmnopqrstuvwxyzabcdefgh", "one kind of character"),
-    ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaa0123456789", "more than a third"),
+    ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaa0123456789", "more than half"),
     ("correct horse battery staple 12345", "whitespace"),
 ])
 def test_an_admin_token_without_entropy_stops_the_start_with_a_sentence(tmp_path, token, why):
@@ -118,11 +118,37 @@ def test_an_admin_token_without_entropy_stops_the_start_with_a_sentence(tmp_path
 
 
 def test_random_admin_tokens_are_accepted(tmp_path):
-    import secrets
+    # Seeded draws from the alphabets of `openssl rand -hex`, `secrets.token_hex` and `secrets.token_urlsafe`, so a
+    # run cannot fail by chance; the next test bounds how often a truly random token is refused.
+    import random
+    import string
 
-    for _ in range(300):
-        for token in (secrets.token_hex(32), secrets.token_hex(16), secrets.token_urlsafe(32)):
+    draw = random.Random(0)
+    urlsafe = string.ascii_letters + string.digits + "-_"
+    for _ in range(1000):
+        for alphabet, length in ((string.hexdigits[:16], 64), (string.hexdigits[:16], 32), (urlsafe, 43)):
+            token = "".join(draw.choices(alphabet, k=length))
             assert Settings.from_env({"POBO_ADMIN_TOKEN": token}, data_dir=tmp_path).admin_token == token
+
+
+def test_a_random_32_character_hex_token_is_refused_with_probability_below_one_in_a_million():
+    """The union bound over the three rules a random token can break, each computed exactly for 32 draws from 16
+    characters: fewer than MIN_ADMIN_TOKEN_DISTINCT distinct (the occupancy distribution, Stirling numbers), digits
+    only, and one character in more than half of the places (the binomial tail, times 16)."""
+    from math import comb, factorial, perm
+
+    from curator_service.settings import MIN_ADMIN_TOKEN_DISTINCT
+
+    n, m = 32, 16
+
+    def exactly_k_distinct(k: int) -> float:
+        stirling = sum((-1) ** j * comb(k, j) * (k - j) ** n for j in range(k + 1)) // factorial(k)
+        return perm(m, k) * stirling / m**n
+
+    too_few = sum(exactly_k_distinct(k) for k in range(1, MIN_ADMIN_TOKEN_DISTINCT))
+    digits_only = (10 / 16) ** n
+    one_repeated = m * sum(comb(n, c) * (1 / m) ** c * (1 - 1 / m) ** (n - c) for c in range(n // 2 + 1, n + 1))
+    assert too_few + digits_only + one_repeated < 1e-6
 
 
 def test_the_serve_command_refuses_a_short_admin_token_and_starts_nothing(tmp_path, monkeypatch):
