@@ -20,6 +20,12 @@ def _ticks(low: float, high: float, count: int = 4) -> list[float]:
     return [low + (high - low) * i / count for i in range(count + 1)]
 
 
+def _whole_ticks(low: float, high: float, count: int = 4) -> list[float]:
+    """Whole numbers in [low, high], at most ``count + 1`` of them: a count has no 1.25th answer."""
+    step = max(1, math.ceil((high - low) / count))
+    return [float(x) for x in range(math.ceil(low), math.floor(high) + 1, step)]
+
+
 def _padded(values: Sequence[float]) -> tuple[float, float]:
     low, high = min(values), max(values)
     if high == low:
@@ -41,12 +47,13 @@ class _Frame:
     def py(self, y: float) -> float:
         return HEIGHT - BOTTOM - (y - self.y_low) / (self.y_high - self.y_low) * (HEIGHT - TOP - BOTTOM)
 
-    def axes(self, x_label: str, y_label: str, x_text: Callable[[float], str], y_text: Callable[[float], str]) -> str:
+    def axes(self, x_label: str, y_label: str, x_text: Callable[[float], str], y_text: Callable[[float], str],
+             x_ticks: Sequence[float] | None = None) -> str:
         parts = [f'<rect x="{LEFT}" y="{TOP}" width="{WIDTH - LEFT - RIGHT}" height="{HEIGHT - TOP - BOTTOM}" '
                  'class="frame"/>']
         for y in _ticks(self.y_low, self.y_high):
             parts.append(f'<text x="{LEFT - 6}" y="{self.py(y) + 4:.1f}" text-anchor="end">{escape(y_text(y))}</text>')
-        for x in _ticks(self.x_low, self.x_high):
+        for x in _ticks(self.x_low, self.x_high) if x_ticks is None else x_ticks:
             parts.append(f'<text x="{self.px(x):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">'
                          f'{escape(x_text(x))}</text>')
         parts.append(f'<text x="{(LEFT + WIDTH - RIGHT) / 2}" y="{HEIGHT - 6}" text-anchor="middle" class="label">'
@@ -72,23 +79,26 @@ def _number(value: float) -> str:
 def step_chart(name: str, xs: Sequence[float], ys: Sequence[float], titles: Sequence[str], *, x_label: str,
                y_label: str, x_text: Callable[[float], str] = _number, y_floor: float | None = None,
                y_line: tuple[float, str] | None = None, x_until: float | None = None,
-               x_min_span: float = 0.0) -> Markup:
+               x_min_span: float = 0.0, whole_x: bool = False) -> Markup:
     """A staircase through (xs, ys) (each value holds until the next point), one marker per point.
 
     ``y_floor`` starts the y axis there (e.g. 0 for spent ε); ``y_line`` draws a dashed horizontal reference
     (value, caption), e.g. the budget's total. ``x_until`` holds the last value on to there (e.g. now), and the x
-    axis spans at least ``x_min_span`` from the first point, so one point or a few seconds make a readable axis."""
+    axis spans at least ``x_min_span`` from the first point, so one point or a few seconds make a readable axis.
+    ``whole_x`` marks the x axis at whole numbers only (a count of answers)."""
     if not xs:
         return Markup('<p class="empty">Nothing to draw yet.</p>')
     y_values = list(ys) + ([y_floor] if y_floor is not None else []) + ([y_line[0]] if y_line else [])
     x_end = max(xs[-1], x_until if x_until is not None else xs[-1], xs[0] + x_min_span)
-    frame = _Frame(_padded([xs[0], x_end]), _padded(y_values))
+    x_range = (xs[0] - 0.5, x_end + 0.5) if whole_x and x_end == xs[0] else _padded([xs[0], x_end])
+    frame = _Frame(x_range, _padded(y_values))
     path = [f"M{frame.px(xs[0]):.1f},{frame.py(ys[0]):.1f}"]
     for x, y, previous in zip(xs[1:], ys[1:], ys):
         path.append(f"H{frame.px(x):.1f}V{frame.py(y):.1f}" if previous != y else f"H{frame.px(x):.1f}")
     if x_until is not None and x_until > xs[-1]:
         path.append(f"H{frame.px(x_until):.1f}")
-    body = frame.axes(x_label, y_label, x_text, _number)
+    x_ticks = _whole_ticks(*x_range) if whole_x else None
+    body = frame.axes(x_label, y_label, x_text, _number, x_ticks)
     if y_line:
         value, caption = y_line
         body += (f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{frame.py(value):.1f}" y2="{frame.py(value):.1f}" '

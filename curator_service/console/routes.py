@@ -650,7 +650,7 @@ def _best_so_far(queries: list[dict], goal: Goal):
     titles = [f"answer {number_} (query {query['query_id']}): {query['value']:.6g}; best so far {current:.6g}"
               for number_, (query, current) in enumerate(zip(answered, best), start=1)]
     return charts.step_chart("best-so-far", xs, best, titles, x_label="answered queries",
-                             y_label=f"best so far ({goal})")
+                             y_label=f"best so far ({goal})", whole_x=True)
 
 
 @router.get("/sessions/{session_id}", response_class=HTMLResponse)

@@ -20,6 +20,17 @@ def test_the_step_chart_draws_every_point_and_holds_each_value_until_the_next():
     assert str(charts.step_chart("t", [], [], [], x_label="x", y_label="y")).startswith('<p class="empty">')
 
 
+def test_a_count_axis_is_marked_at_whole_numbers_only():
+    def x_labels(xs: list[float]) -> list[str]:
+        svg = str(charts.step_chart("t", xs, [1.0] * len(xs), ["p"] * len(xs), x_label="answered queries",
+                                    y_label="y", whole_x=True))
+        return re.findall(r'text-anchor="middle">([^<]*)</text>', svg)  # the axis label has a class
+
+    assert x_labels([1.0]) == ["1"]
+    assert x_labels([1.0, 2.0]) == ["1", "2"]
+    assert x_labels([float(x) for x in range(1, 12)]) == ["1", "4", "7", "10"]
+
+
 def test_chart_text_is_escaped():
     svg = str(charts.step_chart("t", [0.0, 1.0], [1.0, 2.0], ["<script>x</script>", "b"], x_label="<b>",
                                 y_label="y"))
