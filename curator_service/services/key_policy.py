@@ -113,24 +113,31 @@ def governs(session: Session, principal: Principal) -> bool:
             and row.delta_cap is None and row.jobs is None)
 
 
+def lock_live_caller(session: Session, principal: Principal, target_key_id: int | None = None) -> None:
+    """Locks the principal's key row (and ``target_key_id``'s, the key the act changes, in id order so two acts never
+    wait on each other) in this write transaction and re-checks that the key is live: a revocation or a policy change
+    of that key commits either before this check, which then refuses, or after this transaction. The principal was
+    authenticated before the transaction began, so a key revoked or expired since is refused here (401), never
+    trusted for a key-management or governance act. The admin token has no row."""
+    if principal.key_id is None:
+        return
+    ids = sorted({principal.key_id} | ({target_key_id} if target_key_id is not None else set()))
+    rows = {key.id: key for key in session.scalars(select(ApiKey).where(ApiKey.id.in_(ids))
+                                                   .order_by(ApiKey.id).with_for_update())}
+    own = rows.get(principal.key_id)
+    if own is None or own.revoked:
+        raise ApiError(401, "unauthorized", "this key was revoked; ask the curator for a new key")
+    row = session.get(PolicyRow, principal.key_id)
+    if row is not None and row.expires_at is not None and as_utc(row.expires_at) <= utcnow():
+        raise ApiError(401, "unauthorized", f"this key expired at {row.expires_at.isoformat()}; ask the curator "
+                       "for a new key")
+
+
 def check_governs(session: Session, principal: Principal, action: str, target: str,
                   target_key_id: int | None = None) -> None:
-    """403 unless ``principal`` governs (:func:`governs`), read in this write transaction after locking the
-    principal's key row (and ``target_key_id``'s, the key the act changes, in id order so two acts never wait on each
-    other): a revocation or a policy change of that key commits either before the check, which then refuses, or
-    after this transaction. The principal was authenticated before the transaction began, so a key revoked or
-    expired since is refused here (401), not trusted for the act."""
-    if principal.key_id is not None:
-        ids = sorted({principal.key_id} | ({target_key_id} if target_key_id is not None else set()))
-        rows = {key.id: key for key in session.scalars(select(ApiKey).where(ApiKey.id.in_(ids))
-                                                       .order_by(ApiKey.id).with_for_update())}
-        own = rows.get(principal.key_id)
-        if own is None or own.revoked:
-            raise ApiError(401, "unauthorized", "this key was revoked; ask the curator for a new key")
-        row = session.get(PolicyRow, principal.key_id)
-        if row is not None and row.expires_at is not None and as_utc(row.expires_at) <= utcnow():
-            raise ApiError(401, "unauthorized", f"this key expired at {row.expires_at.isoformat()}; ask the curator "
-                           "for a new key")
+    """403 unless ``principal`` governs (:func:`governs`), read in this write transaction after
+    :func:`lock_live_caller` (401 for a key revoked or expired since it authenticated)."""
+    lock_live_caller(session, principal, target_key_id)
     if not governs(session, principal):
         raise GovernanceRefusal(action, target, "not a governance key",
                                 f"{ACTS[action]} needs the admin token or a curator key marked for governance (no "

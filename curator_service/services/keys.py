@@ -24,6 +24,7 @@ from curator_service.services.key_policy import (
     check_governance_shape,
     check_governs,
     check_policy,
+    lock_live_caller,
     policy_out,
     store_policy,
     stored_policy,
@@ -56,10 +57,12 @@ def check_measurements_kinds(scope: Sequence[tuple[int, int, bool]]) -> None:
 def create_key(session: Session, principal: Principal, body: KeyCreate, policy: KeyPolicy | None = None) -> KeyCreated:
     """A new key and its token (the only time the token exists outside the caller's hands), with ``policy`` if
     given (else its role's defaults). A key creates only keys whose policy lies inside its own
-    (:func:`~.key_policy.check_fits_inside`)."""
+    (:func:`~.key_policy.check_fits_inside`), and only while it is live in this transaction: a key revoked while its
+    request was in flight mints nothing (:func:`~.key_policy.lock_live_caller`)."""
     policy = policy or KeyPolicy()
     check_policy(body.role, policy)
     check_governance_shape(body.role, policy)
+    lock_live_caller(session, principal)
     check_fits_inside(session, principal, body.role, policy, "key.create", f"new {body.role} key")
     token = new_token()
     scope = session.execute(select(Release.id, Release.dataset_id, Release.measurements.is_not(None))

@@ -1,5 +1,6 @@
 """A governance act re-checks its key inside its own write transaction: a budget raise whose key was revoked after
-the raise authenticated (in flight) is refused, and raises racing a revocation never commit after it. The service
+the raise authenticated (in flight) is refused, and so is a key creation (a revoked key mints no token that outlives
+it); raises racing a revocation never commit after it. The service
 layer imports no HTTP types. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import httpx
 import pytest
 
 from curator_service.persistence.db import Database
-from curator_service.services import ledger
+from curator_service.services import keys, ledger
 from curator_service.services.key_policy import check_governs
 from curator_service.services.policy import principal_for_token
 from shared.api.errors import ApiError
-from shared.api.schemas import BudgetRaise
+from shared.api.schemas import BudgetRaise, KeyCreate
 from tests.curator_service.conftest import ADMIN, bearer, modeler_key, register, release
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +43,23 @@ def test_an_in_flight_raise_of_a_key_revoked_since_it_authenticated_is_refused(m
     finally:
         db.dispose()
     assert not [e for e in client.get("/v1/ledger").json() if e["kind"] == "raise"]
+
+
+def test_an_in_flight_key_creation_by_a_key_revoked_since_it_authenticated_mints_nothing(make_client, database_url):
+    client = make_client(database_url=database_url)
+    rel = release(client, register(client)["id"])["id"]
+    curator_key = modeler_key(client, [rel], role="curator")
+    db = Database(database_url)
+    try:
+        with db.read() as session:
+            principal = principal_for_token(session, curator_key["token"], ADMIN)
+        assert client.delete(f"/v1/keys/{curator_key['id']}").status_code == 200
+        with pytest.raises(ApiError, match="revoked") as refused, db.write() as session:
+            keys.create_key(session, principal, KeyCreate(name="minted", release_ids=[rel], max_queries=5))
+        assert refused.value.status == 401
+    finally:
+        db.dispose()
+    assert "minted" not in {k["name"] for k in client.get("/v1/keys").json()}
 
 
 def test_raises_racing_a_revocation_never_commit_after_it(live_server, database_url):
