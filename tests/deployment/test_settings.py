@@ -133,11 +133,12 @@ def test_random_admin_tokens_are_accepted(tmp_path):
 
 def test_a_random_32_character_hex_token_is_refused_with_probability_below_one_in_a_million():
     """The union bound over the three rules a random token can break, each computed exactly for 32 draws from 16
-    characters: fewer than MIN_ADMIN_TOKEN_DISTINCT distinct (the occupancy distribution, Stirling numbers), digits
-    only, and one character in more than half of the places (the binomial tail, times 16)."""
+    characters: fewer than MIN_ADMIN_TOKEN_DISTINCT distinct (the occupancy distribution, Stirling numbers), one kind
+    only (digits, or letters a-f), and one character repeated as often as the rule refuses (the binomial tail, times
+    16), that count read from the rule itself."""
     from math import comb, factorial, perm
 
-    from curator_service.settings import MIN_ADMIN_TOKEN_DISTINCT
+    from curator_service.settings import MIN_ADMIN_TOKEN_DISTINCT, admin_token_weakness
 
     n, m = 32, 16
 
@@ -146,9 +147,11 @@ def test_a_random_32_character_hex_token_is_refused_with_probability_below_one_i
         return perm(m, k) * stirling / m**n
 
     too_few = sum(exactly_k_distinct(k) for k in range(1, MIN_ADMIN_TOKEN_DISTINCT))
-    digits_only = (10 / 16) ** n
-    one_repeated = m * sum(comb(n, c) * (1 / m) ** c * (1 - 1 / m) ** (n - c) for c in range(n // 2 + 1, n + 1))
-    assert too_few + digits_only + one_repeated < 1e-6
+    one_kind = (10 / 16) ** n + (6 / 16) ** n
+    varied = "123456789abcdef" * 3
+    refused_from = min(c for c in range(1, n + 1) if admin_token_weakness("0" * c + varied[:n - c]) is not None)
+    one_repeated = m * sum(comb(n, c) * (1 / m) ** c * (1 - 1 / m) ** (n - c) for c in range(refused_from, n + 1))
+    assert too_few + one_kind + one_repeated < 1e-6
 
 
 def test_the_serve_command_refuses_a_short_admin_token_and_starts_nothing(tmp_path, monkeypatch):
